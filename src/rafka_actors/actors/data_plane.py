@@ -1,0 +1,123 @@
+"""The data plane: topics, appends and the wake-ups that long-polling fetches wait for.
+
+Partition logs are plain synchronous files (writes land in the OS page cache and cost
+microseconds), so appends run inline on the trio thread, in the order requests arrive. What
+needs trio is the Fetch long poll: a fetch that found too little data parks one `trio.Event`
+in the watch set of every partition it reads; an append sets and clears the watchers of its
+partition. No polling loop; a fetch wakes on the first append that concerns it, or at its
+deadline.
+
+Idempotent producers: the last few batches per (producer id, partition) are remembered, so a
+retried batch (same producer epoch and base sequence) gets its original offset instead of
+being appended twice. This memory is not rebuilt at start-up (Kafka rebuilds it from producer
+snapshots); a retry that straddles a restart can duplicate.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import deque
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import trio
+
+from ..storage.partition_log import PartitionLog
+from ..storage.producer_ids import ProducerIdAllocator
+from ..storage.record_batch import BatchHeader, parse_header
+from ..storage.topics import Topic, TopicStore
+
+log = logging.getLogger(__name__)
+
+PartitionKey = tuple[uuid.UUID, int]
+_DEDUP_DEPTH = 5  # Kafka keeps the last five batches per producer
+
+
+class DataPlane:
+    def __init__(self, topics: TopicStore, producer_ids: ProducerIdAllocator) -> None:
+        self.topics = topics
+        self.producer_ids = producer_ids
+        self._watchers: dict[PartitionKey, set[trio.Event]] = {}
+        self._recent: dict[tuple[int, PartitionKey], deque[tuple[int, int, int]]] = {}
+        self._dirty: set[PartitionLog] = set()
+
+    @classmethod
+    def open(cls, data_dir: Path, *, segment_bytes: int) -> DataPlane:
+        topics = TopicStore.open(data_dir, segment_bytes=segment_bytes)
+        return cls(topics, ProducerIdAllocator(data_dir / "producer-ids"))
+
+    # -- topics ---------------------------------------------------------------------------
+    def create_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
+    ) -> Topic:
+        return self.topics.create(name, partitions, configs)
+
+    def delete_topic(self, name: str) -> Topic | None:
+        topic = self.topics.delete(name)
+        if topic is not None:
+            for index, partition in enumerate(topic.partitions):
+                self._dirty.discard(partition)
+                self._wake((topic.topic_id, index))
+        return topic
+
+    # -- appends --------------------------------------------------------------------------
+    def append(self, topic: Topic, index: int, batches: list[memoryview]) -> int:
+        """Append validated batches; returns the base offset of the first one."""
+        key = (topic.topic_id, index)
+        partition = topic.partitions[index]
+        header = parse_header(batches[0]) if len(batches) == 1 else None
+        if header is not None and header.producer_id >= 0:
+            duplicate = self._duplicate_of(header, key)
+            if duplicate is not None:
+                return duplicate
+        base_offset = partition.append(batches)
+        if header is not None and header.producer_id >= 0:
+            self._remember(header, key, base_offset)
+        self._dirty.add(partition)
+        self._wake(key)
+        return base_offset
+
+    def _duplicate_of(self, header: BatchHeader, key: PartitionKey) -> int | None:
+        for epoch, sequence, offset in self._recent.get((header.producer_id, key), ()):
+            if epoch == header.producer_epoch and sequence == header.base_sequence:
+                log.info("duplicate batch from producer %d seq %d", header.producer_id, sequence)
+                return offset
+        return None
+
+    def _remember(self, header: BatchHeader, key: PartitionKey, base_offset: int) -> None:
+        recent = self._recent.setdefault((header.producer_id, key), deque(maxlen=_DEDUP_DEPTH))
+        recent.append((header.producer_epoch, header.base_sequence, base_offset))
+
+    def flush(self) -> None:
+        """fsync every partition written since the last flush."""
+        dirty, self._dirty = self._dirty, set()
+        for partition in dirty:
+            partition.flush()
+
+    def close(self) -> None:
+        self.topics.close()
+
+    # -- long-poll wake-ups ---------------------------------------------------------------
+    def _wake(self, key: PartitionKey) -> None:
+        waiters = self._watchers.pop(key, None)
+        if waiters:
+            for event in waiters:
+                event.set()
+
+    async def wait_for_append(self, keys: Iterable[PartitionKey], deadline: float) -> None:
+        """Return at the first append to any of `keys`, or at `deadline` (trio time)."""
+        event = trio.Event()
+        keys = list(keys)
+        for key in keys:
+            self._watchers.setdefault(key, set()).add(event)
+        try:
+            with trio.move_on_at(deadline):
+                await event.wait()
+        finally:
+            for key in keys:
+                waiters = self._watchers.get(key)
+                if waiters is not None:
+                    waiters.discard(event)
+                    if not waiters:
+                        del self._watchers[key]

@@ -1,0 +1,30 @@
+"""An error answer of the right shape for any group op (used when an actor fails or stops)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..group import ops
+
+
+def error_response(op: Any, code: int) -> Any:
+    match op:
+        case ops.JoinGroupOp():
+            return ops.JoinGroupOpResp(code, member_id=op.member_id)
+        case ops.SyncGroupOp():
+            return ops.SyncGroupOpResp(code)
+        case ops.HeartbeatOp():
+            return ops.HeartbeatOpResp(code)
+        case ops.LeaveGroupOp():
+            return ops.LeaveGroupOpResp(code)
+        case ops.OffsetCommitOp():
+            return ops.OffsetCommitOpResp(tuple((t, p, code) for t, p, *_ in op.offsets))
+        case ops.OffsetFetchOp():
+            return ops.OffsetFetchOpResp(code)
+        case ops.DescribeGroupOp():
+            return ops.DescribeGroupOpResp(code, "Dead")
+        case ops.DeleteGroupOp():
+            return ops.DeleteGroupOpResp(code)
+        case ops.OffsetDeleteOp():
+            return ops.OffsetDeleteOpResp(code)
+    raise TypeError(f"no error response for {type(op).__name__}")

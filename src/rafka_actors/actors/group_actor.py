@@ -1,0 +1,179 @@
+"""One trio actor per consumer group: the only owner of that group's state.
+
+The actor loops over its bounded mailbox. For every command it calls the pure state machine,
+appends the records it returns to the coordinator log, and only once they are stored sends
+the replies. Timers are not tasks: the loop waits for mail until the machine's next deadline
+(`trio.move_on_at`) and then feeds `TimerFired` through the same path. A rebalance completes
+when the last member's JoinGroup arrives: an event.
+
+Replies go to one-shot channels. A client that hung up while parked has closed its end, so
+sending fails with BrokenResourceError and is simply dropped: the member's slot is cleaned up
+by the rebalance or session timeout, as in Kafka.
+
+Faults stay inside: if the machine raises, the actor logs it, answers every request it holds
+with COORDINATOR_NOT_AVAILABLE (retriable: clients look the coordinator up again and retry)
+and rebuilds the group from its stored records, like a coordinator failover. When the actor
+stops, everything still queued is answered the same way, so no caller waits forever.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from .. import telemetry
+from ..group import machine
+from ..group.effects import GroupConfig, RebalanceCompleted
+from ..group.ops import TimerFired
+from ..group.replay import replay
+from ..group.state import ClassicGroup
+from ..ids import GroupKey, mint_group_uuid
+from .coordinator_log import CoordinatorLog
+from .errors import error_response
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Envelope:
+    op: Any
+    reply: trio.MemorySendChannel[Any]
+
+
+def _now_ms() -> int:
+    return round(trio.current_time() * 1000)
+
+
+class GroupActor:
+    def __init__(
+        self,
+        key: GroupKey,
+        config: GroupConfig,
+        coordinator_log: CoordinatorLog,
+        *,
+        mailbox_size: int = 1024,
+        group: ClassicGroup | None = None,
+    ) -> None:
+        self.key = key
+        self.config = config
+        self.log = coordinator_log
+        self.group = group
+        self.mailbox, self._inbox = trio.open_memory_channel[Envelope](mailbox_size)
+        self._waiters: dict[int, trio.MemorySendChannel[Any]] = {}
+        self._pending_ops: dict[int, Any] = {}
+        self._next_token = 1
+
+    @property
+    def idle(self) -> bool:
+        """Nothing to keep this actor alive for: no group, no parked request."""
+        return self.group is None and not self._waiters
+
+    async def run(self, *, stop_when_idle: bool = True) -> None:
+        try:
+            while True:
+                envelope = await self._next_envelope()
+                if envelope is None:
+                    await self._step(TimerFired(), None)
+                else:
+                    await self._step(envelope.op, envelope.reply)
+                if stop_when_idle and self.idle and not self._queued():
+                    return
+        finally:
+            self._drain()
+
+    def _queued(self) -> int:
+        return self._inbox.statistics().current_buffer_used
+
+    async def _next_envelope(self) -> Envelope | None:
+        deadline = machine.next_deadline(self.group)
+        if deadline is None:
+            return await self._inbox.receive()
+        with trio.move_on_at(deadline / 1000):
+            return await self._inbox.receive()
+        return None
+
+    async def _step(self, op: Any, reply: trio.MemorySendChannel[Any] | None) -> None:
+        token = -1
+        if reply is not None:
+            token = self._next_token
+            self._next_token += 1
+            self._waiters[token] = reply
+            self._pending_ops[token] = op
+        now = _now_ms()
+        if isinstance(op, TimerFired):
+            # We woke because a deadline passed; clock rounding must not make it look early.
+            now = max(now, machine.next_deadline(self.group) or now)
+        try:
+            result = machine.handle(
+                self.group, op, now, token, config=self.config, fresh_cgp_id=mint_group_uuid()
+            )
+        except Exception:
+            log.exception(
+                "group %s: state machine failed on %s; restarting from its log",
+                self.key.group_id,
+                type(op).__name__,
+            )
+            self._fail_all_waiters()
+            self.group = replay(self.log.records_of(self.key), now)
+            return
+        self.group = result.group
+        if result.records:
+            await self.log.append(self.key, result.records)
+        for waiter, response in result.replies:
+            self._send(waiter, response)
+        for event in result.events:
+            self._trace(event)
+
+    def _send(self, token: int, response: Any) -> None:
+        channel = self._waiters.pop(token, None)
+        self._pending_ops.pop(token, None)
+        if channel is None:
+            return
+        try:
+            channel.send_nowait(response)
+        except (trio.BrokenResourceError, trio.WouldBlock, trio.ClosedResourceError):
+            pass  # the client left; nobody to tell
+
+    def _fail_all_waiters(self) -> None:
+        for token, op in list(self._pending_ops.items()):
+            self._send(token, error_response(op, ErrorCode.coordinator_not_available))
+        if self.group is not None:
+            for member in self.group.members.values():
+                member.awaiting_join = member.awaiting_sync = None
+
+    def _drain(self) -> None:
+        """Answer everything still held or queued: no caller waits forever."""
+        self._fail_all_waiters()
+        while True:
+            try:
+                envelope = self._inbox.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            try:
+                envelope.reply.send_nowait(
+                    error_response(envelope.op, ErrorCode.coordinator_not_available)
+                )
+            except (trio.BrokenResourceError, trio.WouldBlock, trio.ClosedResourceError):
+                pass
+        self._inbox.close()
+
+    def _trace(self, event: Any) -> None:
+        if isinstance(event, RebalanceCompleted):
+            with telemetry.span(
+                "rafka.broker.coordinator.rebalance-complete",
+                group_id=event.group_id,
+                generation_id=event.generation,
+                leader_id=event.leader_id or "",
+                members=event.members,
+            ):
+                log.info(
+                    "group %s: generation %d with %d members, leader %s",
+                    event.group_id,
+                    event.generation,
+                    event.members,
+                    event.leader_id,
+                )

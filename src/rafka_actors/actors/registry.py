@@ -1,0 +1,88 @@
+"""The registry: finds or spawns the actor of a `(org_id, group_id)`, and supervises them all.
+
+Actors run in the registry's nursery. `ask` sends an op with a one-shot reply channel and
+waits for the answer. An actor whose group does not exist and which holds nothing stops by
+itself (so asking about a thousand unknown groups leaves nothing behind); a request that
+races with that stop finds the mailbox closed and is simply sent to a fresh actor.
+
+The registry also keeps a one-line summary per group (state, protocol type), refreshed by
+each actor after every command, so ListGroups never has to visit every actor.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from ..group.effects import GroupConfig
+from ..group.replay import replay
+from ..ids import GroupKey
+from .coordinator_log import CoordinatorLog
+from .group_actor import Envelope, GroupActor
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    group_id: str
+    state: str
+    protocol_type: str
+
+
+class GroupRegistry:
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        config: GroupConfig,
+        coordinator_log: CoordinatorLog,
+        *,
+        mailbox_size: int = 1024,
+    ) -> None:
+        self._nursery = nursery
+        self._config = config
+        self._log = coordinator_log
+        self._mailbox_size = mailbox_size
+        self._actors: dict[GroupKey, GroupActor] = {}
+
+    async def ask(self, key: GroupKey, op: Any) -> Any:
+        send, receive = trio.open_memory_channel[Any](1)
+        with receive:
+            while True:
+                actor = self._actors.get(key) or self._spawn(key)
+                try:
+                    await actor.mailbox.send(Envelope(op, send))
+                    break
+                except trio.BrokenResourceError:  # it stopped just now: spawn a fresh one
+                    if self._actors.get(key) is actor:
+                        del self._actors[key]
+            return await receive.receive()
+
+    def _spawn(self, key: GroupKey) -> GroupActor:
+        group = replay(self._log.records_of(key), round(trio.current_time() * 1000))
+        actor = GroupActor(
+            key, self._config, self._log, mailbox_size=self._mailbox_size, group=group
+        )
+        self._actors[key] = actor
+        self._nursery.start_soon(self._supervise, actor)
+        return actor
+
+    async def _supervise(self, actor: GroupActor) -> None:
+        try:
+            await actor.run()
+        finally:
+            if self._actors.get(actor.key) is actor:
+                del self._actors[actor.key]
+
+    def summaries(self, org_id: int) -> Iterator[GroupSummary]:
+        for key, actor in list(self._actors.items()):
+            group = actor.group
+            if key.org_id == org_id and group is not None:
+                yield GroupSummary(key.group_id, group.state.value, group.protocol_type or "")
+
+    def __len__(self) -> int:
+        return len(self._actors)

@@ -1,0 +1,87 @@
+"""`rafka-actors` command line: `serve` (more subcommands arrive with their issues)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import trio
+
+from .config import ConfigError, describe_settings, load_config
+
+log = logging.getLogger("rafka_actors")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rafka-actors", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the broker")
+    serve.add_argument("--listen", metavar="HOST:PORT", help="default 127.0.0.1:9092")
+    serve.add_argument("--data-dir", metavar="DIR", type=Path, help="default ./rafka-data")
+    serve.add_argument("--config", metavar="FILE", type=Path, help="Kafka-style properties file")
+    serve.add_argument(
+        "--override",
+        "-o",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="set any setting by its Kafka key, e.g. -o num.partitions=6",
+    )
+    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--help-config", action="store_true", help="list every setting")
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--override wants KEY=VALUE, got {item!r}")
+        values[key] = value
+    if args.listen:
+        values["listen"] = args.listen
+    if args.data_dir:
+        values["data.dir"] = str(args.data_dir)
+    return values
+
+
+async def _serve_until_signalled(config_args: argparse.Namespace) -> None:
+    from .gateway.server import run_broker
+
+    config = load_config(config_file=config_args.config, overrides=_overrides(config_args))
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run_broker, config)
+            async for signum in signals:
+                log.info("received %s, shutting down", signal.Signals(signum).name)
+                nursery.cancel_scope.cancel()
+                break
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if args.command == "serve":
+        if args.help_config:
+            for key, default, doc in describe_settings():
+                print(f"{key:40} {default:24} {doc}")
+            return 0
+        try:
+            trio.run(_serve_until_signalled, args)
+        except ConfigError as exc:
+            log.error("configuration error: %s", exc)
+            return 2
+        return 0
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Broker configuration, named with Apache Kafka's keys where Kafka has one.
+
+Every setting is a field of `BrokerConfig`; its Kafka key is the field name with dots for
+underscores (`num_partitions` <-> `num.partitions`). Values are layered, later wins:
+
+1. the defaults below (Kafka's own defaults unless a comment says why not);
+2. a config file in Java-properties form (`key=value`, `#` comments), as Kafka's server.properties;
+3. environment variables `RAFKA_<KEY>` with dots as underscores, upper case
+   (`RAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0`);
+4. command-line flags (`--listen`, `--data-dir`, `--override key=value`).
+
+`RAFKA_KAFKA_CLIENT_HOST` / `RAFKA_KAFKA_CLIENT_PORT` set the advertised endpoint (the address
+Metadata and FindCoordinator hand to clients), as in the design notes; they default to the
+listen address.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+ENV_PREFIX = "RAFKA_"
+
+
+class ConfigError(ValueError):
+    """A setting that can't be parsed or is out of range."""
+
+
+def _doc(text: str) -> dict[str, str]:
+    return {"doc": text}
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    listen: str = field(default="127.0.0.1:9092", metadata=_doc("HOST:PORT to listen on"))
+    data_dir: Path = field(default=Path("rafka-data"), metadata=_doc("where all logs live"))
+    kafka_client_host: str = field(default="", metadata=_doc("advertised host; default listen"))
+    kafka_client_port: int = field(default=0, metadata=_doc("advertised port; default listen"))
+    node_id: int = field(default=0, metadata=_doc("this broker's node id"))
+    cluster_id: str = field(default="rafka-actors", metadata=_doc("cluster id in Metadata"))
+    # Topics and partition logs.
+    num_partitions: int = field(default=1, metadata=_doc("partitions of auto-created topics"))
+    auto_create_topics_enable: bool = field(default=True, metadata=_doc("Metadata creates"))
+    log_segment_bytes: int = field(default=1 << 30, metadata=_doc("partition segment size"))
+    log_flush_interval_ms: int = field(
+        # Kafka leaves flushing to the OS; an acknowledged record survives a process kill
+        # either way, since it is in the page cache. We also fsync on a timer.
+        default=1000,
+        metadata=_doc("fsync partition logs at least this often (0 = every append)"),
+    )
+    message_max_bytes: int = field(default=1048588, metadata=_doc("largest record batch"))
+    # Network.
+    socket_request_max_bytes: int = field(default=104857600, metadata=_doc("largest frame"))
+    connections_max_idle_ms: int = field(default=600000, metadata=_doc("idle conn close"))
+    # Consumer groups (classic protocol).
+    group_initial_rebalance_delay_ms: int = field(default=3000, metadata=_doc("first join wait"))
+    group_min_session_timeout_ms: int = field(default=6000, metadata=_doc("lowest session"))
+    group_max_session_timeout_ms: int = field(default=1800000, metadata=_doc("highest session"))
+    group_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
+    offset_metadata_max_bytes: int = field(default=4096, metadata=_doc("commit metadata size"))
+
+    @property
+    def listen_host(self) -> str:
+        return split_host_port(self.listen)[0]
+
+    @property
+    def listen_port(self) -> int:
+        return split_host_port(self.listen)[1]
+
+    def with_values(self, **changes: Any) -> BrokerConfig:
+        return dataclasses.replace(self, **changes)
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig)}
+
+
+def kafka_key(field_name: str) -> str:
+    return field_name.replace("_", ".")
+
+
+def field_name(key: str) -> str:
+    return key.strip().replace(".", "_").replace("-", "_").lower()
+
+
+def split_host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def _convert(name: str, raw: Any) -> Any:
+    kind = FIELDS[name].type
+    try:
+        if kind == "bool":
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(text)
+            return text in ("true", "1", "yes")
+        if kind == "int":
+            return int(raw)
+        if kind == "Path":
+            return Path(raw)
+        return str(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{kafka_key(name)}: can't use {raw!r} ({kind})") from exc
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java-properties subset: `key=value` or `key: value` lines, `#`/`!` comments."""
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
+        if sep < 0:
+            raise ConfigError(f"not a key=value line: {line!r}")
+        values[line[:sep].strip()] = line[sep + 1 :].strip()
+    return values
+
+
+def _apply(values: dict[str, Any], source: Mapping[str, Any], origin: str) -> None:
+    for key, raw in source.items():
+        name = field_name(key)
+        if name not in FIELDS:
+            log.warning("ignoring unknown setting %r from %s", key, origin)
+            continue
+        values[name] = _convert(name, raw)
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, str]:
+    found = {}
+    for name in FIELDS:
+        env_name = ENV_PREFIX + name.upper()
+        if env_name in environ:
+            found[name] = environ[env_name]
+    return found
+
+
+def load_config(
+    *,
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> BrokerConfig:
+    """Layer defaults, file, environment and flags (see the module docstring)."""
+    values: dict[str, Any] = {}
+    if config_file is not None:
+        _apply(values, parse_properties(config_file.read_text()), str(config_file))
+    _apply(values, _from_env(os.environ if environ is None else environ), "environment")
+    _apply(values, overrides or {}, "command line")
+    config = BrokerConfig(**values)
+    split_host_port(config.listen)  # fail early on a bad address
+    if config.socket_request_max_bytes <= 0:
+        raise ConfigError("socket.request.max.bytes must be positive")
+    return config
+
+
+def describe_settings() -> list[tuple[str, str, str]]:
+    """(kafka key, default, doc) for every setting, for `serve --help-config`."""
+    return [
+        (kafka_key(f.name), str(f.default), f.metadata.get("doc", ""))
+        for f in dataclasses.fields(BrokerConfig)
+    ]

@@ -1,0 +1,48 @@
+"""The api table: every Kafka api this broker serves, its version range and its handler.
+
+ApiVersions answers from this table, and the connection closes on any key or version not in
+it, so the table is the single statement of what we serve. Version ranges are the ones the
+three supported clients use (see shared/CLIENTS.md) within what kio has schemas for.
+"""
+
+from __future__ import annotations
+
+from ..context import Api
+from . import (
+    api_versions,
+    fetch,
+    find_coordinator,
+    group_admin,
+    groups,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    offsets,
+    produce,
+    topics_admin,
+)
+
+API_TABLE: dict[int, Api] = {
+    api.key: api
+    for api in (
+        Api(0, "Produce", 3, 10, produce.handle),
+        Api(1, "Fetch", 4, 16, fetch.handle),
+        Api(2, "ListOffsets", 1, 11, list_offsets.handle),
+        Api(3, "Metadata", 0, 13, metadata.handle),
+        Api(8, "OffsetCommit", 2, 9, offsets.offset_commit),
+        Api(9, "OffsetFetch", 1, 9, offsets.offset_fetch),
+        Api(10, "FindCoordinator", 0, 6, find_coordinator.handle),
+        Api(11, "JoinGroup", 0, 7, groups.join_group),
+        Api(12, "Heartbeat", 0, 4, groups.heartbeat),
+        Api(13, "LeaveGroup", 0, 5, groups.leave_group),
+        Api(14, "SyncGroup", 0, 5, groups.sync_group),
+        Api(15, "DescribeGroups", 0, 5, group_admin.describe_groups),
+        Api(16, "ListGroups", 0, 5, group_admin.list_groups),
+        Api(18, "ApiVersions", 0, 4, api_versions.handle),
+        Api(19, "CreateTopics", 2, 7, topics_admin.create_topics),
+        Api(20, "DeleteTopics", 1, 6, topics_admin.delete_topics),
+        Api(22, "InitProducerId", 0, 5, init_producer_id.handle),
+        Api(42, "DeleteGroups", 0, 2, group_admin.delete_groups),
+        Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete),
+    )
+}

@@ -1,0 +1,26 @@
+"""ApiVersions (18): the key/version ranges this broker serves, taken from the api table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ..context import BrokerContext, ConnectionInfo
+from ._build import NO_THROTTLE, make, schema
+
+KEY = 18
+
+
+async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    mod = schema(KEY, version)
+    keys = tuple(
+        mod.ApiVersion(api_key=api.key, min_version=api.min_version, max_version=api.max_version)
+        for api in sorted(ctx.apis.values(), key=lambda a: a.key)
+    )
+    return make(
+        mod.ApiVersionsResponse,
+        error_code=ErrorCode.none,
+        api_keys=keys,
+        throttle_time=NO_THROTTLE,
+    )

@@ -1,0 +1,109 @@
+"""Fetch (1): whole record batches from the partition logs, with long polling.
+
+Topics are named by name before v13 and by topic id from v13 (librdkafka switches at v13).
+The read starts at the batch that contains the fetch offset (clients skip earlier records)
+and returns at least one whole batch even when it exceeds the limits (KIP-74). If fewer than
+`min_bytes` are found the request parks until an append to one of its partitions or until
+`max_wait_ms`, whichever is first: an event, not a polling loop (see data_plane.py).
+
+Fetch sessions (KIP-227) are not kept: we answer session id 0, which tells the client to send
+full fetch requests, as a broker whose session cache is full does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from ...actors.data_plane import PartitionKey
+from ...storage.topics import Topic
+from ..context import BrokerContext, ConnectionInfo
+from ._build import NO_THROTTLE, make, schema, to_ms
+
+KEY = 1
+
+
+async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    mod = schema(KEY, version)
+    deadline = trio.current_time() + max(0, to_ms(request.max_wait)) / 1000
+    while True:
+        topics, found_bytes, errors, keys = _read(ctx, mod, version, request)
+        done = found_bytes >= request.min_bytes or errors or trio.current_time() >= deadline
+        if done or not keys:
+            return make(
+                mod.FetchResponse,
+                throttle_time=NO_THROTTLE,
+                error_code=ErrorCode.none,
+                session_id=0,
+                responses=tuple(topics),
+            )
+        await ctx.data.wait_for_append(keys, deadline)
+
+
+def _read(
+    ctx: BrokerContext, mod: Any, version: int, request: Any
+) -> tuple[list[Any], int, bool, list[PartitionKey]]:
+    budget = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
+    total, errors, keys, topics = 0, False, [], []
+    for wanted in request.topics:
+        topic = _find(ctx, wanted, version)
+        parts = []
+        for p in wanted.partitions:
+            code, records, hw, start = _read_partition(topic, p, budget - total, first=total == 0)
+            if topic is None and version >= 13:
+                code = ErrorCode.unknown_topic_id
+            total += len(records)
+            errors = errors or code is not ErrorCode.none
+            if code is ErrorCode.none and topic is not None:
+                keys.append((topic.topic_id, p.partition))
+            parts.append(_partition_data(mod, p.partition, code, records, hw, start))
+        topics.append(
+            make(
+                mod.FetchableTopicResponse,
+                topic=getattr(wanted, "topic", None),
+                topic_id=getattr(wanted, "topic_id", None),
+                partitions=tuple(parts),
+            )
+        )
+    return topics, total, errors, keys
+
+
+def _find(ctx: BrokerContext, wanted: Any, version: int) -> Topic | None:
+    if version >= 13:
+        return ctx.data.topics.by_id(wanted.topic_id)
+    return ctx.data.topics.by_name(wanted.topic)
+
+
+def _read_partition(
+    topic: Topic | None, p: Any, budget: int, *, first: bool
+) -> tuple[ErrorCode, bytes, int, int]:
+    if topic is None:
+        return ErrorCode.unknown_topic_or_partition, b"", -1, -1
+    if not 0 <= p.partition < len(topic.partitions):
+        return ErrorCode.unknown_topic_or_partition, b"", -1, -1
+    log = topic.partitions[p.partition]
+    hw, start = log.log_end_offset, log.log_start_offset
+    if not start <= p.fetch_offset <= hw:
+        return ErrorCode.offset_out_of_range, b"", hw, start
+    limit = min(p.partition_max_bytes, budget)
+    if limit <= 0 and not first:
+        return ErrorCode.none, b"", hw, start
+    return ErrorCode.none, log.read(p.fetch_offset, max(limit, 1)), hw, start
+
+
+def _partition_data(
+    mod: Any, index: int, code: ErrorCode, records: bytes, hw: int, start: int
+) -> Any:
+    return make(
+        mod.PartitionData,
+        partition_index=index,
+        error_code=code,
+        high_watermark=hw,
+        last_stable_offset=hw,
+        log_start_offset=start,
+        aborted_transactions=None,
+        preferred_read_replica=-1,
+        records=records,
+    )

@@ -1,0 +1,184 @@
+"""The admin side of groups: DescribeGroups (15), ListGroups (16), DeleteGroups (42) and
+OffsetDelete (47).
+
+DescribeGroups and DeleteGroups ask each named group's actor in turn; a group that does not
+exist is described as "Dead" without an error, and deleting it answers GROUP_ID_NOT_FOUND (the
+state machine decides both). An empty group id is accepted by both, as Kafka still does for
+old tools; only a null id is INVALID_GROUP_ID. Member metadata and assignments are the raw
+consumer-protocol bytes the members sent and got: confluent's AdminClient decodes them.
+
+ListGroups visits no actor: the registry keeps a summary (state, protocol type) per group.
+The state filter (v4+) is matched case-insensitively and trimmed, as Kafka's
+GroupMetadataManager.listGroups does; the type filter (v5+) keeps our groups only if it names
+"classic" (any case): they are all classic groups.
+
+OffsetDelete checks topics at the gateway as KafkaApis does (unknown topic or partition ->
+UNKNOWN_TOPIC_OR_PARTITION, not sent to the actor) and always asks the actor, which validates
+the group even when no partition is left. A group-level error replaces the whole answer,
+like Kafka's OffsetDeleteResponse.Builder.merge.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ... import telemetry
+from ...group.ops import (
+    DeleteGroupOp,
+    DeleteGroupOpResp,
+    DescribeGroupOp,
+    DescribeGroupOpResp,
+    OffsetDeleteOp,
+    OffsetDeleteOpResp,
+)
+from ..context import BrokerContext, ConnectionInfo
+from ._build import NO_THROTTLE, make, schema
+from .groups import ask_group
+from .offsets import partition_exists, partition_results
+
+DESCRIBE_KEY = 15
+LIST_KEY = 16
+DELETE_KEY = 42
+OFFSET_DELETE_KEY = 47
+
+GROUP_TYPE = "classic"
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+# AclOperation bits READ (3), DELETE (6), DESCRIBE (8): everything a group supports, which is
+# what Kafka reports without an authorizer.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+# -- DescribeGroups -----------------------------------------------------------------------
+async def describe_groups(
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
+) -> Any:
+    with telemetry.span("rafka.gateway.group.describe", version=version):
+        mod = schema(DESCRIBE_KEY, version)
+        wanted = getattr(request, "include_authorized_operations", False)  # v3+
+        operations = GROUP_OPERATIONS if wanted else AUTHORIZED_OPERATIONS_OMITTED
+        groups = []
+        for group_id in request.groups:
+            if group_id is None:
+                described = DescribeGroupOpResp(ErrorCode.invalid_group_id, "")
+            else:
+                described = await ask_group(ctx, conn, group_id, DescribeGroupOp(group_id))
+            groups.append(_described(mod, group_id or "", described, operations))
+        return make(mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
+
+
+def _described(mod: Any, group_id: str, group: DescribeGroupOpResp, operations: int) -> Any:
+    members = tuple(
+        make(
+            mod.DescribedGroupMember,
+            member_id=member_id,
+            group_instance_id=instance_id,  # v4+
+            client_id=client_id,
+            client_host=client_host,
+            member_metadata=metadata,
+            member_assignment=assignment,
+        )
+        for member_id, instance_id, client_id, client_host, metadata, assignment in group.members
+    )
+    return make(
+        mod.DescribedGroup,
+        error_code=ErrorCode(group.error_code),
+        group_id=group_id,
+        group_state=group.state,
+        protocol_type=group.protocol_type,
+        protocol_data=group.protocol_name,
+        members=members,
+        authorized_operations=operations,
+    )
+
+
+# -- ListGroups ---------------------------------------------------------------------------
+async def list_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    with telemetry.span("rafka.gateway.group.list", version=version):
+        mod = schema(LIST_KEY, version)
+        states = {s.strip().lower() for s in getattr(request, "states_filter", ())}  # v4+
+        types = {t.lower() for t in getattr(request, "types_filter", ())}  # v5+
+        if types and GROUP_TYPE not in types:
+            summaries = []
+        else:
+            summaries = [
+                s
+                for s in ctx.registry().summaries(conn.org_id)
+                if not states or s.state.lower() in states
+            ]
+        listed = tuple(
+            make(
+                mod.ListedGroup,
+                group_id=s.group_id,
+                protocol_type=s.protocol_type,
+                group_state=s.state,
+                group_type=GROUP_TYPE,
+            )
+            for s in summaries
+        )
+        return make(
+            mod.ListGroupsResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            groups=listed,
+        )
+
+
+# -- DeleteGroups -------------------------------------------------------------------------
+async def delete_groups(
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
+) -> Any:
+    with telemetry.span("rafka.gateway.group.delete", version=version):
+        mod = schema(DELETE_KEY, version)
+        results = []
+        for group_id in request.groups_names:
+            if group_id is None:
+                code: int = ErrorCode.invalid_group_id
+            else:
+                response: DeleteGroupOpResp = await ask_group(
+                    ctx, conn, group_id, DeleteGroupOp(group_id)
+                )
+                code = response.error_code
+            results.append(
+                make(
+                    mod.DeletableGroupResult, group_id=group_id or "", error_code=ErrorCode(code)
+                )
+            )
+        return make(mod.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+# -- OffsetDelete -------------------------------------------------------------------------
+async def offset_delete(
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
+) -> Any:
+    group_id = request.group_id
+    with telemetry.span(
+        "rafka.gateway.group.offset-delete", version=version, group_id=group_id or ""
+    ):
+        mod = schema(OFFSET_DELETE_KEY, version)
+        if not group_id:
+            response = OffsetDeleteOpResp(ErrorCode.invalid_group_id)
+        else:
+            partitions = tuple(
+                (t.name, p.partition_index)
+                for t in request.topics
+                for p in t.partitions
+                if partition_exists(ctx, t.name, p.partition_index)
+            )
+            response = await ask_group(ctx, conn, group_id, OffsetDeleteOp(group_id, partitions))
+        code = ErrorCode(response.error_code)
+        topics = () if code != ErrorCode.none else _offset_delete_topics(mod, request, response)
+        return make(
+            mod.OffsetDeleteResponse, error_code=code, throttle_time=NO_THROTTLE, topics=topics
+        )
+
+
+def _offset_delete_topics(mod: Any, request: Any, response: OffsetDeleteOpResp) -> tuple[Any, ...]:
+    return partition_results(
+        mod.OffsetDeleteResponseTopic,
+        mod.OffsetDeleteResponsePartition,
+        request.topics,
+        {(t, p): e for t, p, e in response.results},
+        ErrorCode.unknown_topic_or_partition,  # the actor did not see it: checked here
+    )

@@ -1,0 +1,211 @@
+"""JoinGroup (11), SyncGroup (14), Heartbeat (12) and LeaveGroup (13): the classic rebalance.
+
+The gateway holds no group state. Each handler checks what Kafka checks before the
+coordinator shard (GroupCoordinatorService / KafkaApis: a non-empty group id, SyncGroup v5's
+mandatory protocol type and name), turns the request of whatever version into one mailbox Op,
+asks the group's actor and turns the OpResp back into the response of the client's version.
+A JoinGroup that parks in a rebalance simply awaits here; the connection waits with it, as
+Kafka's muted channel does.
+
+The gateway supplies what the pure state machine may not make up itself: the member id a new
+member would get (`<instance id or client id>-<uuid>`), the client id and host for
+DescribeGroups, and `require_known_member_id` (JoinGroup v4+, where a new dynamic member is
+first answered MEMBER_ID_REQUIRED with its id and rejoins with it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ... import telemetry
+from ...group.ops import (
+    HeartbeatOp,
+    HeartbeatOpResp,
+    JoinGroupOp,
+    JoinGroupOpResp,
+    LeaveGroupOp,
+    LeaveGroupOpResp,
+    SyncGroupOp,
+    SyncGroupOpResp,
+)
+from ...ids import GroupKey, new_member_id
+from ..context import BrokerContext, ConnectionInfo
+from ._build import NO_THROTTLE, make, schema, to_ms
+
+JOIN_KEY = 11
+HEARTBEAT_KEY = 12
+LEAVE_KEY = 13
+SYNC_KEY = 14
+
+
+async def ask_group(ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: Any) -> Any:
+    """The OpResp of the group's actor (groups are keyed by the connection's organisation)."""
+    return await ctx.registry().ask(GroupKey(conn.org_id, group_id), op)
+
+
+# -- JoinGroup ----------------------------------------------------------------------------
+async def join_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    group_id = request.group_id
+    with telemetry.span("rafka.gateway.group.join", version=version, group_id=group_id or ""):
+        mod = schema(JOIN_KEY, version)
+        if not group_id:
+            invalid = JoinGroupOpResp(ErrorCode.invalid_group_id, member_id=request.member_id)
+            return _join_response(mod, version, invalid)
+        response = await ask_group(ctx, conn, group_id, _join_op(conn, version, request))
+        return _join_response(mod, version, response)
+
+
+def _join_op(conn: ConnectionInfo, version: int, request: Any) -> JoinGroupOp:
+    instance_id = getattr(request, "group_instance_id", None)  # v5+
+    rebalance_timeout = getattr(request, "rebalance_timeout", None)  # v1+
+    return JoinGroupOp(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        protocol_type=request.protocol_type,
+        session_timeout_ms=to_ms(request.session_timeout),
+        protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
+        # -1: none given (v0); the state machine then uses the session timeout, as Kafka does
+        rebalance_timeout_ms=-1 if rebalance_timeout is None else to_ms(rebalance_timeout),
+        group_instance_id=instance_id,
+        client_id=conn.client_id or "",
+        client_host=conn.peer_host,
+        require_known_member_id=version >= 4,
+        new_member_id=new_member_id(conn.client_id, instance_id),
+        reason=getattr(request, "reason", None),  # v8+
+    )
+
+
+def _join_response(mod: Any, version: int, response: JoinGroupOpResp) -> Any:
+    members = tuple(
+        make(mod.JoinGroupResponseMember, member_id=m, group_instance_id=i, metadata=meta)
+        for m, i, meta in response.members
+    )
+    protocol_name = response.protocol_name
+    if protocol_name is None and version < 7:
+        protocol_name = ""  # nullable only from v7 (Kafka's JoinGroupResponse does the same)
+    return make(
+        mod.JoinGroupResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode(response.error_code),
+        generation_id=response.generation_id,
+        protocol_type=response.protocol_type,
+        protocol_name=protocol_name,
+        leader=response.leader_id,
+        skip_assignment=response.skip_assignment,
+        member_id=response.member_id,
+        members=members,
+    )
+
+
+# -- SyncGroup ----------------------------------------------------------------------------
+async def sync_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    group_id = request.group_id
+    with telemetry.span("rafka.gateway.group.sync", version=version, group_id=group_id or ""):
+        mod = schema(SYNC_KEY, version)
+        protocol_type = getattr(request, "protocol_type", None)  # v5+
+        protocol_name = getattr(request, "protocol_name", None)
+        if version >= 5 and (protocol_type is None or protocol_name is None):
+            # KafkaApis: mandatory from v5 on
+            return _sync_response(mod, SyncGroupOpResp(ErrorCode.inconsistent_group_protocol))
+        if not group_id:
+            return _sync_response(mod, SyncGroupOpResp(ErrorCode.invalid_group_id))
+        op = SyncGroupOp(
+            group_id=group_id,
+            member_id=request.member_id,
+            generation_id=request.generation_id,
+            assignments=tuple((a.member_id, bytes(a.assignment)) for a in request.assignments),
+            group_instance_id=getattr(request, "group_instance_id", None),  # v3+
+            protocol_type=protocol_type,
+            protocol_name=protocol_name,
+        )
+        return _sync_response(mod, await ask_group(ctx, conn, group_id, op))
+
+
+def _sync_response(mod: Any, response: SyncGroupOpResp) -> Any:
+    return make(
+        mod.SyncGroupResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode(response.error_code),
+        protocol_type=response.protocol_type,
+        protocol_name=response.protocol_name,
+        assignment=response.assignment,
+    )
+
+
+# -- Heartbeat ----------------------------------------------------------------------------
+async def heartbeat(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    group_id = request.group_id
+    with telemetry.span("rafka.gateway.group.heartbeat", version=version, group_id=group_id or ""):
+        mod = schema(HEARTBEAT_KEY, version)
+        if not group_id:
+            code: int = ErrorCode.invalid_group_id
+        else:
+            op = HeartbeatOp(
+                group_id=group_id,
+                member_id=request.member_id,
+                generation_id=request.generation_id,
+                group_instance_id=getattr(request, "group_instance_id", None),  # v3+
+            )
+            response: HeartbeatOpResp = await ask_group(ctx, conn, group_id, op)
+            code = response.error_code
+        return make(mod.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode(code))
+
+
+# -- LeaveGroup ---------------------------------------------------------------------------
+async def leave_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    group_id = request.group_id
+    with telemetry.span("rafka.gateway.group.leave", version=version, group_id=group_id or ""):
+        mod = schema(LEAVE_KEY, version)
+        if version < 3:  # one member, by id
+            members: tuple[tuple[str, str | None, str | None], ...] = (
+                (request.member_id, None, None),
+            )
+        else:
+            members = tuple(
+                (m.member_id, m.group_instance_id, getattr(m, "reason", None))
+                for m in request.members
+            )
+        if not group_id:
+            response = LeaveGroupOpResp(ErrorCode.invalid_group_id)
+        else:
+            response = await ask_group(ctx, conn, group_id, LeaveGroupOp(group_id, members))
+        return _leave_response(mod, version, _per_member(response, members))
+
+
+def _per_member(
+    response: LeaveGroupOpResp, members: tuple[tuple[str, str | None, str | None], ...]
+) -> LeaveGroupOpResp:
+    """An unknown group is UNKNOWN_MEMBER_ID for every member, not for the request: Kafka's
+    GroupCoordinatorService turns the shard's top-level error into per-member ones."""
+    if response.error_code != ErrorCode.unknown_member_id or response.members:
+        return response
+    return LeaveGroupOpResp(
+        ErrorCode.none,
+        tuple((m, i, int(ErrorCode.unknown_member_id)) for m, i, _ in members),
+    )
+
+
+def _leave_response(mod: Any, version: int, response: LeaveGroupOpResp) -> Any:
+    if version < 3:
+        # One error for the request: the top-level one, else the first member's (Kafka's
+        # LeaveGroupResponse for v0-v2).
+        member_errors = (e for _, _, e in response.members if e != ErrorCode.none)
+        code = response.error_code or next(member_errors, ErrorCode.none)
+        return make(mod.LeaveGroupResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode(code))
+    members = tuple(
+        make(
+            mod.MemberResponse,
+            member_id=m,
+            group_instance_id=i,
+            error_code=ErrorCode(e),
+        )
+        for m, i, e in response.members
+    )
+    return make(
+        mod.LeaveGroupResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode(response.error_code),
+        members=members,
+    )

@@ -1,0 +1,106 @@
+"""Metadata (3): this one broker, and the topics asked for (auto-created when allowed).
+
+Every partition is led by this broker (node id from `node.id`) at leader epoch 0. Topic ids
+are stable non-zero UUIDs (librdkafka fetches by id from Fetch v13). In v0 an empty topic list
+means "all topics"; from v1 on that is a null list, and an empty one means none.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ...storage.topics import Topic, TopicError, validate_topic_name
+from ..context import BrokerContext, ConnectionInfo
+from ._build import NO_THROTTLE, make, schema
+
+KEY = 3
+_NULL_ID = uuid.UUID(int=0)
+
+
+async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    mod = schema(KEY, version)
+    if request.topics is None or (version == 0 and not request.topics):
+        topics = [_describe(mod, t, ctx.node_id) for t in ctx.data.topics]
+    else:
+        auto_create = ctx.config.auto_create_topics_enable and getattr(
+            request, "allow_auto_topic_creation", True
+        )
+        topics = [_lookup(ctx, mod, entry, auto_create) for entry in request.topics]
+    broker = make(
+        mod.MetadataResponseBroker,
+        node_id=ctx.node_id,
+        host=ctx.advertised_host,
+        port=ctx.advertised_port,
+        rack=None,
+    )
+    return make(
+        mod.MetadataResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        brokers=(broker,),
+        cluster_id=ctx.config.cluster_id,
+        controller_id=ctx.node_id,
+        topics=tuple(topics),
+    )
+
+
+def _lookup(ctx: BrokerContext, mod: Any, entry: Any, auto_create: bool) -> Any:
+    name = entry.name
+    topic_id = getattr(entry, "topic_id", None)
+    if name is None and topic_id not in (None, _NULL_ID):
+        found = ctx.data.topics.by_id(topic_id)
+        if found is None:
+            return _error(mod, None, ErrorCode.unknown_topic_id, topic_id)
+        return _describe(mod, found, ctx.node_id)
+    topic = ctx.data.topics.by_name(name) if name is not None else None
+    if topic is not None:
+        return _describe(mod, topic, ctx.node_id)
+    try:
+        validate_topic_name(name)
+    except TopicError:
+        return _error(mod, name, ErrorCode.invalid_topic_exception)
+    if not auto_create:
+        return _error(mod, name, ErrorCode.unknown_topic_or_partition)
+    try:
+        topic = ctx.data.create_topic(name, ctx.config.num_partitions)
+    except TopicError:
+        return _error(mod, name, ErrorCode.unknown_topic_or_partition)
+    return _describe(mod, topic, ctx.node_id)
+
+
+def _error(mod: Any, name: str | None, code: ErrorCode, topic_id: uuid.UUID = _NULL_ID) -> Any:
+    return make(
+        mod.MetadataResponseTopic,
+        error_code=code,
+        name=name,
+        topic_id=topic_id,
+        is_internal=False,
+        partitions=(),
+    )
+
+
+def _describe(mod: Any, topic: Topic, node: int) -> Any:
+    partitions = tuple(
+        make(
+            mod.MetadataResponsePartition,
+            error_code=ErrorCode.none,
+            partition_index=index,
+            leader_id=node,
+            leader_epoch=0,
+            replica_nodes=(node,),
+            isr_nodes=(node,),
+            offline_replicas=(),
+        )
+        for index in range(len(topic.partitions))
+    )
+    return make(
+        mod.MetadataResponseTopic,
+        error_code=ErrorCode.none,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=False,
+        partitions=partitions,
+    )

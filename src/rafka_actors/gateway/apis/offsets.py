@@ -1,0 +1,226 @@
+"""OffsetCommit (8) and OffsetFetch (9): committed offsets live in the group's actor.
+
+OffsetCommit: topic existence is the gateway's business, as in KafkaApis: a partition of an
+unknown topic, or beyond the topic's partition count, gets UNKNOWN_TOPIC_OR_PARTITION here and
+never reaches the actor. Everything else goes to the actor in ONE OffsetCommitOp (one mailbox
+round trip, one batch of records), and the per-partition results are put back in request
+order. When nothing is left to commit the actor is not asked at all (Kafka does the same).
+An empty group id is accepted (Kafka keeps that for old tools); only a null one is invalid.
+`retention_time` (v2-v4) is ignored: offsets here have no per-commit expiry.
+
+OffsetFetch: v1-v7 ask for one group, v8+ for a batch of groups (one actor round trip each).
+A null topic list (v2+) means every offset the group has. Unknown topics are not filtered:
+like Kafka, the answer for a partition without a committed offset is -1 without an error.
+A group-level error goes into the top-level error code (v2-v7), the group's error code (v8+)
+or, in v1 which has neither, into every requested partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ... import telemetry
+from ...group.ops import OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp, OffsetFetchOpResp
+from ..context import BrokerContext, ConnectionInfo
+from ._build import NO_THROTTLE, make, schema
+from .groups import ask_group
+
+COMMIT_KEY = 8
+FETCH_KEY = 9
+
+FetchRow = tuple[str, int, int, int, str | None, int]  # as in OffsetFetchOpResp.offsets
+
+
+def partition_exists(ctx: BrokerContext, topic_name: str, partition: int) -> bool:
+    topic = ctx.data.topics.by_name(topic_name)
+    return topic is not None and 0 <= partition < len(topic.partitions)
+
+
+# -- OffsetCommit -------------------------------------------------------------------------
+async def offset_commit(
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
+) -> Any:
+    group_id = request.group_id
+    with telemetry.span(
+        "rafka.gateway.group.offset-commit", version=version, group_id=group_id or ""
+    ):
+        mod = schema(COMMIT_KEY, version)
+        if group_id is None:
+            return _commit_response(mod, request, {}, ErrorCode.invalid_group_id)
+        offsets = _known_offsets(ctx, request)
+        results: dict[tuple[str, int], int] = {}
+        if offsets:
+            op = OffsetCommitOp(
+                group_id=group_id,
+                offsets=offsets,
+                member_id=request.member_id,
+                generation_id=request.generation_id_or_member_epoch,
+                group_instance_id=getattr(request, "group_instance_id", None),  # v7+
+                api_version=version,
+            )
+            response: OffsetCommitOpResp = await ask_group(ctx, conn, group_id, op)
+            results = {(t, p): e for t, p, e in response.results}
+        return _commit_response(mod, request, results, ErrorCode.unknown_topic_or_partition)
+
+
+def _known_offsets(
+    ctx: BrokerContext, request: Any
+) -> tuple[tuple[str, int, int, int, str | None], ...]:
+    return tuple(
+        (
+            t.name,
+            p.partition_index,
+            p.committed_offset,
+            getattr(p, "committed_leader_epoch", -1),  # v6+
+            p.committed_metadata,
+        )
+        for t in request.topics
+        for p in t.partitions
+        if partition_exists(ctx, t.name, p.partition_index)
+    )
+
+
+def _commit_response(
+    mod: Any, request: Any, results: dict[tuple[str, int], int], missing: ErrorCode
+) -> Any:
+    topics = partition_results(
+        mod.OffsetCommitResponseTopic,
+        mod.OffsetCommitResponsePartition,
+        request.topics,
+        results,
+        missing,
+    )
+    return make(mod.OffsetCommitResponse, throttle_time=NO_THROTTLE, topics=topics)
+
+
+def partition_results(
+    topic_cls: type,
+    partition_cls: type,
+    requested: Any,
+    results: dict[tuple[str, int], int],
+    missing: ErrorCode,
+) -> tuple[Any, ...]:
+    """(topic name, partition index, error) results for every partition of the request, in
+    its order; `missing` for a partition without a result (OffsetCommit, OffsetDelete)."""
+    return tuple(
+        make(
+            topic_cls,
+            name=t.name,
+            partitions=tuple(
+                make(
+                    partition_cls,
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode(results.get((t.name, p.partition_index), missing)),
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in requested
+    )
+
+
+# -- OffsetFetch --------------------------------------------------------------------------
+async def offset_fetch(
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
+) -> Any:
+    group_id = getattr(request, "group_id", None)  # v1-v7 name one group, v8+ a batch
+    with telemetry.span(
+        "rafka.gateway.group.offset-fetch", version=version, group_id=group_id or ""
+    ):
+        mod = schema(FETCH_KEY, version)
+        stable = getattr(request, "require_stable", False)  # v7+
+        if version < 8:
+            code, topics = await _fetch_group(ctx, conn, mod, version, request, stable)
+            if code != ErrorCode.none and version >= 2:
+                topics = ()
+            return make(
+                mod.OffsetFetchResponse,
+                throttle_time=NO_THROTTLE,
+                error_code=code,
+                topics=topics,
+            )
+        groups = []
+        for group in request.groups:
+            code, topics = await _fetch_group(ctx, conn, mod, version, group, stable)
+            groups.append(
+                make(
+                    mod.OffsetFetchResponseGroup,
+                    group_id=group.group_id or "",  # "": encodable even for a null id
+                    error_code=code,
+                    topics=() if code != ErrorCode.none else topics,
+                )
+            )
+        return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
+
+
+async def _fetch_group(
+    ctx: BrokerContext, conn: ConnectionInfo, mod: Any, version: int, wanted: Any, stable: bool
+) -> tuple[ErrorCode, tuple[Any, ...]]:
+    """(group error, response topics) for one group: the request (v1-v7) or a v8+ group."""
+    partitions = (
+        None
+        if wanted.topics is None
+        else tuple((t.name, p) for t in wanted.topics for p in t.partition_indexes)
+    )
+    if wanted.group_id is None:
+        response = OffsetFetchOpResp(ErrorCode.invalid_group_id)
+    else:
+        op = OffsetFetchOp(wanted.group_id, partitions, require_stable=stable)
+        response = await ask_group(ctx, conn, wanted.group_id, op)
+    code = ErrorCode(response.error_code)
+    rows: Iterable[FetchRow] = response.offsets
+    if code != ErrorCode.none:
+        # v1 has no group-level error: each requested partition carries it.
+        rows = ((t, p, -1, -1, "", int(code)) for t, p in partitions or ())
+    if partitions is None:
+        return code, _topics_of_rows(mod, version, rows)
+    return code, _topics_as_requested(mod, version, wanted.topics, rows)
+
+
+def _topics_as_requested(
+    mod: Any, version: int, requested: Any, rows: Iterable[FetchRow]
+) -> tuple[Any, ...]:
+    found = {(row[0], row[1]): row for row in rows}
+    topic_cls, _ = _classes(mod, version)
+    return tuple(
+        make(
+            topic_cls,
+            name=t.name,
+            partitions=tuple(
+                _partition(mod, version, found.get((t.name, p), (t.name, p, -1, -1, "", 0)))
+                for p in t.partition_indexes
+            ),
+        )
+        for t in requested
+    )
+
+
+def _topics_of_rows(mod: Any, version: int, rows: Iterable[FetchRow]) -> tuple[Any, ...]:
+    by_topic: dict[str, list[Any]] = {}
+    for row in rows:
+        by_topic.setdefault(row[0], []).append(_partition(mod, version, row))
+    topic_cls, _ = _classes(mod, version)
+    return tuple(make(topic_cls, name=n, partitions=tuple(ps)) for n, ps in by_topic.items())
+
+
+def _partition(mod: Any, version: int, row: FetchRow) -> Any:
+    _, partition, offset, epoch, metadata, error = row
+    _, partition_cls = _classes(mod, version)
+    return make(
+        partition_cls,
+        partition_index=partition,
+        committed_offset=offset,
+        committed_leader_epoch=epoch,
+        metadata=metadata,
+        error_code=ErrorCode(error),
+    )
+
+
+def _classes(mod: Any, version: int) -> tuple[type, type]:
+    """(topic class, partition class): kio's names gained a plural `s` at v8."""
+    if version >= 8:
+        return mod.OffsetFetchResponseTopics, mod.OffsetFetchResponsePartitions
+    return mod.OffsetFetchResponseTopic, mod.OffsetFetchResponsePartition

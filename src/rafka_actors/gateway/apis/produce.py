@@ -1,0 +1,82 @@
+"""Produce (0): validate each partition's record batches and append them.
+
+Batches are stored as received: the broker checks the framing and CRC-32C and assigns offsets;
+compression is opaque to it. acks=0 gets no response at all (the client expects none);
+acks=1 and acks=-1 mean the same here (one replica) and are answered once the batches are in
+the OS page cache, which survives a kill of the broker process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ...storage.record_batch import InvalidRecordError, parse_header, split_batches
+from ..context import BrokerContext, ConnectionInfo
+from ._build import NO_THROTTLE, make, schema
+
+KEY = 0
+
+
+async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    mod = schema(KEY, version)
+    acks_ok = request.acks in (-1, 0, 1)
+    if request.transactional_id is not None:
+        acks_ok = False  # transactions are not served; see init_producer_id
+    topics = []
+    for topic_data in request.topic_data:
+        partitions = tuple(
+            _produce_partition(ctx, mod, topic_data.name, p, acks_ok, request.transactional_id)
+            for p in topic_data.partition_data
+        )
+        topics.append(
+            make(mod.TopicProduceResponse, name=topic_data.name, partition_responses=partitions)
+        )
+    if request.acks == 0:
+        return None
+    return make(mod.ProduceResponse, responses=tuple(topics), throttle_time=NO_THROTTLE)
+
+
+def _produce_partition(
+    ctx: BrokerContext, mod: Any, name: str, data: Any, acks_ok: bool, txn_id: str | None
+) -> Any:
+    code, base_offset, log_start = _append(ctx, name, data, acks_ok, txn_id)
+    return make(
+        mod.PartitionProduceResponse,
+        index=data.index,
+        error_code=code,
+        base_offset=base_offset,
+        log_append_time=None,
+        log_start_offset=log_start,
+        record_errors=(),
+        error_message=None,
+    )
+
+
+def _append(
+    ctx: BrokerContext, name: str, data: Any, acks_ok: bool, txn_id: str | None
+) -> tuple[ErrorCode, int, int]:
+    if not acks_ok:
+        code = (
+            ErrorCode.invalid_txn_state if txn_id is not None else ErrorCode.invalid_required_acks
+        )
+        return code, -1, -1
+    topic = ctx.data.topics.by_name(name)
+    if topic is None or not 0 <= data.index < len(topic.partitions):
+        return ErrorCode.unknown_topic_or_partition, -1, -1
+    log_start = topic.partitions[data.index].log_start_offset
+    if not data.records:
+        return ErrorCode.invalid_record, -1, log_start
+    try:
+        batches = split_batches(data.records)
+    except InvalidRecordError as exc:
+        code = ErrorCode.corrupt_message if exc.corrupt else ErrorCode.invalid_record
+        return code, -1, log_start
+    for batch in batches:
+        if len(batch) > ctx.config.message_max_bytes:
+            return ErrorCode.message_too_large, -1, log_start
+        header = parse_header(batch)
+        if header.is_control or header.is_transactional:
+            return ErrorCode.invalid_record, -1, log_start
+    return ErrorCode.none, ctx.data.append(topic, data.index, batches), log_start

@@ -1,0 +1,114 @@
+"""CreateTopics (19) and DeleteTopics (20).
+
+One broker, so the only replication factor is 1 (-1 means the default, also 1); explicit
+replica assignments are accepted when they name this broker alone. Topic configs are stored
+verbatim with the topic; none of them changes how the log behaves yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ...storage.topics import (
+    InvalidTopicName,
+    TopicExists,
+    validate_topic_name,
+)
+from ..context import BrokerContext, ConnectionInfo
+from ._build import NO_THROTTLE, make, schema
+
+CREATE_KEY = 19
+DELETE_KEY = 20
+
+
+async def create_topics(
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
+) -> Any:
+    mod = schema(CREATE_KEY, version)
+    results = tuple(_create_one(ctx, mod, t, request.validate_only) for t in request.topics)
+    return make(mod.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=results)
+
+
+def _create_one(ctx: BrokerContext, mod: Any, wanted: Any, validate_only: bool) -> Any:
+    partitions = wanted.num_partitions
+    if wanted.assignments:
+        partitions = len(wanted.assignments)
+    elif partitions == -1:
+        partitions = ctx.config.num_partitions
+    code, message = _check_create(ctx, wanted, partitions)
+    created = None
+    if code is ErrorCode.none and not validate_only:
+        configs = {c.name: c.value for c in wanted.configs if c.value is not None}
+        try:
+            created = ctx.data.create_topic(wanted.name, partitions, configs)
+        except TopicExists as exc:
+            code, message = ErrorCode.topic_already_exists, str(exc)
+    ok = code is ErrorCode.none
+    return make(
+        mod.CreatableTopicResult,
+        name=wanted.name,
+        topic_id=created.topic_id if created else None,
+        error_code=code,
+        error_message=message,
+        topic_config_error_code=0,
+        num_partitions=partitions if ok else -1,
+        replication_factor=1 if ok else -1,
+        configs=() if ok else None,
+    )
+
+
+def _check_create(ctx: BrokerContext, wanted: Any, partitions: int) -> tuple[ErrorCode, str | None]:
+    try:
+        validate_topic_name(wanted.name)
+    except InvalidTopicName as exc:
+        return ErrorCode.invalid_topic_exception, str(exc)
+    if ctx.data.topics.by_name(wanted.name) is not None:
+        return ErrorCode.topic_already_exists, f"Topic '{wanted.name}' already exists."
+    if wanted.replication_factor not in (-1, 1):
+        return (
+            ErrorCode.invalid_replication_factor,
+            f"Replication factor {wanted.replication_factor} is larger than the 1 broker here.",
+        )
+    if partitions < 1 or partitions > 100_000:
+        return ErrorCode.invalid_partitions, f"Number of partitions {partitions} is invalid."
+    for assignment in wanted.assignments:
+        if tuple(assignment.broker_ids) != (ctx.node_id,):
+            return ErrorCode.invalid_replica_assignment, "Replicas must be this broker alone."
+    return ErrorCode.none, None
+
+
+async def delete_topics(
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
+) -> Any:
+    mod = schema(DELETE_KEY, version)
+    if version >= 6:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    results = tuple(_delete_one(ctx, mod, name, topic_id) for name, topic_id in wanted)
+    return make(mod.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=results)
+
+
+def _delete_one(ctx: BrokerContext, mod: Any, name: str | None, topic_id: Any) -> Any:
+    topic = ctx.data.topics.by_name(name) if name else None
+    if topic is None and topic_id is not None and topic_id.int:
+        topic = ctx.data.topics.by_id(topic_id)
+    if topic is None:
+        code = ErrorCode.unknown_topic_id if name is None else ErrorCode.unknown_topic_or_partition
+        return make(
+            mod.DeletableTopicResult,
+            name=name,
+            topic_id=topic_id,
+            error_code=code,
+            error_message=None,
+        )
+    ctx.data.delete_topic(topic.name)
+    return make(
+        mod.DeletableTopicResult,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        error_code=ErrorCode.none,
+        error_message=None,
+    )

@@ -1,0 +1,142 @@
+"""One client connection: read a frame, answer it, read the next.
+
+Requests on a connection are handled one at a time, in arrival order, exactly as Kafka does
+(its network processor mutes a channel until the response to its current request is sent).
+Responses are therefore in request order without any reordering buffer, and a parked JoinGroup
+or long-polling Fetch holds back only its own connection.
+
+Anything we can't answer correctly closes the connection with one log line and never touches
+another connection: a frame length that is not positive or exceeds `socket.request.max.bytes`,
+a malformed header or body, an api key or version we don't serve (except ApiVersions, which
+gets Kafka's v0-format UNSUPPORTED_VERSION reply so the client retries lower), a peer that
+goes quiet for `connections.max.idle.ms`, or a peer that hangs up mid-frame.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Mapping
+
+import trio
+from tricycle import BufferedReceiveStream
+
+from ..protocol.api_versions_error import encode_api_versions_fallback
+from ..protocol.codec import decode_request, encode_response
+from ..protocol.errors import ProtocolError
+from ..protocol.headers import RequestHeader, parse_request_header
+from .context import Api, BrokerContext, ConnectionInfo
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS_KEY = 18
+_LENGTH = struct.Struct(">i")
+
+
+class CloseConnection(Exception):
+    """The connection must end; the message says why (logged once)."""
+
+
+_CHUNK = 1 << 20  # read big frames piecewise: one recv never allocates more than this
+
+
+async def _read_frame(
+    stream: BufferedReceiveStream, max_bytes: int, idle_seconds: float
+) -> bytes | None:
+    """The next frame's bytes, or None on a clean hang-up between frames."""
+    try:
+        return await _read_frame_or_eof(stream, max_bytes, idle_seconds)
+    except ValueError as exc:  # tricycle's word for an EOF inside a frame
+        raise CloseConnection(f"peer hung up mid-frame ({exc})") from exc
+
+
+async def _read_frame_or_eof(
+    stream: BufferedReceiveStream, max_bytes: int, idle_seconds: float
+) -> bytes | None:
+    with trio.move_on_after(idle_seconds) as idle:
+        prefix = await stream.receive_all_or_none(4)
+    if idle.cancelled_caught:
+        raise CloseConnection(f"idle for {idle_seconds:.0f}s")
+    if prefix is None:
+        return None
+    (length,) = _LENGTH.unpack(prefix)
+    if length <= 0 or length > max_bytes:
+        raise CloseConnection(f"frame length {length} outside 1..{max_bytes}")
+    if length <= _CHUNK:
+        # kio's native decoder wants an immutable buffer; tricycle hands out bytearrays
+        return bytes(await stream.receive_exactly(length))
+    frame = bytearray()
+    while len(frame) < length:
+        frame += await stream.receive_exactly(min(_CHUNK, length - len(frame)))
+    return bytes(frame)
+
+
+async def serve_connection(
+    stream: trio.abc.Stream,
+    ctx: BrokerContext,
+    apis: Mapping[int, Api],
+    conn: ConnectionInfo,
+) -> None:
+    """Answer requests on `stream` until the peer leaves or misbehaves; never raises."""
+    reader = BufferedReceiveStream(stream)
+    max_bytes = ctx.config.socket_request_max_bytes
+    idle_seconds = ctx.config.connections_max_idle_ms / 1000
+    try:
+        while True:
+            frame = await _read_frame(reader, max_bytes, idle_seconds)
+            if frame is None:
+                return
+            reply = await _answer(frame, ctx, apis, conn)
+            if reply is not None:
+                await stream.send_all(reply)
+    except CloseConnection as exc:
+        log.warning("closing connection from %s:%d: %s", conn.peer_host, conn.peer_port, exc)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        log.debug("connection from %s:%d dropped", conn.peer_host, conn.peer_port)
+    except Exception:  # a bug in a handler: this connection ends, the broker carries on
+        log.exception(
+            "closing connection from %s:%d after an internal error", conn.peer_host, conn.peer_port
+        )
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(1):
+            await stream.aclose()
+
+
+async def _answer(
+    frame: bytes, ctx: BrokerContext, apis: Mapping[int, Api], conn: ConnectionInfo
+) -> bytes | None:
+    try:
+        header, body_offset = parse_request_header(frame)
+    except ProtocolError as exc:
+        raise CloseConnection(f"malformed request header: {exc}") from exc
+    api = apis.get(header.api_key)
+    if api is None:
+        raise CloseConnection(f"unknown api key {header.api_key}")
+    if not api.supports(header.api_version):
+        if header.api_key == API_VERSIONS_KEY:
+            ranges = {a.key: (a.min_version, a.max_version) for a in apis.values()}
+            return encode_api_versions_fallback(header.correlation_id, ranges)
+        raise CloseConnection(
+            f"unsupported version {header.api_version} of {api.name} "
+            f"(we serve {api.min_version}..{api.max_version})"
+        )
+    conn.client_id = header.client_id
+    return await _dispatch(header, frame, body_offset, api, ctx, conn)
+
+
+async def _dispatch(
+    header: RequestHeader,
+    frame: bytes,
+    body_offset: int,
+    api: Api,
+    ctx: BrokerContext,
+    conn: ConnectionInfo,
+) -> bytes | None:
+    try:
+        request = decode_request(header, frame, body_offset)
+    except ProtocolError as exc:
+        raise CloseConnection(f"malformed {api.name} v{header.api_version}: {exc}") from exc
+    response = await api.handler(ctx, conn, header.api_version, request)
+    if response is None:
+        return None
+    return encode_response(header, response)

@@ -1,0 +1,76 @@
+"""What a handler call produces besides the new state: records, replies and events.
+
+`Effects` is threaded through the handlers of one command. It carries the inputs a pure
+handler may not fetch for itself (the time, the configuration, a fresh `cgp_` id in case the
+command creates the group) and collects its outputs: records for the coordinator log, replies
+keyed by waiter token, and events for telemetry (e.g. a completed rebalance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import GroupMetadataRecord, Record
+from .state import ClassicGroup
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    initial_rebalance_delay_ms: int = 3000
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1800000
+    max_size: int = 2**31 - 1
+    new_member_join_timeout_ms: int = 300_000  # Kafka's group.classic.new.member.join.timeout
+    offset_metadata_max_bytes: int = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceCompleted:
+    group_id: str
+    generation: int
+    leader_id: str | None
+    members: int
+
+
+@dataclass(slots=True)
+class Effects:
+    now: int
+    config: GroupConfig
+    fresh_cgp_id: str = ""
+    records: list[Record] = field(default_factory=list)
+    replies: list[tuple[int, Any]] = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
+
+    def reply(self, waiter: int | None, response: Any) -> None:
+        if waiter is not None:
+            self.replies.append((waiter, response))
+
+    def store_group(self, group: ClassicGroup, reason: str) -> None:
+        self.records.append(group_record(group, reason))
+
+
+def group_record(group: ClassicGroup, reason: str = "") -> GroupMetadataRecord:
+    return GroupMetadataRecord(
+        group_id=group.group_id,
+        cgp_id=group.cgp_id,
+        protocol_type=group.protocol_type,
+        generation=group.generation,
+        protocol_name=group.protocol_name,
+        leader_id=group.leader_id,
+        state_timestamp_ms=group.state_timestamp_ms,
+        members=tuple(
+            (
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata(group.protocol_name),
+                m.assignment,
+            )
+            for m in group.members.values()
+        ),
+        reason=reason,
+    )

@@ -1,0 +1,129 @@
+"""The classic group state machine: `handle(group, op, now_ms, waiter, ...) -> Result`.
+
+Pure: no trio, no clock, no I/O, no randomness (ids to hand out come in with the op or the
+call). The group actor calls `handle` for every mailbox command and for `TimerFired`, appends
+`Result.records` to the coordinator log, and only then sends `Result.replies`, each to the
+waiter token it names. `next_deadline(group)` tells the actor when to wake up next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from . import membership, offsets, timers
+from .effects import Effects, GroupConfig
+from .ops import (
+    DeleteGroupOp,
+    DeleteGroupOpResp,
+    DescribeGroupOp,
+    DescribeGroupOpResp,
+    HeartbeatOp,
+    JoinGroupOp,
+    LeaveGroupOp,
+    OffsetCommitOp,
+    OffsetDeleteOp,
+    OffsetFetchOp,
+    SyncGroupOp,
+    TimerFired,
+)
+from .records import GroupTombstone, OffsetTombstone, Record
+from .state import ClassicGroup, GroupState
+
+next_deadline = timers.next_deadline
+
+
+@dataclass(slots=True)
+class Result:
+    group: ClassicGroup | None
+    records: list[Record] = field(default_factory=list)
+    replies: list[tuple[int, Any]] = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
+
+
+def handle(
+    group: ClassicGroup | None,
+    op: Any,
+    now_ms: int,
+    waiter: int = -1,
+    *,
+    config: GroupConfig,
+    fresh_cgp_id: str = "",
+) -> Result:
+    fx = Effects(now_ms, config, fresh_cgp_id)
+    handler = _HANDLERS[type(op)]
+    new_group = handler(group, op, waiter, fx)
+    return Result(new_group, fx.records, fx.replies, fx.events)
+
+
+def _timer(
+    group: ClassicGroup | None, op: TimerFired, waiter: int, fx: Effects
+) -> ClassicGroup | None:
+    if group is not None:
+        timers.fire_due(group, fx)
+    return group
+
+
+def describe(
+    group: ClassicGroup | None, op: DescribeGroupOp, waiter: int, fx: Effects
+) -> ClassicGroup | None:
+    fx.reply(waiter, describe_group(group))
+    return group
+
+
+def describe_group(group: ClassicGroup | None) -> DescribeGroupOpResp:
+    if group is None:
+        return DescribeGroupOpResp(ErrorCode.none, GroupState.DEAD.value)
+    stable = group.is_in(GroupState.STABLE)
+    protocol = group.protocol_name or ""
+    members = tuple(
+        (
+            m.member_id,
+            m.instance_id,
+            m.client_id,
+            m.client_host,
+            m.metadata(protocol) if stable else b"",
+            m.assignment if stable else b"",
+        )
+        for m in group.members.values()
+    )
+    return DescribeGroupOpResp(
+        ErrorCode.none,
+        group.state.value,
+        group.protocol_type or "",
+        protocol if stable else "",
+        members,
+        group.cgp_id,
+    )
+
+
+def delete(
+    group: ClassicGroup | None, op: DeleteGroupOp, waiter: int, fx: Effects
+) -> ClassicGroup | None:
+    if group is None or group.is_in(GroupState.DEAD):
+        fx.reply(waiter, DeleteGroupOpResp(ErrorCode.group_id_not_found))
+        return group
+    if not group.is_in(GroupState.EMPTY):
+        fx.reply(waiter, DeleteGroupOpResp(ErrorCode.non_empty_group))
+        return group
+    for topic, partition in sorted(group.offsets):
+        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
+    fx.records.append(GroupTombstone(group.group_id))
+    fx.reply(waiter, DeleteGroupOpResp(ErrorCode.none))
+    return None
+
+
+_HANDLERS: dict[type, Any] = {
+    JoinGroupOp: membership.join,
+    SyncGroupOp: membership.sync,
+    HeartbeatOp: membership.heartbeat,
+    LeaveGroupOp: membership.leave,
+    OffsetCommitOp: offsets.commit,
+    OffsetFetchOp: offsets.fetch,
+    OffsetDeleteOp: offsets.delete_offsets,
+    DescribeGroupOp: describe,
+    DeleteGroupOp: delete,
+    TimerFired: _timer,
+}

@@ -1,0 +1,137 @@
+"""OffsetCommit, OffsetFetch and OffsetDelete of a classic (or simple) group.
+
+Commits follow Kafka's `ClassicGroup.validateOffsetCommit`: generation -1 with no member id is
+accepted from tools and simple consumers while the group is Empty (and creates it if unknown);
+otherwise the member and generation must match, and a commit during CompletingRebalance gets
+REBALANCE_IN_PROGRESS. Commits from the current generation are accepted while a rebalance is
+prepared, because consumers commit while they revoke. Each partition's metadata is limited to
+`offset.metadata.max.bytes`. Topic existence is the gateway's business (it knows topics).
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from . import rebalance as rb
+from .consumer_protocol import subscribed_topics
+from .effects import Effects
+from .membership import validate_member
+from .ops import (
+    OffsetCommitOp,
+    OffsetCommitOpResp,
+    OffsetDeleteOp,
+    OffsetDeleteOpResp,
+    OffsetFetchOp,
+    OffsetFetchOpResp,
+)
+from .records import OffsetCommitRecord, OffsetTombstone
+from .state import ClassicGroup, CommittedOffset
+
+NO_OFFSET = -1
+
+
+def commit(
+    group: ClassicGroup | None, op: OffsetCommitOp, waiter: int, fx: Effects
+) -> ClassicGroup | None:
+    if group is None:
+        if op.generation_id >= 0:
+            code = (
+                ErrorCode.group_id_not_found
+                if op.api_version >= 9
+                else ErrorCode.illegal_generation
+            )
+            fx.reply(waiter, _all(op, code))
+            return None
+        group = ClassicGroup(op.group_id, fx.fresh_cgp_id, state_timestamp_ms=fx.now)
+        fx.store_group(group, "simple group created by a commit")
+    error = _validate_commit(group, op)
+    if error:
+        fx.reply(waiter, _all(op, error))
+        return group
+    member = group.members.get(op.member_id)
+    if member is not None:
+        rb.reschedule_heartbeat(member, fx)
+    results = []
+    for topic, partition, offset, epoch, metadata in op.offsets:
+        if metadata is not None and len(metadata.encode()) > fx.config.offset_metadata_max_bytes:
+            results.append((topic, partition, int(ErrorCode.offset_metadata_too_large)))
+            continue
+        group.offsets[(topic, partition)] = CommittedOffset(offset, epoch, metadata, fx.now)
+        fx.records.append(
+            OffsetCommitRecord(op.group_id, topic, partition, offset, epoch, metadata, fx.now)
+        )
+        results.append((topic, partition, int(ErrorCode.none)))
+    fx.reply(waiter, OffsetCommitOpResp(tuple(results)))
+    return group
+
+
+def _all(op: OffsetCommitOp, error: int) -> OffsetCommitOpResp:
+    return OffsetCommitOpResp(tuple((t, p, int(error)) for t, p, *_ in op.offsets))
+
+
+def _validate_commit(group: ClassicGroup, op: OffsetCommitOp) -> int:
+    if group.is_in(rb.D):
+        return ErrorCode.coordinator_not_available
+    if op.generation_id < 0 and group.is_in(rb.E):
+        return ErrorCode.none  # admin tools and simple consumers
+    if op.generation_id >= 0 or op.member_id or op.group_instance_id is not None:
+        error = validate_member(group, op.member_id, op.group_instance_id)
+        if error:
+            return error
+        if op.generation_id != group.generation:
+            return ErrorCode.illegal_generation
+    elif not group.is_in(rb.E):
+        return ErrorCode.unknown_member_id
+    if group.is_in(rb.C):
+        return ErrorCode.rebalance_in_progress
+    return ErrorCode.none
+
+
+def fetch(
+    group: ClassicGroup | None, op: OffsetFetchOp, waiter: int, fx: Effects
+) -> ClassicGroup | None:
+    offsets = group.offsets if group is not None else {}
+    wanted = sorted(offsets) if op.partitions is None else list(op.partitions)
+    rows: list[tuple[str, int, int, int, str | None, int]] = []
+    for topic, partition in wanted:
+        found = offsets.get((topic, partition))
+        if found is None:
+            rows.append((topic, partition, NO_OFFSET, -1, "", int(ErrorCode.none)))
+        else:
+            rows.append(
+                (
+                    topic,
+                    partition,
+                    found.offset,
+                    found.leader_epoch,
+                    found.metadata,
+                    int(ErrorCode.none),
+                )
+            )
+    fx.reply(waiter, OffsetFetchOpResp(ErrorCode.none, tuple(rows)))
+    return group
+
+
+def delete_offsets(
+    group: ClassicGroup | None, op: OffsetDeleteOp, waiter: int, fx: Effects
+) -> ClassicGroup | None:
+    if group is None or group.is_in(rb.D):
+        fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.group_id_not_found))
+        return group
+    subscribed: set[str] = set()
+    if not group.is_in(rb.E):
+        if group.protocol_type != "consumer":
+            fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.non_empty_group))
+            return group
+        for member in group.members.values():
+            subscribed |= subscribed_topics(member.metadata(group.protocol_name))
+    results = []
+    for topic, partition in op.partitions:
+        if topic in subscribed:
+            results.append((topic, partition, int(ErrorCode.group_subscribed_to_topic)))
+            continue
+        if group.offsets.pop((topic, partition), None) is not None:
+            fx.records.append(OffsetTombstone(op.group_id, topic, partition))
+        results.append((topic, partition, int(ErrorCode.none)))
+    fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
+    return group

@@ -1,0 +1,163 @@
+"""Frame-level encoding and decoding of Kafka requests and responses.
+
+Decoding runs kio's native (Rust) entity reader, after :mod:`.frame_guard`
+has checked that no forged array length can make it abort the process. The
+reader's other defect -- raising ``KeyError`` on an unknown tagged field
+instead of skipping it, as KIP-482 requires -- is handled by re-decoding the
+frame with :mod:`.tolerant_decoder`. Every other decode failure becomes
+:class:`MalformedRequest`; bytes after the body are ignored, like Kafka.
+Frames may be ``bytes`` or any buffer; writable buffers are copied once,
+because the native reader only accepts read-only ones.
+
+Encoding uses the generated encoders of :mod:`.fast_encoder`. The body is
+encoded into a list of parts behind a placeholder, the size prefix and
+response header are packed once the size is known, and one ``join`` builds
+the frame: record batches are copied exactly once.
+
+Response header v0 is just the correlation id; v1 (flexible versions, except
+ApiVersions whose responses are always v0) adds an empty tagged-field section.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from kio.serial import entity_reader
+from kio.serial.errors import DecodeError
+
+from ._codegen import PartsEncoder
+from .errors import MalformedRequest
+from .fast_encoder import parts_encoder
+from .frame_guard import frame_guard
+from .headers import RequestHeader, skip_tagged_fields
+from .messages import API_VERSIONS_KEY, request_class, response_class
+from .tolerant_decoder import Reader, tolerant_reader
+
+_SIZE_HEADER_V0 = struct.Struct(">ii")  # size, correlation_id
+_SIZE_HEADER_V1 = struct.Struct(">iiB")  # size, correlation_id, empty tagged fields
+_SIZE_REQUEST_HEADER = struct.Struct(">ihhih")  # size, key, version, correlation, client len
+_CORRELATION = struct.Struct(">i")
+# What kio's native reader, the frame guard and the tolerant reader raise on bad bytes.
+_DECODE_ERRORS = (
+    DecodeError,
+    ValueError,
+    TypeError,
+    IndexError,
+    OverflowError,
+    KeyError,
+    struct.error,
+)
+
+
+_READERS: dict[type, tuple[Callable[[Any, int], None], Reader]] = {}
+
+
+def _readers(cls: type) -> tuple[Callable[[Any, int], None], Reader]:
+    """(frame guard, native reader) for ``cls``, memoised."""
+    readers = _READERS.get(cls)
+    if readers is None:
+        readers = _READERS[cls] = (frame_guard(cls), entity_reader(cls))
+    return readers
+
+
+def _decode(cls: type, frame: Any, offset: int) -> Any:
+    if frame.__class__ is not bytes and not memoryview(frame).readonly:
+        frame = bytes(frame)  # kio's native reader only accepts read-only buffers
+    guard, native = _READERS.get(cls) or _readers(cls)
+    try:
+        guard(frame, offset)  # could a forged array length make kio abort? (frame_guard)
+        entity, _ = native(frame, offset)
+    except KeyError:  # kio's "Unknown tagged field tag: N"
+        try:
+            entity, _ = tolerant_reader(cls)(frame, offset)
+        except _DECODE_ERRORS as exc:
+            raise MalformedRequest(f"cannot decode {cls.__qualname__}: {exc}") from exc
+    except _DECODE_ERRORS as exc:
+        raise MalformedRequest(f"cannot decode {cls.__qualname__}: {exc}") from exc
+    return entity
+
+
+def decode_request(header: RequestHeader, frame: bytes, body_offset: int) -> object:
+    """Decode the request body of ``frame`` (which starts with ``header``).
+
+    Raises :class:`UnsupportedVersion` for unknown (key, version) pairs and
+    :class:`MalformedRequest` for bodies that do not decode.
+    """
+    return _decode(request_class(header.api_key, header.api_version), frame, body_offset)
+
+
+_PLANS: dict[type, tuple[PartsEncoder, bool]] = {}
+
+
+def _response_plan(cls: type[Any]) -> tuple[PartsEncoder, bool]:
+    """(parts encoder, whether the response header is v1) for a response class."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        header_v1 = bool(cls.__flexible__) and cls.__api_key__ != API_VERSIONS_KEY
+        plan = _PLANS[cls] = (parts_encoder(cls), header_v1)
+    return plan
+
+
+def encode_response(header: RequestHeader, response: object) -> bytes:
+    """The complete response frame: size prefix, response header and body.
+
+    The response must be of the request's API and version; the only exception
+    is ApiVersions, which may answer with v0 (see :mod:`.api_versions_error`).
+    """
+    cls: type[Any] = type(response)
+    key, version = cls.__api_key__, cls.__version__
+    if key != header.api_key or (version != header.api_version and key != API_VERSIONS_KEY):
+        raise ValueError(
+            f"{cls.__qualname__} v{version} cannot answer "
+            f"api_key={header.api_key} v{header.api_version}"
+        )
+    encode_into, header_v1 = _PLANS.get(cls) or _response_plan(cls)
+    parts: list[bytes] = [b""]
+    encode_into(response, parts)
+    size = sum(map(len, parts))
+    if header_v1:
+        parts[0] = _SIZE_HEADER_V1.pack(size + 5, header.correlation_id, 0)
+    else:
+        parts[0] = _SIZE_HEADER_V0.pack(size + 4, header.correlation_id)
+    return b"".join(parts)
+
+
+def encode_request(request: object, correlation_id: int, client_id: str | None) -> bytes:
+    """A complete request frame (size prefix, header v1/v2, body), for clients and tests."""
+    cls: type[Any] = type(request)
+    client = None if client_id is None else client_id.encode()
+    parts: list[bytes] = [b"", client or b""]
+    if cls.__flexible__:
+        parts.append(b"\x00")  # header v2: empty tagged-field section
+    parts_encoder(cls)(request, parts)
+    size = sum(map(len, parts)) + _SIZE_REQUEST_HEADER.size - 4
+    key, version = cls.__api_key__, cls.__version__
+    length = -1 if client is None else len(client)
+    parts[0] = _SIZE_REQUEST_HEADER.pack(size, key, version, correlation_id, length)
+    return b"".join(parts)
+
+
+def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, object]:
+    """Decode a response frame (without size prefix) into (correlation_id, entity).
+
+    For clients and tests; the response header version follows the same rules
+    as :func:`encode_response`.
+    """
+    cls = response_class(api_key, api_version)
+    if len(frame) < _CORRELATION.size:
+        raise MalformedRequest("response header truncated")
+    (correlation_id,) = _CORRELATION.unpack_from(frame, 0)
+    offset = _CORRELATION.size
+    if cls.__flexible__ and api_key != API_VERSIONS_KEY:
+        offset = skip_tagged_fields(frame, offset)
+    return correlation_id, _decode(cls, frame, offset)
+
+
+__all__ = [
+    "decode_request",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+]

@@ -1,0 +1,403 @@
+"""One partition's append-only log, stored in Kafka's on-disk segment format.
+
+Layout
+------
+A partition is a directory of segment files named ``{base_offset:020d}.log``. A segment is the
+plain concatenation of v2 record batches carrying their assigned offsets (exactly what a Fetch
+response returns), so reads are a ``pread`` of a byte range and no re-encoding ever happens. Only
+the newest ("active") segment is appended to; when an append would push it past
+``segment_bytes`` it is fsynced and a new one is started at the log end offset.
+
+Index
+-----
+There are no index files: on open every segment's batch headers are scanned and an in-memory
+index is rebuilt. Per segment it is three parallel ``array('q')`` (24 bytes per batch): batch base
+offsets, file positions, and the *running maximum* of batch max-timestamps. Offsets are contiguous
+by construction (each batch takes ``lastOffsetDelta + 1`` offsets), so a batch's last offset is
+the next batch's base minus one and need not be stored. ``bisect`` on the base offsets finds the
+batch containing an offset; because the running maximum is non-decreasing, ``bisect`` on it finds
+the first batch whose max timestamp reaches a target (ListOffsets by timestamp).
+
+Durability and recovery
+-----------------------
+An append is one unbuffered ``os.write`` of all its batches, so once ``append`` returns the data is
+in the OS page cache and survives the death of the process (not of the machine: call ``flush``
+for that; rolled segments are fsynced). A crash can therefore only leave a torn tail on the active
+segment. On open, the last segment is also CRC-checked, and the log is cut at the first bad byte:
+truncated header or batch, CRC mismatch, or a base offset that does not continue the previous
+batch. Like Kafka, if the damage is found in an earlier segment everything after it is deleted.
+Recovery logs a warning and never raises for damaged data.
+
+This module is synchronous and trio-free: it is driven from a single thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import shutil
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from pathlib import Path
+
+from rafka_actors.storage.record_batch import (
+    BATCH_OVERHEAD,
+    InvalidRecordError,
+    check_batch,
+    stamp_offsets,
+)
+
+__all__ = ["PartitionLog"]
+
+log = logging.getLogger(__name__)
+
+_SUFFIX = ".log"
+_READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+# Header tuple indices (see record_batch.BatchHeader).
+_BASE, _LENGTH, _DELTA, _MAX_TS = 0, 1, 6, 8
+
+
+def _segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}{_SUFFIX}"
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a created/deleted directory entry durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _Segment:
+    """A segment file, its open descriptor and its in-memory batch index."""
+
+    __slots__ = (
+        "base_offset",
+        "end_offset",
+        "fd",
+        "max_ts",
+        "offsets",
+        "path",
+        "positions",
+        "size",
+    )
+
+    def __init__(self, path: Path, base_offset: int, flags: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.fd = os.open(path, flags)
+        self.size = os.fstat(self.fd).st_size
+        self.reset_index()
+
+    def reset_index(self) -> None:
+        self.offsets = array("q")
+        self.positions = array("q")
+        self.max_ts = array("q")  # running maximum of the batches' maxTimestamp
+        self.end_offset = self.base_offset  # next offset after this segment's last batch
+
+    def add(self, offset: int, position: int, max_ts: int, next_offset: int) -> None:
+        running = self.max_ts
+        self.offsets.append(offset)
+        self.positions.append(position)
+        running.append(max(running[-1], max_ts) if running else max_ts)
+        self.end_offset = next_offset
+
+    def batch_end(self, i: int) -> int:
+        return self.positions[i + 1] if i + 1 < len(self.positions) else self.size
+
+    def span(self, i: int, budget: int) -> int:
+        """End position of the longest run of whole batches from batch ``i`` within ``budget``."""
+        limit = self.positions[i] + budget
+        if self.size <= limit:
+            return self.size
+        # First batch starting beyond the limit; the batch before it is the first not to fit.
+        return self.positions[bisect_right(self.positions, limit, i + 1) - 1]
+
+    def scan(self, *, verify_crc: bool) -> tuple[int, str | None]:
+        """Rebuild the index from the file: (valid byte length, why the scan stopped early)."""
+        self.reset_index()
+        if self.size == 0:
+            return 0, None
+        with mmap.mmap(self.fd, self.size, access=mmap.ACCESS_READ) as mm:
+            view = memoryview(mm)
+            try:
+                return self._scan_view(view, verify_crc)
+            finally:
+                view.release()
+
+    def _scan_view(self, view: memoryview, verify_crc: bool) -> tuple[int, str | None]:
+        pos, end, expected = 0, len(view), self.base_offset
+        while pos < end:
+            try:
+                header = check_batch(view, pos, end, verify_crc=verify_crc)
+            except InvalidRecordError as exc:
+                return pos, str(exc)
+            if header[_BASE] != expected:
+                return pos, f"batch at {pos} has base offset {header[_BASE]}, expected {expected}"
+            nxt = expected + header[_DELTA] + 1
+            self.add(expected, pos, header[_MAX_TS], nxt)
+            expected = nxt
+            pos += BATCH_OVERHEAD + header[_LENGTH]
+        return pos, None
+
+    def truncate(self, length: int, reason: str) -> None:
+        log.warning(
+            "%s: torn or corrupt tail at byte %d, truncating (%d bytes dropped): %s",
+            self.path,
+            length,
+            self.size - length,
+            reason,
+        )
+        os.truncate(self.path, length)
+        self.size = length
+
+    def reopen(self, flags: int) -> None:
+        os.close(self.fd)
+        self.fd = os.open(self.path, flags)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _list_segments(directory: Path) -> list[tuple[int, Path]]:
+    found = []
+    for path in directory.iterdir():
+        stem = path.name.removesuffix(_SUFFIX)
+        if path.name.endswith(_SUFFIX) and len(stem) == 20 and stem.isdigit():
+            found.append((int(stem), path))
+    return sorted(found)
+
+
+def _discard(paths: Sequence[Path], reason: str) -> None:
+    for path in paths:
+        log.warning("%s: deleting segment following corruption: %s", path, reason)
+        path.unlink()
+
+
+def _recover(directory: Path) -> list[_Segment]:
+    """Open and index the segments, cutting the log at the first damaged byte."""
+    files = _list_segments(directory)
+    segments: list[_Segment] = []
+    for k, (base, path) in enumerate(files):
+        is_last = k == len(files) - 1
+        if segments and base != segments[-1].end_offset:
+            _discard([p for _, p in files[k:]], f"base {base} != {segments[-1].end_offset}")
+            break
+        seg = _Segment(path, base, _READ_FLAGS)
+        valid, reason = seg.scan(verify_crc=is_last)
+        if reason is None and seg.size == 0 and not is_last:
+            seg.close()  # a stray empty segment in the middle holds nothing: drop it
+            path.unlink()
+            continue
+        segments.append(seg)
+        if reason is not None:
+            seg.truncate(valid, reason)
+            _discard([p for _, p in files[k + 1 :]], f"{path.name} truncated")
+            break
+    if segments and segments[-1].path != files[-1][1]:
+        _verify_new_tail(segments[-1])  # became the tail only because later files were dropped
+    if len(files) != len(segments):
+        _fsync_dir(directory)
+    return segments
+
+
+def _verify_new_tail(seg: _Segment) -> None:
+    valid, reason = seg.scan(verify_crc=True)
+    if reason is not None:
+        seg.truncate(valid, reason)
+
+
+class PartitionLog:
+    """An append-only, segmented log of record batches for one partition."""
+
+    def __init__(self, directory: Path, segments: list[_Segment], segment_bytes: int) -> None:
+        self._dir = directory
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]  # for bisect over segments
+        self._segment_bytes = segment_bytes
+        self._end = segments[-1].end_offset
+        self._size = sum(s.size for s in segments)
+        self._closed = False
+
+    @classmethod
+    def open(cls, directory: Path, *, segment_bytes: int = 1 << 30) -> PartitionLog:
+        """Open (creating if needed) the log in ``directory``, recovering any torn tail."""
+        directory.mkdir(parents=True, exist_ok=True)
+        segments = _recover(directory)
+        if segments:
+            segments[-1].reopen(_APPEND_FLAGS)
+        else:
+            segments = [_Segment(directory / _segment_name(0), 0, _APPEND_FLAGS | os.O_CREAT)]
+            _fsync_dir(directory)
+        return cls(directory, segments, segment_bytes)
+
+    # -- properties -----------------------------------------------------------------------
+
+    @property
+    def directory(self) -> Path:
+        return self._dir
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The next offset to be assigned (also the high watermark: there are no replicas)."""
+        return self._end
+
+    @property
+    def size_bytes(self) -> int:
+        return self._size
+
+    # -- writing --------------------------------------------------------------------------
+
+    def append(self, batches: Sequence[bytes | memoryview]) -> int:
+        """Append validated batches with consecutive offsets; return the first one's offset.
+
+        Batches are expected to come from ``split_batches`` (CRC already checked); their
+        structure is re-checked cheaply so the log's offset invariants cannot be broken. An empty
+        sequence writes nothing and returns the log end offset.
+        """
+        self._check_open()
+        if not batches:
+            return self._end
+        buf = bytearray().join(batches)  # the one copy: offsets are stamped into it in place
+        first = offset = self._end
+        entries: list[tuple[int, int, int, int]] = []  # (offset, position in buf, max ts, next)
+        pos, end = 0, len(buf)
+        while pos < end:
+            header = check_batch(buf, pos, end, verify_crc=False)
+            stamp_offsets(buf, pos, offset)
+            nxt = offset + header[_DELTA] + 1
+            entries.append((offset, pos, header[_MAX_TS], nxt))
+            offset = nxt
+            pos += BATCH_OVERHEAD + header[_LENGTH]
+        seg = self._segments[-1]
+        if seg.size and seg.size + end > self._segment_bytes:
+            seg = self._roll()
+        self._write(seg, buf)
+        for batch_offset, rel, max_ts, nxt in entries:
+            seg.add(batch_offset, seg.size + rel, max_ts, nxt)
+        seg.size += end
+        self._size += end
+        self._end = offset
+        return first
+
+    def _write(self, seg: _Segment, data: bytearray) -> None:
+        view = memoryview(data)
+        written = 0
+        try:
+            while written < len(view):  # a regular file only writes short on huge buffers
+                written += os.write(seg.fd, view[written:] if written else view)
+        except BaseException:
+            os.ftruncate(seg.fd, seg.size)  # never leave a partial batch for the next append
+            raise
+
+    def _roll(self) -> _Segment:
+        os.fsync(self._segments[-1].fd)
+        path = self._dir / _segment_name(self._end)
+        seg = _Segment(path, self._end, _APPEND_FLAGS | os.O_CREAT | os.O_EXCL)
+        _fsync_dir(self._dir)
+        self._segments.append(seg)
+        self._bases.append(seg.base_offset)
+        return seg
+
+    # -- reading --------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one containing ``offset``, up to ``max_bytes``.
+
+        The first batch is returned even if larger than ``max_bytes`` (KIP-74), so a consumer
+        always makes progress. Empty at or past the log end. Offsets below the log start are
+        the caller's to reject (OFFSET_OUT_OF_RANGE): they raise ValueError here.
+        """
+        self._check_open()
+        if offset < self.log_start_offset:
+            raise ValueError(f"offset {offset} < log start offset {self.log_start_offset}")
+        if offset >= self._end:
+            return b""
+        si = bisect_right(self._bases, offset) - 1
+        seg = self._segments[si]
+        i = bisect_right(seg.offsets, offset) - 1
+        chunks: list[bytes] = []
+        budget = max_bytes
+        while True:
+            start = seg.positions[i]
+            stop = seg.span(i, budget)
+            if stop == start:
+                if chunks:
+                    break
+                stop = seg.batch_end(i)  # KIP-74: the first batch always goes out whole
+            chunks.append(os.pread(seg.fd, stop - start, start))
+            budget -= stop - start
+            si += 1
+            if stop < seg.size or budget <= 0 or si == len(self._segments):
+                break
+            seg, i = self._segments[si], 0
+            if not seg.offsets:
+                break
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
+        """First batch whose max timestamp is >= ``ts``: (its base offset, its max timestamp).
+
+        Kafka answers with the first *record* whose timestamp is >= ``ts``; at batch
+        granularity we return that batch's base offset, which is <= Kafka's answer, so a
+        consumer seeking there sees every record it should (plus possibly a few earlier ones
+        of the same batch). None if no batch reaches ``ts``.
+        """
+        for seg in self._segments:
+            if seg.max_ts and seg.max_ts[-1] >= ts:
+                # The running max first reaches ts exactly at the batch whose own max does.
+                i = bisect_left(seg.max_ts, ts)
+                return seg.offsets[i], seg.max_ts[i]
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(base offset, max timestamp) of the earliest batch with the largest max timestamp.
+
+        Batch granularity again: the record carrying the timestamp is in the batch starting at
+        the returned offset. None for an empty log.
+        """
+        best: tuple[int, int] | None = None
+        for seg in self._segments:
+            if seg.max_ts and (best is None or seg.max_ts[-1] > best[1]):
+                top = seg.max_ts[-1]
+                best = seg.offsets[bisect_left(seg.max_ts, top)], top
+        return best
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync the active segment (rolled ones were fsynced when rolled). No-op once closed."""
+        if not self._closed:
+            os.fsync(self._segments[-1].fd)
+
+    def close(self) -> None:
+        """Flush and release file descriptors. Idempotent."""
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            for seg in self._segments:
+                seg.close()
+
+    def delete(self) -> None:
+        """Close the log and remove its directory."""
+        self.close()
+        shutil.rmtree(self._dir)
+
+    def _check_open(self) -> None:
+        # A closed fd number may be reused by another file: never touch it again.
+        if self._closed:
+            raise ValueError(f"partition log {self._dir} is closed")

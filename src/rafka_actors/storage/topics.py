@@ -1,0 +1,174 @@
+"""The topic catalogue: which topics exist, their ids and their partition logs.
+
+Layout under the data dir::
+
+    topics/<name>/topic.json          {"id": "<uuid>", "partitions": N, "configs": {...}}
+    topics/<name>/<partition>/*.log   the partition's segments (see partition_log.py)
+
+`topic.json` is written atomically (temp file, fsync, rename, fsync of the directory) and only
+after the partition directories exist, so a crash mid-create leaves either no topic or a whole
+one; a topic directory without `topic.json` is a failed create and is removed at start-up.
+Deletion renames the directory to `<name>.<uuid>.deleted` first (atomic) and removes it after.
+Topic ids are random version-4 UUIDs, never the zero UUID: librdkafka fetches by id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .partition_log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+DELETED_SUFFIX = ".deleted"
+
+
+class TopicError(Exception):
+    """Base of the catalogue's refusals; each maps to one Kafka error code."""
+
+
+class TopicExists(TopicError):
+    pass
+
+
+class InvalidTopicName(TopicError):
+    pass
+
+
+class InvalidPartitionCount(TopicError):
+    pass
+
+
+@dataclass(slots=True)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionLog]
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+def validate_topic_name(name: str | None) -> str:
+    if name is None or not _LEGAL_NAME.match(name) or name in (".", ".."):
+        raise InvalidTopicName(f"illegal topic name {name!r}")
+    return name
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+class TopicStore:
+    """All topics of the broker, by name and by id."""
+
+    def __init__(self, root: Path, *, segment_bytes: int) -> None:
+        self._root = root
+        self._segment_bytes = segment_bytes
+        self._by_name: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+
+    @classmethod
+    def open(cls, data_dir: Path, *, segment_bytes: int = 1 << 30) -> TopicStore:
+        store = cls(data_dir / "topics", segment_bytes=segment_bytes)
+        store._root.mkdir(parents=True, exist_ok=True)
+        for entry in sorted(store._root.iterdir()):
+            store._load(entry)
+        return store
+
+    def _load(self, directory: Path) -> None:
+        meta_path = directory / "topic.json"
+        if directory.name.endswith(DELETED_SUFFIX) or not meta_path.exists():
+            log.warning("removing incomplete or deleted topic directory %s", directory)
+            shutil.rmtree(directory, ignore_errors=True)
+            return
+        meta = json.loads(meta_path.read_text())
+        logs = [
+            PartitionLog.open(directory / str(p), segment_bytes=self._segment_bytes)
+            for p in range(int(meta["partitions"]))
+        ]
+        self._register(Topic(directory.name, uuid.UUID(meta["id"]), logs, meta["configs"]))
+
+    def _register(self, topic: Topic) -> None:
+        self._by_name[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+
+    def create(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> Topic:
+        validate_topic_name(name)
+        if name in self._by_name:
+            raise TopicExists(f"topic {name!r} already exists")
+        if partitions < 1 or partitions > 100_000:
+            raise InvalidPartitionCount(f"can't create {partitions} partitions")
+        directory = self._root / name
+        if directory.exists():  # leftover of a crashed create
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
+        logs = [
+            PartitionLog.open(directory / str(p), segment_bytes=self._segment_bytes)
+            for p in range(partitions)
+        ]
+        topic_id = uuid.uuid4()
+        meta = {"id": str(topic_id), "partitions": partitions, "configs": dict(configs or {})}
+        _write_atomically(directory / "topic.json", json.dumps(meta).encode())
+        topic = Topic(name, topic_id, logs, dict(configs or {}))
+        self._register(topic)
+        log.info("created topic %s (%d partitions, id %s)", name, partitions, topic_id)
+        return topic
+
+    def delete(self, name: str) -> Topic | None:
+        topic = self._by_name.pop(name, None)
+        if topic is None:
+            return None
+        del self._by_id[topic.topic_id]
+        for partition in topic.partitions:
+            partition.close()
+        directory = self._root / name
+        graveyard = directory.with_name(f"{name}.{topic.topic_id.hex}{DELETED_SUFFIX}")
+        os.replace(directory, graveyard)
+        _fsync_dir(self._root)
+        shutil.rmtree(graveyard, ignore_errors=True)
+        log.info("deleted topic %s (id %s)", name, topic.topic_id)
+        return topic
+
+    def by_name(self, name: str) -> Topic | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def __iter__(self) -> Iterator[Topic]:
+        return iter(list(self._by_name.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def flush(self) -> None:
+        for topic in self._by_name.values():
+            for partition in topic.partitions:
+                partition.flush()
+
+    def close(self) -> None:
+        for topic in self._by_name.values():
+            for partition in topic.partitions:
+                partition.close()

@@ -1,0 +1,233 @@
+"""Group actors on trio's MockClock: every timeout is a deadline the actor computes, and faults
+(an actor that raises, a caller cancelled mid-join, a full mailbox) stay contained."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from kio.schema.errors import ErrorCode
+
+from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
+from rafka_actors.actors.group_actor import Envelope, GroupActor
+from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.group import machine
+from rafka_actors.group.consumer_protocol import encode_subscription
+from rafka_actors.group.effects import GroupConfig
+from rafka_actors.group.ops import (
+    DescribeGroupOp,
+    HeartbeatOp,
+    JoinGroupOp,
+    JoinGroupOpResp,
+    OffsetCommitOp,
+    OffsetFetchOp,
+    SyncGroupOp,
+)
+from rafka_actors.ids import GroupKey
+
+PROTOCOLS = (("range", encode_subscription(["t"])),)
+SESSION, REBALANCE = 10_000, 30_000
+
+
+def join_op(member: str = "", new_id: str = "m", group: str = "g", **kw: Any) -> JoinGroupOp:
+    return JoinGroupOp(
+        group_id=group,
+        member_id=member,
+        protocol_type="consumer",
+        session_timeout_ms=SESSION,
+        rebalance_timeout_ms=REBALANCE,
+        protocols=PROTOCOLS,
+        require_known_member_id=False,
+        new_member_id=new_id,
+        **kw,
+    )
+
+
+@pytest.fixture
+async def registry() -> AsyncIterator[GroupRegistry]:
+    """Tests using it also request `autojump_clock` themselves: pytest-trio only installs the
+    mock clock for a test that names the fixture directly."""
+    async with trio.open_nursery() as nursery:
+        yield GroupRegistry(
+            nursery, GroupConfig(initial_rebalance_delay_ms=3000), MemoryCoordinatorLog()
+        )
+        nursery.cancel_scope.cancel()
+
+
+K = GroupKey(0, "g")
+
+
+async def join_and_sync(registry: GroupRegistry, member: str = "m") -> JoinGroupOpResp:
+    joined = await registry.ask(K, join_op(new_id=member))
+    assert joined.error_code == ErrorCode.none
+    synced = await registry.ask(
+        K, SyncGroupOp("g", joined.member_id, joined.generation_id, ((joined.member_id, b"a"),))
+    )
+    assert synced.error_code == ErrorCode.none
+    return joined
+
+
+async def test_initial_rebalance_delay_is_a_deadline(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    start = trio.current_time()
+    joined = await registry.ask(K, join_op())
+    assert joined.error_code == ErrorCode.none and joined.generation_id == 1
+    assert trio.current_time() - start == pytest.approx(3.0)
+
+
+async def test_join_completes_on_the_last_rejoin_not_on_a_timer(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    first = await join_and_sync(registry, "a")
+    results: dict[str, Any] = {}
+
+    async def second_joins() -> None:
+        results["b"] = await registry.ask(K, join_op(new_id="b"))
+
+    async def first_rejoins() -> None:
+        await trio.sleep(1)
+        results["a"] = await registry.ask(K, join_op(member=first.member_id))
+
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(second_joins)
+        nursery.start_soon(first_rejoins)
+    # completed when "a" rejoined at t+1s, long before the 30 s rebalance timeout
+    assert trio.current_time() - start == pytest.approx(1.0)
+    assert results["a"].generation_id == results["b"].generation_id == 2
+
+
+async def test_silent_member_is_evicted_after_its_session_timeout(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    joined = await join_and_sync(registry)
+    await trio.sleep(SESSION / 1000 - 1)
+    ok = await registry.ask(K, HeartbeatOp("g", joined.member_id, joined.generation_id))
+    assert ok.error_code == ErrorCode.none  # the heartbeat reset the timer
+    await trio.sleep(SESSION / 1000 + 1)
+    described = await registry.ask(K, DescribeGroupOp("g"))
+    assert described.state == "Empty" and described.members == ()
+    late = await registry.ask(K, HeartbeatOp("g", joined.member_id, joined.generation_id))
+    assert late.error_code == ErrorCode.unknown_member_id
+
+
+async def test_member_not_rejoining_is_dropped_at_rebalance_timeout(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    a = await join_and_sync(registry, "a")
+    start = trio.current_time()
+    heartbeat_errors: list[int] = []
+
+    async def a_heartbeats_but_never_rejoins() -> None:
+        while True:
+            await trio.sleep(3)
+            hb = await registry.ask(K, HeartbeatOp("g", a.member_id, a.generation_id))
+            heartbeat_errors.append(hb.error_code)
+            if hb.error_code == ErrorCode.unknown_member_id:
+                return
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(a_heartbeats_but_never_rejoins)
+        b = await registry.ask(K, join_op(new_id="b"))
+    assert trio.current_time() - start == pytest.approx(REBALANCE / 1000)
+    assert b.error_code == ErrorCode.none and b.leader_id == b.member_id
+    # 27 while the rebalance was prepared (and the session kept alive), then gone
+    assert set(heartbeat_errors[:-1]) == {ErrorCode.rebalance_in_progress}
+    assert heartbeat_errors[-1] == ErrorCode.unknown_member_id
+
+
+async def test_members_that_never_sync_are_removed(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    joined = await registry.ask(K, join_op())
+    assert joined.error_code == ErrorCode.none
+    await trio.sleep(REBALANCE / 1000 + 1)  # no SyncGroup within the rebalance timeout
+    described = await registry.ask(K, DescribeGroupOp("g"))
+    assert described.members == ()
+
+
+async def test_caller_cancelled_mid_join_leaves_no_stuck_waiter(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    with trio.move_on_after(1):
+        await registry.ask(K, join_op())  # gives up while parked (initial delay is 3 s)
+    await trio.sleep(5)
+    actor = registry._actors[K]
+    assert actor._waiters == {}  # answered (to nobody) when the join completed
+    described = await registry.ask(K, DescribeGroupOp("g"))
+    assert described.state == "CompletingRebalance"
+
+
+async def test_a_failing_actor_answers_retriably_and_restarts_from_its_log(
+    registry: GroupRegistry,
+    monkeypatch: pytest.MonkeyPatch,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    await join_and_sync(registry)
+    commit = OffsetCommitOp("g", (("t", 0, 42, -1, None),))
+    other = GroupKey(0, "other")
+    assert (await registry.ask(other, commit)).results == (("t", 0, 0),)
+    real_handle = machine.handle
+
+    def exploding(group: Any, op: Any, *args: Any, **kw: Any) -> Any:
+        if isinstance(op, OffsetFetchOp) and op.group_id == "g":
+            raise RuntimeError("injected fault")
+        return real_handle(group, op, *args, **kw)
+
+    monkeypatch.setattr(machine, "handle", exploding)
+    failed = await registry.ask(K, OffsetFetchOp("g", None))
+    assert failed.error_code == ErrorCode.coordinator_not_available
+    # the other group never noticed
+    fetched = await registry.ask(other, OffsetFetchOp("other", None))
+    assert fetched.offsets == (("t", 0, 42, -1, None, 0),)
+    monkeypatch.setattr(machine, "handle", real_handle)
+    described = await registry.ask(K, DescribeGroupOp("g"))
+    assert described.state == "Stable" and len(described.members) == 1  # rebuilt from the log
+
+
+async def test_full_mailbox_applies_backpressure_and_loses_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log = MemoryCoordinatorLog()
+    answers: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(initial_rebalance_delay_ms=0), log, mailbox_size=1
+        )
+
+        async def commit(i: int) -> None:
+            answers.append(await registry.ask(K, OffsetCommitOp("g", (("t", i, i, -1, None),))))
+
+        async with trio.open_nursery() as clients:
+            for i in range(50):
+                clients.start_soon(commit, i)
+        nursery.cancel_scope.cancel()  # the group's actor lives on (the group exists)
+    assert len(answers) == 50
+    assert all(a.results[0][2] == ErrorCode.none for a in answers)
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log)
+        fetched = await registry.ask(K, OffsetFetchOp("g", None))
+        nursery.cancel_scope.cancel()
+    assert sorted(p for _, p, *_ in fetched.offsets) == list(range(50))
+
+
+async def test_stopping_actor_answers_everything_it_holds(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    actor = GroupActor(K, GroupConfig(initial_rebalance_delay_ms=3000), MemoryCoordinatorLog())
+    parked_send, parked_receive = trio.open_memory_channel[Any](1)
+    queued_send, _queued_receive = trio.open_memory_channel[Any](1)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(actor.run)
+        await actor.mailbox.send(Envelope(join_op(), parked_send))  # parks for 3 s
+        await trio.sleep(0.5)
+        nursery.cancel_scope.cancel()
+    # the queued one arrives after the stop and finds the mailbox closed
+    with pytest.raises(trio.BrokenResourceError):
+        await actor.mailbox.send(Envelope(join_op(new_id="x"), queued_send))
+    parked = parked_receive.receive_nowait()
+    assert parked.error_code == ErrorCode.coordinator_not_available

@@ -1,0 +1,394 @@
+"""Stateful property test of the classic-group state machine.
+
+Hypothesis drives a crowd of clients (dynamic members, three static instances, stale ids of
+members that were replaced or removed) through JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit and the passing of time, in any order. After every step the actor's duty is
+done (timers due now are fired, as the group actor does) and the invariants are checked:
+
+* the generation never goes back;
+* the leader, if any, is a member, and a group with members has a leader;
+* a member parks a JoinGroup only while PreparingRebalance and a SyncGroup only while
+  CompletingRebalance, and never holds a token that was already answered;
+* every waiter token ever issued is answered exactly once or still held by exactly one
+  parked request of a member: nothing is lost, nothing is answered twice;
+* the next deadline is never in the past once due timers have fired.
+
+Heartbeats and commits are checked against a small oracle on the spot; in particular a commit
+of a known member with a stale generation is always refused with ILLEGAL_GENERATION.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+from kio.schema.errors import ErrorCode
+
+from rafka_actors.group import machine
+from rafka_actors.group.state import GroupState
+
+from .harness import DEFAULT_CONFIG, GroupHarness, protocols
+
+INSTANCES = ("s1", "s2", "s3")
+PROTOCOL_CHOICES = (
+    protocols("range"),
+    protocols("range", "roundrobin"),
+    protocols("roundrobin", "range"),
+)
+SESSIONS = st.sampled_from((3_000, 6_000))
+REBALANCES = st.sampled_from((2_000, 8_000))
+PROTOCOLS = st.sampled_from(PROTOCOL_CHOICES)
+CONFIG = dataclasses.replace(
+    DEFAULT_CONFIG, initial_rebalance_delay_ms=1_000, max_size=4, new_member_join_timeout_ms=9_000
+)
+SLEEPS = st.sampled_from((1, 500, 1_500, 4_000, 9_000))
+
+
+class ClassicGroupMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.h = GroupHarness(config=CONFIG)
+        self.ids: list[str] = []  # every member id ever handed out (including stale ones)
+        self.instance_of: dict[str, str] = {}  # static member id -> its instance id
+        self.max_generation = 0
+        self.offsets = itertools.count()
+
+    @initialize()
+    def start(self) -> None:
+        assert self.h.group is None
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def settle(self) -> None:
+        """The actor fires whatever is due right now before taking its next command."""
+        self.h.sleep(0)
+
+    def generation(self) -> int:
+        return self.h.group.generation if self.h.group is not None else 0
+
+    def pick(self, data: st.DataObject) -> tuple[str, str | None]:
+        """Mostly a current (or pending) member; sometimes any id ever seen (a stale one)."""
+        g = self.h.group
+        current = [*g.members, *g.pending_members] if g is not None else []
+        ids = st.sampled_from(self.ids)
+        if current:
+            ids = st.one_of(st.sampled_from(current), st.sampled_from(current), ids)
+        member_id = data.draw(ids, label="member")
+        return member_id, self.instance_of.get(member_id)
+
+    def is_known(self, member_id: str, instance: str | None) -> bool:
+        g = self.h.group
+        if g is None or member_id not in g.members:
+            return False
+        return instance is None or g.static_member_id(instance) == member_id
+
+    # -- JoinGroup ---------------------------------------------------------------------------------
+    @rule(
+        session=SESSIONS,
+        rebalance=REBALANCES,
+        proto=PROTOCOLS,
+        require_known=st.booleans(),
+    )
+    def join_new_dynamic(
+        self, session: int, rebalance: int, proto: tuple, require_known: bool
+    ) -> None:
+        new_id = self.h.new_member_id()
+        token = self.h.join(
+            session_timeout_ms=session,
+            rebalance_timeout_ms=rebalance,
+            protocols=proto,
+            require_known_member_id=require_known,
+            new_member_id=new_id,
+        )
+        self.ids.append(new_id)
+        if require_known:  # answered at once: a member id to come back with, or a refusal
+            assert self.h.reply(token).error_code in (
+                ErrorCode.member_id_required,
+                ErrorCode.group_max_size_reached,
+                ErrorCode.inconsistent_group_protocol,
+            )
+        self.settle()
+
+    @rule(
+        instance=st.sampled_from(INSTANCES), session=SESSIONS, rebalance=REBALANCES, proto=PROTOCOLS
+    )
+    def join_new_static(self, instance: str, session: int, rebalance: int, proto: tuple) -> None:
+        new_id = self.h.new_member_id(instance)
+        previous = self.h.group.static_member_id(instance) if self.h.group else None
+        previous_tokens = []
+        if previous is not None:
+            old = self.h.group.members[previous]
+            previous_tokens = [t for t in (old.awaiting_join, old.awaiting_sync) if t is not None]
+        self.h.join(
+            instance_id=instance,
+            session_timeout_ms=session,
+            rebalance_timeout_ms=rebalance,
+            protocols=proto,
+            new_member_id=new_id,
+        )
+        self.ids.append(new_id)
+        self.instance_of[new_id] = instance
+        if previous is not None and self.is_known(new_id, instance):
+            # The old incarnation was replaced: whatever it had parked is fenced.
+            assert previous not in self.h.g.members
+            for t in previous_tokens:
+                assert self.h.reply(t).error_code == ErrorCode.fenced_instance_id
+        self.settle()
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data(), session=SESSIONS, rebalance=REBALANCES, proto=PROTOCOLS)
+    def join_existing(
+        self, data: st.DataObject, session: int, rebalance: int, proto: tuple
+    ) -> None:
+        member_id, instance = self.pick(data)
+        self.h.join(
+            member_id,
+            instance_id=instance,
+            session_timeout_ms=session,
+            rebalance_timeout_ms=rebalance,
+            protocols=proto,
+        )
+        self.settle()
+
+    # -- SyncGroup, Heartbeat, LeaveGroup ----------------------------------------------------------
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data(), stale=st.booleans())
+    def sync(self, data: st.DataObject, stale: bool) -> None:
+        member_id, instance = self.pick(data)
+        g = self.h.group
+        assignments = {}
+        if g is not None and g.leader_id == member_id:
+            assignments = {m: f"for-{m}".encode() for m in g.members}
+        generation = self.generation() - int(stale)
+        token = self.h.sync(member_id, generation, assignments, instance_id=instance)
+        if stale and self.is_known(member_id, instance):
+            assert self.h.reply(token).error_code == ErrorCode.illegal_generation
+        self.settle()
+
+    @precondition(
+        lambda self: (
+            self.h.group is not None and self.h.group.state is GroupState.COMPLETING_REBALANCE
+        )
+    )
+    @rule()
+    def sync_leader(self) -> None:
+        g = self.h.g
+        leader, generation = g.leader_id, g.generation
+        assert leader is not None
+        parked = {m.member_id: m.awaiting_sync for m in g.members.values() if m.awaiting_sync}
+        assignments = {m: f"for-{m}".encode() for m in g.members}
+        instance = g.members[leader].instance_id
+        token = self.h.sync(leader, generation, assignments, instance_id=instance)
+        assert self.h.reply(token).assignment == assignments[leader]
+        assert self.h.state is GroupState.STABLE
+        for member_id, t in parked.items():  # the followers already waiting get theirs
+            assert self.h.reply(t).assignment == assignments[member_id]
+        self.settle()
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data(), stale=st.booleans())
+    def heartbeat(self, data: st.DataObject, stale: bool) -> None:
+        member_id, instance = self.pick(data)
+        g = self.h.group
+        generation = self.generation() - int(stale)
+        if g is None or (instance is not None and g.static_member_id(instance) is None):
+            expected = ErrorCode.unknown_member_id
+        elif instance is not None and g.static_member_id(instance) != member_id:
+            expected = ErrorCode.fenced_instance_id
+        elif member_id not in g.members:
+            expected = ErrorCode.unknown_member_id
+        elif stale:
+            expected = ErrorCode.illegal_generation
+        elif g.state is GroupState.PREPARING_REBALANCE:
+            expected = ErrorCode.rebalance_in_progress
+        else:
+            expected = ErrorCode.none
+        assert self.h.heartbeat_error(member_id, generation, instance_id=instance) == expected
+        if expected in (ErrorCode.none, ErrorCode.rebalance_in_progress):
+            member = self.h.g.members[member_id]
+            assert member.heartbeat_deadline == self.h.now + member.session_timeout_ms
+        self.settle()
+
+    @precondition(lambda self: self.h.group is not None and self.h.group.members)
+    @rule()
+    def keepalive(self) -> None:
+        """Every member's background thread heartbeats with the current generation."""
+        g = self.h.g
+        expected = (
+            ErrorCode.rebalance_in_progress
+            if g.state is GroupState.PREPARING_REBALANCE
+            else ErrorCode.none
+        )
+        for m in list(g.members.values()):
+            error = self.h.heartbeat_error(m.member_id, g.generation, instance_id=m.instance_id)
+            assert error == expected
+        self.settle()
+
+    @precondition(
+        lambda self: (
+            self.h.group is not None
+            and self.h.group.state is GroupState.PREPARING_REBALANCE
+            and self.h.group.members
+        )
+    )
+    @rule()
+    def everyone_rejoins(self) -> None:
+        """Members not parked yet rejoin with what they had; no protocol changes."""
+        g = self.h.g
+        fits = len(g.members) <= CONFIG.max_size  # else the last rejoiners are refused
+        for m in list(g.members.values()):
+            if m.awaiting_join is None and self.h.state is GroupState.PREPARING_REBALANCE:
+                self.h.join(
+                    m.member_id,
+                    instance_id=m.instance_id,
+                    session_timeout_ms=m.session_timeout_ms,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    protocols=m.protocols,
+                )
+        if fits and not g.pending_members and g.previous_state is not GroupState.EMPTY:
+            assert self.h.state is not GroupState.PREPARING_REBALANCE  # the join completed
+        self.settle()
+
+    @precondition(
+        lambda self: (
+            self.h.group is not None and self.h.group.state is GroupState.COMPLETING_REBALANCE
+        )
+    )
+    @rule()
+    def followers_sync(self) -> None:
+        g = self.h.g
+        for m in list(g.members.values()):
+            if m.member_id != g.leader_id and m.awaiting_sync is None:
+                token = self.h.sync(m.member_id, g.generation, instance_id=m.instance_id)
+                assert not self.h.answered(token)
+        self.settle()
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data(), by_instance=st.booleans())
+    def leave(self, data: st.DataObject, by_instance: bool) -> None:
+        member_id, instance = self.pick(data)
+        g = self.h.group
+        held = []
+        if g is not None and member_id in g.members:
+            m = g.members[member_id]
+            held = [t for t in (m.awaiting_join, m.awaiting_sync) if t is not None]
+        if by_instance and instance is not None:
+            response = self.h.leave(("", instance))
+        else:
+            response = self.h.leave((member_id, instance))
+        if response.members and response.members[0][2] == ErrorCode.none:
+            assert member_id not in (self.h.g.members if self.h.group else {})
+            for t in held:
+                assert self.h.reply(t).error_code == ErrorCode.unknown_member_id
+        self.settle()
+
+    # -- OffsetCommit ------------------------------------------------------------------------------
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data(), stale=st.booleans())
+    def commit(self, data: st.DataObject, stale: bool) -> None:
+        member_id, instance = self.pick(data)
+        g = self.h.group
+        known = self.is_known(member_id, instance)
+        current = self.generation()
+        generation = current - int(stale) if g is not None else 1
+        state = g.state if g is not None else None
+        response = self.h.commit(
+            {("topic", 0): next(self.offsets)},
+            member_id=member_id,
+            generation=generation,
+            instance_id=instance,
+        )
+        (result,) = response.results
+        if known and generation < current:
+            assert result[2] == ErrorCode.illegal_generation, response
+        elif known:
+            expected = (
+                ErrorCode.rebalance_in_progress
+                if state is GroupState.COMPLETING_REBALANCE
+                else ErrorCode.none
+            )
+            assert result[2] == expected, response
+        elif g is None:
+            assert result[2] == ErrorCode.group_id_not_found
+        self.settle()
+
+    # -- time --------------------------------------------------------------------------------------
+    @rule(ms=SLEEPS)
+    def sleep(self, ms: int) -> None:
+        self.h.sleep(ms)
+
+    @rule(ms=SLEEPS)
+    def sleep_more(self, ms: int) -> None:  # time passing is as likely as any request
+        self.h.sleep(ms)
+
+    # -- invariants --------------------------------------------------------------------------------
+    @invariant()
+    def generation_never_decreases(self) -> None:
+        generation = self.generation()
+        assert generation >= self.max_generation
+        self.max_generation = generation
+
+    @invariant()
+    def leader_is_a_member(self) -> None:
+        g = self.h.group
+        if g is None:
+            return
+        if g.leader_id is not None:
+            assert g.leader_id in g.members
+        assert (g.leader_id is None) == (not g.members)
+        assert not (set(g.pending_members) & set(g.members))
+        if g.state is GroupState.EMPTY:
+            assert not g.members
+
+    @invariant()
+    def parked_requests_fit_the_state(self) -> None:
+        g = self.h.group
+        if g is None:
+            return
+        for m in g.members.values():
+            if m.awaiting_join is not None:
+                assert g.state is GroupState.PREPARING_REBALANCE, (m, g.state)
+                assert not self.h.answered(m.awaiting_join)
+            if m.awaiting_sync is not None:
+                assert g.state is GroupState.COMPLETING_REBALANCE, (m, g.state)
+                assert not self.h.answered(m.awaiting_sync)
+
+    @invariant()
+    def every_token_answered_once_or_held(self) -> None:
+        g = self.h.group
+        held: list[int] = []
+        if g is not None:
+            for m in g.members.values():
+                held += [t for t in (m.awaiting_join, m.awaiting_sync) if t is not None]
+        assert len(held) == len(set(held)), f"a token is held twice: {held}"
+        held_set = set(held)
+        assert held_set <= set(self.h.issued)
+        for token in self.h.issued:
+            answers = len(self.h.replies_for(token))
+            if token in held_set:
+                assert answers == 0, f"token {token} is held but was answered"
+            else:
+                assert answers == 1, f"token {token} answered {answers} times"
+        assert set(self.h.replies) <= set(self.h.issued)  # no reply to an unknown token
+
+    @invariant()
+    def next_deadline_not_in_the_past(self) -> None:
+        deadline = machine.next_deadline(self.h.group)
+        assert deadline is None or deadline > self.h.now
+
+
+ClassicGroupMachine.TestCase.settings = settings(
+    max_examples=100,
+    stateful_step_count=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestClassicGroupMachine = ClassicGroupMachine.TestCase

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rafka_actors.config import BrokerConfig, ConfigError, load_config, parse_properties
+
+
+def test_defaults_are_kafkas() -> None:
+    config = load_config(environ={})
+    assert config.listen == "127.0.0.1:9092"
+    assert config.data_dir == Path("rafka-data")
+    assert config.num_partitions == 1
+    assert config.auto_create_topics_enable is True
+    assert config.socket_request_max_bytes == 104857600
+    assert config.group_initial_rebalance_delay_ms == 3000
+
+
+def test_file_then_env_then_flags(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text(
+        "# comment\nnum.partitions=3\nauto.create.topics.enable = false\n"
+        "group.initial.rebalance.delay.ms: 100\n"
+    )
+    environ = {"RAFKA_NUM_PARTITIONS": "4", "RAFKA_KAFKA_CLIENT_HOST": "broker.example"}
+    config = load_config(
+        config_file=path, environ=environ, overrides={"group.initial.rebalance.delay.ms": "0"}
+    )
+    assert config.num_partitions == 4  # env beats file
+    assert config.auto_create_topics_enable is False  # file beats default
+    assert config.group_initial_rebalance_delay_ms == 0  # flag beats file
+    assert config.kafka_client_host == "broker.example"
+
+
+def test_env_name_form() -> None:
+    config = load_config(environ={"RAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0"})
+    assert config.group_initial_rebalance_delay_ms == 0
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"num.partitions": "many"}, {"auto.create.topics.enable": "perhaps"}, {"listen": "nohost"},
+     {"socket.request.max.bytes": "0"}],
+)
+def test_bad_values_are_refused(overrides: dict[str, str]) -> None:
+    with pytest.raises(ConfigError):
+        load_config(environ={}, overrides=overrides)
+
+
+def test_unknown_keys_are_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    config = load_config(environ={}, overrides={"no.such.key": "1"})
+    assert config == BrokerConfig()
+    assert "no.such.key" in caplog.text
+
+
+def test_properties_parser_rejects_junk() -> None:
+    with pytest.raises(ConfigError):
+        parse_properties("just words\n")
+
+
+def test_listen_address_parts() -> None:
+    config = BrokerConfig(listen="[::1]:19092")
+    assert (config.listen_host, config.listen_port) == ("::1", 19092)
