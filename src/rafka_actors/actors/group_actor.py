@@ -111,9 +111,13 @@ class GroupActor:
             result = machine.handle(
                 self.group, op, now, token, config=self.config, fresh_cgp_id=mint_group_uuid()
             )
+            if result.records:
+                await self.log.append(self.key, result.records)
         except Exception:
+            # A bug, or records that could not be stored: nothing of this step may be
+            # acknowledged. Fail what we hold and rebuild from what the log has.
             log.exception(
-                "group %s: state machine failed on %s; restarting from its log",
+                "group %s: failed on %s; restarting from its log",
                 self.key.group_id,
                 type(op).__name__,
             )
@@ -121,8 +125,6 @@ class GroupActor:
             self.group = replay(self.log.records_of(self.key), now)
             return
         self.group = result.group
-        if result.records:
-            await self.log.append(self.key, result.records)
         for waiter, response in result.replies:
             self._send(waiter, response)
         for event in result.events:

@@ -72,8 +72,13 @@ class GroupRegistry:
         return actor
 
     async def _supervise(self, actor: GroupActor) -> None:
+        # An actor that dies stays dead alone: its siblings (this nursery) never notice,
+        # and the next request for its group spawns a fresh one from the log.
         try:
             await actor.run()
+        except Exception:
+            log.exception("group %s: actor died; it restarts on the next request",
+                          actor.key.group_id)
         finally:
             if self._actors.get(actor.key) is actor:
                 del self._actors[actor.key]

@@ -85,7 +85,7 @@ def describe_group(group: ClassicGroup | None) -> DescribeGroupOpResp:
             m.client_id,
             m.client_host,
             m.metadata(protocol) if stable else b"",
-            m.assignment if stable else b"",
+            m.assignment,  # Kafka's describeNoMetadata keeps the assignment
         )
         for m in group.members.values()
     )

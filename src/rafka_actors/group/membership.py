@@ -55,6 +55,11 @@ def join(
         group = ClassicGroup(op.group_id, fx.fresh_cgp_id, state_timestamp_ms=fx.now)
         fx.store_group(group, "group created")
     if not _accept_joining_member(group, op.member_id, cfg.max_size):
+        # Kafka drops the refused member too, so late rejoiners make room when the limit shrinks
+        refused = group.members.get(op.member_id)
+        if refused is not None:
+            rb.drop_member(group, refused, fx)
+        group.pending_members.pop(op.member_id, None)
         fx.reply(waiter, JoinGroupOpResp(ErrorCode.group_max_size_reached))
         return group
     if unknown:
@@ -184,6 +189,7 @@ def _replace_static_member(
     fx.reply(old.awaiting_sync, SyncGroupOpResp(ErrorCode.fenced_instance_id))
     old.awaiting_join = old.awaiting_sync = None
     old.member_id = op.new_member_id
+    old.is_new = False  # Kafka builds a fresh, not-new member for the new id
     group.members[old.member_id] = old
     group.static_members[op.group_instance_id or ""] = old.member_id
     group.pending_sync.discard(old_id)
@@ -306,8 +312,9 @@ def _heartbeat_error(group: ClassicGroup | None, op: HeartbeatOp, fx: Effects) -
 def leave(
     group: ClassicGroup | None, op: LeaveGroupOp, waiter: int, fx: Effects
 ) -> ClassicGroup | None:
-    if group is None:
-        fx.reply(waiter, LeaveGroupOpResp(ErrorCode.unknown_member_id))
+    if group is None:  # Kafka: every member unknown, the request itself fine
+        unknown = tuple((m, i, int(ErrorCode.unknown_member_id)) for m, i, _ in op.members)
+        fx.reply(waiter, LeaveGroupOpResp(ErrorCode.none, unknown))
         return None
     if group.is_in(D):
         fx.reply(waiter, LeaveGroupOpResp(ErrorCode.coordinator_not_available))

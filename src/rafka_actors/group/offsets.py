@@ -56,6 +56,7 @@ def commit(
         if metadata is not None and len(metadata.encode()) > fx.config.offset_metadata_max_bytes:
             results.append((topic, partition, int(ErrorCode.offset_metadata_too_large)))
             continue
+        metadata = metadata or ""  # Kafka stores a null metadata as "" (NO_METADATA)
         group.offsets[(topic, partition)] = CommittedOffset(offset, epoch, metadata, fx.now)
         fx.records.append(
             OffsetCommitRecord(op.group_id, topic, partition, offset, epoch, metadata, fx.now)

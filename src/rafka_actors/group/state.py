@@ -178,9 +178,11 @@ class ClassicGroup:
     def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
         if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(names)
-        return self.protocol_type == protocol_type and any(
-            n in self.candidate_protocols() for n in names
-        )
+        if self.protocol_type != protocol_type:
+            return False
+        # Kafka counts supporters per protocol against the member count: with no members
+        # left (a rebalance still waiting out its delay) every protocol qualifies.
+        return not self.members or any(n in self.candidate_protocols() for n in names)
 
     def select_protocol(self) -> str:
         """Each member votes for its most preferred common protocol; most votes wins (ties:

@@ -171,20 +171,7 @@ async def leave_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, re
             response = LeaveGroupOpResp(ErrorCode.invalid_group_id)
         else:
             response = await ask_group(ctx, conn, group_id, LeaveGroupOp(group_id, members))
-        return _leave_response(mod, version, _per_member(response, members))
-
-
-def _per_member(
-    response: LeaveGroupOpResp, members: tuple[tuple[str, str | None, str | None], ...]
-) -> LeaveGroupOpResp:
-    """An unknown group is UNKNOWN_MEMBER_ID for every member, not for the request: Kafka's
-    GroupCoordinatorService turns the shard's top-level error into per-member ones."""
-    if response.error_code != ErrorCode.unknown_member_id or response.members:
-        return response
-    return LeaveGroupOpResp(
-        ErrorCode.none,
-        tuple((m, i, int(ErrorCode.unknown_member_id)) for m, i, _ in members),
-    )
+        return _leave_response(mod, version, response)
 
 
 def _leave_response(mod: Any, version: int, response: LeaveGroupOpResp) -> Any:
