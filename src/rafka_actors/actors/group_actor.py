@@ -26,7 +26,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from .. import telemetry
-from ..group import machine
+from ..group import machine, ops
 from ..group.effects import GroupConfig, RebalanceCompleted
 from ..group.ops import TimerFired
 from ..group.replay import replay
@@ -42,6 +42,19 @@ log = logging.getLogger(__name__)
 class Envelope:
     op: Any
     reply: trio.MemorySendChannel[Any]
+
+
+_SPANS = {
+    ops.JoinGroupOp: "rafka.broker.group.join",
+    ops.SyncGroupOp: "rafka.broker.group.sync",
+    ops.HeartbeatOp: "rafka.broker.group.heartbeat",
+    ops.LeaveGroupOp: "rafka.broker.group.leave",
+    ops.OffsetCommitOp: "rafka.broker.group.offset-commit",
+    ops.OffsetFetchOp: "rafka.broker.group.offset-fetch",
+    ops.DescribeGroupOp: "rafka.broker.group.describe",
+    ops.DeleteGroupOp: "rafka.broker.group.delete",
+    ops.OffsetDeleteOp: "rafka.broker.group.offset-delete",
+}
 
 
 def _now_ms() -> int:
@@ -108,11 +121,21 @@ class GroupActor:
             # We woke because a deadline passed; clock rounding must not make it look early.
             now = max(now, machine.next_deadline(self.group) or now)
         try:
-            result = machine.handle(
-                self.group, op, now, token, config=self.config, fresh_cgp_id=mint_group_uuid()
-            )
-            if result.records:
-                await self.log.append(self.key, result.records)
+            with telemetry.span(
+                _SPANS.get(type(op), "rafka.broker.group.timer"),
+                group_id=self.key.group_id,
+                org_id=self.key.org_id,
+            ):
+                result = machine.handle(
+                    self.group,
+                    op,
+                    now,
+                    token,
+                    config=self.config,
+                    fresh_cgp_id=mint_group_uuid(),
+                )
+                if result.records:
+                    await self.log.append(self.key, result.records)
         except Exception:
             # A bug, or records that could not be stored: nothing of this step may be
             # acknowledged. Fail what we hold and rebuild from what the log has.

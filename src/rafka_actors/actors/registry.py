@@ -77,8 +77,9 @@ class GroupRegistry:
         try:
             await actor.run()
         except Exception:
-            log.exception("group %s: actor died; it restarts on the next request",
-                          actor.key.group_id)
+            log.exception(
+                "group %s: actor died; it restarts on the next request", actor.key.group_id
+            )
         finally:
             if self._actors.get(actor.key) is actor:
                 del self._actors[actor.key]
