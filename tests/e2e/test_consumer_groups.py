@@ -1,0 +1,468 @@
+"""Consumer groups end to end: the real broker, driven by the three real clients.
+
+* Three members of one group share a 6-partition topic with every assignor each client has:
+  every record is consumed exactly once and the final assignments partition the topic.
+* A member SIGKILLed without LeaveGroup is evicted once its session times out, and the
+  survivors take over its partitions (and consume what is produced afterwards).
+* A new consumer resumes exactly at the offsets its group committed.
+* A static member (group.instance.id) restarts and gets its partitions back without a
+  rebalance of the other member.
+* confluent-kafka's AdminClient lists, describes, reads and alters offsets of, and deletes
+  groups.
+
+Brokers run with a 200 ms initial rebalance delay and a 1 s minimum session timeout so that
+members can use short session timeouts and every case stays within a few seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+
+import confluent_kafka
+import confluent_kafka.admin
+import pytest
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions
+
+from ..broker_process import BrokerProcess
+from .clients import Confluent
+from .group_clients import (
+    HEARTBEAT_MS,
+    SYNC_MEMBERS,
+    WAIT,
+    AioMember,
+    ConfluentMember,
+    KafkaPythonMember,
+    MemberProcess,
+    SyncMember,
+    async_wait_until,
+    close_members,
+    duplicates,
+    partitions_cover,
+    produce_spread,
+    start_members,
+    wait_until,
+)
+
+pytestmark = pytest.mark.e2e
+
+GROUP_SETTINGS = ("group.initial.rebalance.delay.ms=200", "group.min.session.timeout.ms=1000")
+PARTITIONS = 6
+PER_PARTITION = 500  # 3 000 records in all
+SETTLE = 0.5  # after everything arrived, keep polling this long so late duplicates show up
+
+
+@pytest.fixture
+def broker(broker_factory) -> BrokerProcess:  # type: ignore[no-untyped-def]
+    """conftest's `broker` (whose log is attached to failures), with the group settings."""
+    return broker_factory(*GROUP_SETTINGS)
+
+
+def _names(tag: str) -> tuple[str, str]:
+    suffix = uuid.uuid4().hex[:8]
+    return f"topic-{tag}-{suffix}", f"group-{tag}-{suffix}"
+
+
+def _topic(broker: BrokerProcess, tag: str, partitions: int = PARTITIONS) -> tuple[str, str]:
+    topic, group = _names(tag)
+    Confluent(broker.bootstrap).create_topic(topic, partitions)
+    return topic, group
+
+
+# -- 1. three members, every assignor -----------------------------------------------------
+SHARE_CASES = [
+    ("confluent", "range"),
+    ("confluent", "roundrobin"),
+    ("confluent", "cooperative-sticky"),
+    ("kafka-python", "range"),
+    ("kafka-python", "roundrobin"),
+    ("kafka-python", "sticky"),
+    ("kafka-python", "cooperative-sticky"),
+    ("aiokafka", "range"),
+    ("aiokafka", "roundrobin"),
+    ("aiokafka", "sticky"),
+]
+
+
+def _check_share(values: list[bytes], expected: list[bytes], finals: list[frozenset[int]]) -> None:
+    assert not duplicates(values), f"consumed twice: {duplicates(values)[:5]}"
+    assert len(values) == len(expected)
+    assert set(values) == set(expected)
+    assert partitions_cover(finals, PARTITIONS), f"final assignments {finals}"
+    assert sorted(len(f) for f in finals) == [2, 2, 2], f"unbalanced: {finals}"
+
+
+@pytest.mark.parametrize(("client", "assignor"), SHARE_CASES)
+def test_three_members_share_the_topic(broker: BrokerProcess, client: str, assignor: str) -> None:
+    topic, group = _topic(broker, f"share-{assignor}")
+    expected = produce_spread(broker.bootstrap, topic, PARTITIONS, PER_PARTITION, "r")
+    if client == "aiokafka":
+        values, finals = asyncio.run(_share_aiokafka(broker.bootstrap, group, topic, assignor))
+    else:
+        member = ConfluentMember if client == "confluent" else KafkaPythonMember
+
+        def make() -> ConfluentMember | KafkaPythonMember:
+            return member(broker.bootstrap, group, topic, assignor=assignor)
+
+        threads = start_members([make, make, make])
+        try:
+            wait_until(
+                lambda: (
+                    sum(len(t.records) for t in threads) >= len(expected)
+                    and partitions_cover([t.current for t in threads], PARTITIONS)
+                ),
+                "all records and a complete assignment",
+            )
+            time.sleep(SETTLE)
+            finals = [t.current for t in threads]
+        finally:
+            close_members(threads)
+        values = [v for t in threads for v in t.values()]
+    _check_share(values, expected, finals)
+
+
+async def _share_aiokafka(
+    bootstrap: str, group: str, topic: str, assignor: str
+) -> tuple[list[bytes], list[frozenset[int]]]:
+    members = [AioMember(bootstrap, group, topic, assignor=assignor) for _ in range(3)]
+    await asyncio.gather(*(m.start() for m in members))
+    tasks = [asyncio.create_task(m.run()) for m in members]
+    try:
+        await async_wait_until(
+            lambda: (
+                sum(len(m.records) for m in members) >= PARTITIONS * PER_PARTITION
+                and partitions_cover([m.current for m in members], PARTITIONS)
+            ),
+            "all records and a complete assignment",
+        )
+        await asyncio.sleep(SETTLE)
+        finals = [m.current for m in members]
+    finally:
+        for m in members:
+            m.stop()
+        await asyncio.wait_for(asyncio.gather(*tasks), WAIT)
+        await asyncio.gather(*(m.close() for m in members))
+    return [v for m in members for _, _, v in m.records], finals
+
+
+# -- 2. a member killed without LeaveGroup ------------------------------------------------
+KILL_SESSION_MS = 3000
+
+
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_killed_member_is_evicted_after_its_session_timeout(
+    broker: BrokerProcess, client: str
+) -> None:
+    topic, group = _topic(broker, "kill")
+    produce_spread(broker.bootstrap, topic, PARTITIONS, 100, "before")
+    opts = {"session_ms": KILL_SESSION_MS}
+    member = SYNC_MEMBERS[client]
+
+    def make() -> SyncMember:
+        return member(broker.bootstrap, group, topic, **opts)
+
+    victim = MemberProcess(client, broker.bootstrap, group, topic, **opts)
+    survivors = start_members([make, make])
+    try:
+        wait_until(
+            lambda: (
+                bool(victim.current)
+                and partitions_cover([victim.current, *(t.current for t in survivors)], PARTITIONS)
+            ),
+            "the victim and two survivors to share the topic",
+        )
+        lost = victim.current
+        victim.kill()
+        killed = time.monotonic()
+        after = produce_spread(broker.bootstrap, topic, PARTITIONS, 50, "after")
+        wait_until(
+            lambda: partitions_cover([t.current for t in survivors], PARTITIONS),
+            "the survivors to take over every partition",
+            timeout=KILL_SESSION_MS / 1000 + 15,
+        )
+        took_over = time.monotonic() - killed
+        consumed = lambda: {v for t in survivors for v in t.values()}  # noqa: E731
+        wait_until(lambda: set(after) <= consumed(), "the records produced after the kill")
+        finals = [t.current for t in survivors]
+    finally:
+        victim.kill()
+        close_members(survivors)
+    assert lost <= finals[0] | finals[1]
+    # The victim's last heartbeat was at most one interval before the kill; nothing but its
+    # session timeout may end its membership (a closed connection doesn't, as in Kafka).
+    session = KILL_SESSION_MS / 1000
+    assert took_over >= session - HEARTBEAT_MS / 1000 - 0.3, f"evicted after {took_over:.2f}s"
+    assert took_over <= session + 8, f"evicted only after {took_over:.2f}s"
+
+
+# -- 3. resume from committed offsets -----------------------------------------------------
+RESUME_PARTITIONS = 3
+HALF = 150  # per partition: offsets 0..149 are read and committed, 150..299 are left
+
+
+def _expect_second_half(records: list[tuple[int, int, bytes]]) -> None:
+    by_partition: dict[int, list[int]] = {}
+    for p, offset, _ in records:
+        by_partition.setdefault(p, []).append(offset)
+    for p in range(RESUME_PARTITIONS):
+        got = sorted(by_partition.get(p, []))
+        assert got[:1] == [HALF], f"partition {p} did not start at the committed offset"
+        assert got == list(range(HALF, 2 * HALF)), f"partition {p}: not exactly the 2nd half"
+
+
+def _read_first_half(poll: Callable[[], list[tuple[int, int, bytes]]]) -> None:
+    seen: dict[int, set[int]] = {p: set() for p in range(RESUME_PARTITIONS)}
+
+    def progress() -> bool:
+        for p, offset, _ in poll():
+            if offset < HALF:
+                seen[p].add(offset)
+        return all(len(s) == HALF for s in seen.values())
+
+    wait_until(progress, "the first half")
+
+
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_new_consumer_resumes_from_committed_offsets(broker: BrokerProcess, client: str) -> None:
+    topic, group = _topic(broker, "resume", RESUME_PARTITIONS)
+    produce_spread(broker.bootstrap, topic, RESUME_PARTITIONS, 2 * HALF, "r")
+    half = dict.fromkeys(range(RESUME_PARTITIONS), HALF)
+    member = SYNC_MEMBERS[client]
+    first = member(broker.bootstrap, group, topic, auto_commit=False)
+    try:
+        _read_first_half(lambda: first.poll(0.2))
+        first.commit(half)
+        assert first.committed(range(RESUME_PARTITIONS)) == half
+    finally:
+        first.close()
+    second = member(broker.bootstrap, group, topic, auto_commit=False)
+    records: list[tuple[int, int, bytes]] = []
+    try:
+        assert second.committed(range(RESUME_PARTITIONS)) == half
+
+        def second_half() -> bool:
+            records.extend(second.poll(0.2))
+            return len(records) >= RESUME_PARTITIONS * HALF
+
+        wait_until(second_half, "the second half")
+        deadline = time.monotonic() + SETTLE
+        while time.monotonic() < deadline:  # anything more would be a duplicate
+            records.extend(second.poll(0.1))
+    finally:
+        second.close()
+    _expect_second_half(records)
+
+
+def test_new_aiokafka_consumer_resumes_from_committed_offsets(broker: BrokerProcess) -> None:
+    topic, group = _topic(broker, "resume-aio", RESUME_PARTITIONS)
+    produce_spread(broker.bootstrap, topic, RESUME_PARTITIONS, 2 * HALF, "r")
+    half = dict.fromkeys(range(RESUME_PARTITIONS), HALF)
+
+    async def run() -> list[tuple[int, int, bytes]]:
+        first = AioMember(broker.bootstrap, group, topic, auto_commit=False)
+        await first.start()
+        try:
+            seen: dict[int, set[int]] = {p: set() for p in range(RESUME_PARTITIONS)}
+            deadline = time.monotonic() + WAIT
+            while any(len(s) < HALF for s in seen.values()):
+                assert time.monotonic() < deadline, "timed out reading the first half"
+                for p, offset, _ in await first.poll(0.2):
+                    if offset < HALF:
+                        seen[p].add(offset)
+            await first.commit(half)
+            assert await first.committed(range(RESUME_PARTITIONS)) == half
+        finally:
+            await first.close()
+        second = AioMember(broker.bootstrap, group, topic, auto_commit=False)
+        await second.start()
+        records: list[tuple[int, int, bytes]] = []
+        try:
+            assert await second.committed(range(RESUME_PARTITIONS)) == half
+            deadline = time.monotonic() + WAIT
+            while len(records) < RESUME_PARTITIONS * HALF:
+                assert time.monotonic() < deadline, "timed out reading the second half"
+                records += await second.poll(0.2)
+            deadline = time.monotonic() + SETTLE
+            while time.monotonic() < deadline:
+                records += await second.poll(0.1)
+        finally:
+            await second.close()
+        return records
+
+    _expect_second_half(asyncio.run(run()))
+
+
+# -- 4. static membership -----------------------------------------------------------------
+def _admin(broker: BrokerProcess) -> confluent_kafka.admin.AdminClient:
+    return confluent_kafka.admin.AdminClient({"bootstrap.servers": broker.bootstrap})
+
+
+def _describe(admin: confluent_kafka.admin.AdminClient, group: str) -> object:
+    return admin.describe_consumer_groups([group], request_timeout=10)[group].result(WAIT)
+
+
+def _members(description: object) -> dict[str, tuple[str | None, frozenset[tuple[str, int]]]]:
+    """member id -> (instance id, assigned partitions), as the AdminClient decoded them."""
+    return {
+        m.member_id: (
+            m.group_instance_id,
+            frozenset((tp.topic, tp.partition) for tp in m.assignment.topic_partitions),
+        )
+        for m in description.members  # type: ignore[attr-defined]
+    }
+
+
+def test_static_member_rejoins_without_a_rebalance(broker: BrokerProcess) -> None:
+    topic, group = _topic(broker, "static")
+    produce_spread(broker.bootstrap, topic, PARTITIONS, 20, "r")
+    admin = _admin(broker)
+
+    def static() -> SyncMember:
+        return ConfluentMember(
+            broker.bootstrap, group, topic, session_ms=30000, instance_id="static-1"
+        )
+
+    def dynamic() -> SyncMember:
+        return ConfluentMember(broker.bootstrap, group, topic)
+
+    first, other = threads = start_members([static, dynamic])
+    try:
+        wait_until(
+            lambda: (
+                partitions_cover([t.current for t in threads], PARTITIONS)
+                and len(first.current) == len(other.current) == PARTITIONS // 2
+            ),
+            "two members sharing the topic",
+        )
+        before = _describe(admin, group)
+        assert before.state == ConsumerGroupState.STABLE
+        members_before = _members(before)
+        static_before = {k: v for k, v in members_before.items() if v[0] == "static-1"}
+        assert len(members_before) == 2 and len(static_before) == 1, members_before
+        ((static_id, (_, static_partitions)),) = static_before.items()
+        assert {p for _, p in static_partitions} == first.current
+        other_partitions, other_events = (
+            other.current,
+            (
+                list(other.member.assigned),  # type: ignore[union-attr]
+                list(other.member.revoked),  # type: ignore[union-attr]
+            ),
+        )
+
+        first.close()  # a static member does not send LeaveGroup: no rebalance
+        time.sleep(1.0)
+        while_away = _describe(admin, group)
+        assert while_away.state == ConsumerGroupState.STABLE
+        assert _members(while_away) == members_before, "the group changed while it was away"
+
+        restarted = start_members([static])[0]
+        threads = [other, restarted]
+        wait_until(lambda: restarted.current == first.current, "the same partitions back")
+        time.sleep(1.0)  # room for a rebalance that must not happen
+        after = _describe(admin, group)
+        members_after = _members(after)
+        # Read before closing: closing revokes everything.
+        restarted_events = (list(restarted.member.assigned), list(restarted.member.revoked))  # type: ignore[union-attr]
+        other_events_after = (list(other.member.assigned), list(other.member.revoked))  # type: ignore[union-attr]
+        other_after = other.current
+    finally:
+        close_members(threads)
+    assert after.state == ConsumerGroupState.STABLE
+    assert len(members_after) == 2, members_after
+    static_after = {k: v for k, v in members_after.items() if v[0] == "static-1"}
+    assert list(static_after.values()) == [("static-1", static_partitions)]
+    assert static_id not in static_after, "a restarted static member gets a new member id"
+    others = {k: v for k, v in members_before.items() if v[0] is None}
+    assert {k: v for k, v in members_after.items() if v[0] is None} == others
+    assert restarted_events == ([first.current], []), "one assignment, nothing revoked"
+    assert other_after == other_partitions
+    assert other_events_after == other_events, "the other member was rebalanced"
+
+
+# -- 5. confluent-kafka's AdminClient -----------------------------------------------------
+def _listed(admin: confluent_kafka.admin.AdminClient, **filters: object) -> dict[str, object]:
+    result = admin.list_consumer_groups(request_timeout=10, **filters).result(WAIT)
+    assert not result.errors, result.errors
+    return {g.group_id: g for g in result.valid}
+
+
+def _offsets(admin: confluent_kafka.admin.AdminClient, group: str) -> dict[int, int]:
+    request = [ConsumerGroupTopicPartitions(group)]
+    result = admin.list_consumer_group_offsets(request, request_timeout=10)[group].result(WAIT)
+    assert result.group_id == group
+    for tp in result.topic_partitions:
+        assert tp.error is None, tp
+    return {tp.partition: tp.offset for tp in result.topic_partitions}
+
+
+def _error_code(future: object) -> int:
+    with pytest.raises(confluent_kafka.KafkaException) as failure:
+        future.result(WAIT)  # type: ignore[attr-defined]
+    return failure.value.args[0].code()
+
+
+def test_admin_client_manages_groups(broker: BrokerProcess) -> None:
+    partitions = 3
+    topic, group = _topic(broker, "admin", partitions)
+    produce_spread(broker.bootstrap, topic, partitions, 10, "r")
+    admin = _admin(broker)
+    everything = {p: 10 for p in range(partitions)}
+
+    thread = start_members([lambda: ConfluentMember(broker.bootstrap, group, topic)])[0]
+    try:
+        wait_until(
+            lambda: len(thread.records) == 10 * partitions and len(thread.current) == partitions,
+            "the member to read everything",
+        )
+        # Auto-commit (every 500 ms) stores the end of every partition.
+        wait_until(lambda: _offsets(admin, group) == everything, "the auto-commits")
+
+        listing = _listed(admin)[group]
+        assert listing.state == ConsumerGroupState.STABLE  # type: ignore[attr-defined]
+        assert not listing.is_simple_consumer_group  # type: ignore[attr-defined]
+        assert group in _listed(admin, states={ConsumerGroupState.STABLE})
+        assert group not in _listed(admin, states={ConsumerGroupState.EMPTY})
+
+        described = _describe(admin, group)
+        assert described.state == ConsumerGroupState.STABLE
+        assert described.partition_assignor == "range"
+        assert not described.is_simple_consumer_group
+        members = _members(described)
+        assert len(members) == 1, members
+        ((member_id, (instance_id, assigned)),) = members.items()
+        assert member_id == thread.member.consumer.memberid()  # type: ignore[union-attr]
+        assert instance_id is None
+        assert assigned == {(topic, p) for p in range(partitions)}
+
+        deleting = admin.delete_consumer_groups([group], request_timeout=10)[group]
+        assert _error_code(deleting) == confluent_kafka.KafkaError.NON_EMPTY_GROUP
+        # Kafka refuses a tool's commit (generation -1, no member id) to a live group.
+        altering = admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, [confluent_kafka.TopicPartition(topic, 0, 1)])]
+        )[group]
+        assert _error_code(altering) == confluent_kafka.KafkaError.UNKNOWN_MEMBER_ID
+    finally:
+        close_members([thread])
+
+    wait_until(lambda: _describe(admin, group).state == ConsumerGroupState.EMPTY, "Empty")
+    described = _describe(admin, group)
+    assert described.members == []
+    assert _listed(admin)[group].state == ConsumerGroupState.EMPTY  # type: ignore[attr-defined]
+    assert _offsets(admin, group) == everything, "leaving keeps the committed offsets"
+
+    new_offsets = {p: 3 + p for p in range(partitions)}
+    request = ConsumerGroupTopicPartitions(
+        group, [confluent_kafka.TopicPartition(topic, p, o) for p, o in new_offsets.items()]
+    )
+    altered = admin.alter_consumer_group_offsets([request], request_timeout=10)[group].result(WAIT)
+    assert all(tp.error is None for tp in altered.topic_partitions), altered.topic_partitions
+    assert _offsets(admin, group) == new_offsets
+
+    admin.delete_consumer_groups([group], request_timeout=10)[group].result(WAIT)
+    assert group not in _listed(admin)
+    again = admin.delete_consumer_groups([group], request_timeout=10)[group]
+    assert _error_code(again) == confluent_kafka.KafkaError.GROUP_ID_NOT_FOUND
+    # Its offsets went with it: nothing is committed any more.
+    assert all(o < 0 for o in _offsets(admin, group).values())
