@@ -42,6 +42,8 @@ from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAs
 from kafka.structs import OffsetAndMetadata
 
 Record = tuple[int, int, bytes]  # partition, offset, value
+Events = tuple[list[frozenset[int]], list[frozenset[int]]]  # assigned, revoked
+Pace = tuple[int, float]  # at most this many records per poll, then sleep this long
 
 HEARTBEAT_MS = 500
 SESSION_MS = 6000
@@ -109,11 +111,19 @@ def duplicates(values: Iterable[bytes]) -> list[bytes]:
 
 
 # -- synchronous adapters -----------------------------------------------------------------
+def _note(events: list[frozenset[int]], tps: Iterable[Any]) -> None:
+    """Record a rebalance callback's partitions; empty ones (kafka-python revokes nothing
+    before its first join) are not events."""
+    partitions = frozenset(tp.partition for tp in tps)
+    if partitions:
+        events.append(partitions)
+
+
 class SyncMember(Protocol):
     assigned: list[frozenset[int]]
     revoked: list[frozenset[int]]
 
-    def poll(self, timeout: float) -> list[Record]: ...
+    def poll(self, timeout: float, limit: int = 500) -> list[Record]: ...
     def assignment(self) -> frozenset[int]: ...
     def commit(self, offsets: dict[int, int]) -> None: ...
     def committed(self, partitions: Iterable[int]) -> dict[int, int | None]: ...
@@ -137,6 +147,7 @@ class ConfluentMember:
         self.topic = topic
         self.assigned: list[frozenset[int]] = []
         self.revoked: list[frozenset[int]] = []
+        self.member_id: str | None = None
         config: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
@@ -155,20 +166,22 @@ class ConfluentMember:
         self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
 
     def _on_assign(self, _consumer: object, tps: list[confluent_kafka.TopicPartition]) -> None:
-        self.assigned.append(frozenset(tp.partition for tp in tps))
+        _note(self.assigned, tps)
 
     def _on_revoke(self, _consumer: object, tps: list[confluent_kafka.TopicPartition]) -> None:
-        self.revoked.append(frozenset(tp.partition for tp in tps))
+        _note(self.revoked, tps)
 
-    def poll(self, timeout: float) -> list[Record]:
+    def poll(self, timeout: float, limit: int = 500) -> list[Record]:
         out = []
-        for msg in self.consumer.consume(500, timeout=timeout):
+        for msg in self.consumer.consume(limit, timeout=timeout):
             error = msg.error()
             if error is not None:
                 if error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
                     continue
                 raise confluent_kafka.KafkaException(error)
             out.append((msg.partition(), msg.offset(), msg.value()))
+        # Read here, in the polling thread: memberid() from another thread blocks meanwhile.
+        self.member_id = self.consumer.memberid()
         return out
 
     def assignment(self) -> frozenset[int]:
@@ -193,10 +206,10 @@ class _KafkaPythonListener(ConsumerRebalanceListener):
         self.member = member
 
     def on_partitions_revoked(self, revoked: Any) -> None:
-        self.member.revoked.append(frozenset(tp.partition for tp in revoked))
+        _note(self.member.revoked, revoked)
 
     def on_partitions_assigned(self, assigned: Any) -> None:
-        self.member.assigned.append(frozenset(tp.partition for tp in assigned))
+        _note(self.member.assigned, assigned)
 
 
 class KafkaPythonMember:
@@ -230,8 +243,8 @@ class KafkaPythonMember:
         )
         self.consumer.subscribe(topics=[topic], listener=_KafkaPythonListener(self))
 
-    def poll(self, timeout: float) -> list[Record]:
-        batches = self.consumer.poll(timeout_ms=int(timeout * 1000))
+    def poll(self, timeout: float, limit: int = 500) -> list[Record]:
+        batches = self.consumer.poll(timeout_ms=int(timeout * 1000), max_records=limit)
         return [(tp.partition, m.offset, m.value) for tp, msgs in batches.items() for m in msgs]
 
     def assignment(self) -> frozenset[int]:
@@ -260,10 +273,10 @@ class _AioListener(AioRebalanceListener):
         self.member = member
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
-        self.member.revoked.append(frozenset(tp.partition for tp in revoked))
+        _note(self.member.revoked, revoked)
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
-        self.member.assigned.append(frozenset(tp.partition for tp in assigned))
+        _note(self.member.assigned, assigned)
 
 
 # -- aiokafka -----------------------------------------------------------------------------
@@ -309,8 +322,8 @@ class AioMember:
     async def start(self) -> None:
         await asyncio.wait_for(self.consumer.start(), WAIT)
 
-    async def poll(self, timeout: float) -> list[Record]:
-        batches = await self.consumer.getmany(timeout_ms=int(timeout * 1000))
+    async def poll(self, timeout: float, limit: int = 500) -> list[Record]:
+        batches = await self.consumer.getmany(timeout_ms=int(timeout * 1000), max_records=limit)
         return [(tp.partition, m.offset, m.value) for tp, msgs in batches.items() for m in msgs]
 
     def assignment(self) -> frozenset[int]:
@@ -326,10 +339,13 @@ class AioMember:
             p: await self.consumer.committed(AioTopicPartition(self.topic, p)) for p in partitions
         }
 
-    async def run(self) -> None:
+    async def run(self, pace: Pace | None = None) -> None:
+        limit, pause = pace or (500, 0.0)
         while not self.stopping:
-            self.records += await self.poll(0.2)
+            self.records += await self.poll(0.2, limit)
             self.current = self.assignment()
+            if pause:
+                await asyncio.sleep(pause)
 
     def stop(self) -> None:
         self.stopping = True
@@ -346,9 +362,48 @@ async def async_wait_until(predicate: Callable[[], bool], what: str, timeout: fl
         await asyncio.sleep(0.05)
 
 
-SYNC_MEMBERS: dict[str, type[ConfluentMember] | type[KafkaPythonMember]] = {
+class AioSyncMember:
+    """aiokafka behind the synchronous interface, for tests written once for all clients.
+
+    It owns an event loop that runs during each call; the thread that polls it polls all
+    the time, so aiokafka's heartbeat and commit tasks keep running. Build, use and close it
+    in one thread."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, **opts: Any) -> None:
+        self._runner = asyncio.Runner()
+        self.aio: AioMember = self._runner.run(self._start(bootstrap, group, topic, opts))
+        self.assigned = self.aio.assigned
+        self.revoked = self.aio.revoked
+
+    @staticmethod
+    async def _start(bootstrap: str, group: str, topic: str, opts: dict[str, Any]) -> AioMember:
+        member = AioMember(bootstrap, group, topic, **opts)
+        await member.start()
+        return member
+
+    def poll(self, timeout: float, limit: int = 500) -> list[Record]:
+        return self._runner.run(self.aio.poll(timeout, limit))
+
+    def assignment(self) -> frozenset[int]:
+        return self.aio.assignment()
+
+    def commit(self, offsets: dict[int, int]) -> None:
+        self._runner.run(self.aio.commit(offsets))
+
+    def committed(self, partitions: Iterable[int]) -> dict[int, int | None]:
+        return self._runner.run(self.aio.committed(partitions))
+
+    def close(self) -> None:
+        try:
+            self._runner.run(self.aio.close())
+        finally:
+            self._runner.close()
+
+
+SYNC_MEMBERS: dict[str, type[ConfluentMember] | type[KafkaPythonMember] | type[AioSyncMember]] = {
     "confluent": ConfluentMember,
     "kafka-python": KafkaPythonMember,
+    "aiokafka": AioSyncMember,
 }
 
 
@@ -360,9 +415,12 @@ class MemberThread(threading.Thread):
     threads; `error` holds whatever the member raised. `close()` stops, joins and re-raises.
     """
 
-    def __init__(self, make: Callable[[], SyncMember], name: str = "member") -> None:
+    def __init__(
+        self, make: Callable[[], SyncMember], name: str = "member", pace: Pace | None = None
+    ) -> None:
         super().__init__(name=name, daemon=True)
         self._make = make
+        self._limit, self._pause = pace or (500, 0.0)
         self._stop_event = threading.Event()
         self.ready = threading.Event()
         self.member: SyncMember | None = None
@@ -376,8 +434,10 @@ class MemberThread(threading.Thread):
             self.ready.set()
             try:
                 while not self._stop_event.is_set():
-                    self.records += self.member.poll(0.2)
+                    self.records += self.member.poll(0.2, self._limit)
                     self.current = self.member.assignment()
+                    if self._pause:
+                        time.sleep(self._pause)
             finally:
                 self.member.close()
         except BaseException as exc:
@@ -387,6 +447,12 @@ class MemberThread(threading.Thread):
 
     def values(self) -> list[bytes]:
         return [v for _, _, v in list(self.records)]
+
+    def events(self) -> Events:
+        """(assigned, revoked) as the member's rebalance callbacks saw them so far."""
+        if self.member is None:
+            return [], []
+        return list(self.member.assigned), list(self.member.revoked)
 
     def stop(self) -> None:
         self._stop_event.set()
@@ -399,8 +465,10 @@ class MemberThread(threading.Thread):
             raise self.error
 
 
-def start_members(makers: list[Callable[[], SyncMember]]) -> list[MemberThread]:
-    threads = [MemberThread(make, name=f"member-{i}") for i, make in enumerate(makers)]
+def start_members(
+    makers: list[Callable[[], SyncMember]], pace: Pace | None = None
+) -> list[MemberThread]:
+    threads = [MemberThread(make, f"member-{i}", pace) for i, make in enumerate(makers)]
     for thread in threads:
         thread.start()
     return threads
@@ -436,6 +504,7 @@ class MemberProcess:
         )
         self.current: frozenset[int] = frozenset()
         self.consumed = 0
+        self._events: Events = ([], [])
         self.stderr: list[str] = []
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
@@ -446,6 +515,13 @@ class MemberProcess:
             report = json.loads(line)
             self.current = frozenset(report["assignment"])
             self.consumed = report["consumed"]
+            self._events = (
+                [frozenset(a) for a in report["assigned"]],
+                [frozenset(r) for r in report["revoked"]],
+            )
+
+    def events(self) -> Events:
+        return self._events
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None

@@ -4,7 +4,8 @@
 
 CLIENT is `confluent` or `kafka-python`; the JSON holds keyword options of the member class
 in group_clients.py. It polls forever (commits enabled unless told otherwise) and prints one
-JSON line `{"assignment": [...], "consumed": n}` whenever its assignment changes and every
+JSON line `{"assignment": [...], "consumed": n, "assigned": [[...], ...], "revoked": [...]}`
+(the rebalance callbacks it saw) whenever its assignment changes and every
 second. It never leaves the group on its own: the test kills it.
 """
 
@@ -28,7 +29,13 @@ def main() -> None:
         consumed += len(member.poll(0.2))
         current = sorted(member.assignment())
         if current != last or time.monotonic() - reported > 1:
-            print(json.dumps({"assignment": current, "consumed": consumed}), flush=True)
+            report = {
+                "assignment": current,
+                "consumed": consumed,
+                "assigned": [sorted(a) for a in member.assigned],
+                "revoked": [sorted(r) for r in member.revoked],
+            }
+            print(json.dumps(report), flush=True)
             last, reported = current, time.monotonic()
 
 

@@ -263,14 +263,26 @@ def sync(
     return group
 
 
-def _validate_sync(group: ClassicGroup, op: SyncGroupOp) -> int:
+def _validate_generation_member(
+    group: ClassicGroup, member_id: str, instance_id: str | None, generation: int
+) -> int:
+    """The checks SyncGroup and Heartbeat share, in Kafka's order."""
     if group.is_in(D):
         return ErrorCode.coordinator_not_available
-    error = validate_member(group, op.member_id, op.group_instance_id)
+    error = validate_member(group, member_id, instance_id)
     if error:
         return error
-    if op.generation_id != group.generation:
+    if generation != group.generation:
         return ErrorCode.illegal_generation
+    return ErrorCode.none
+
+
+def _validate_sync(group: ClassicGroup, op: SyncGroupOp) -> int:
+    error = _validate_generation_member(
+        group, op.member_id, op.group_instance_id, op.generation_id
+    )
+    if error:
+        return error
     if _inconsistent(op.protocol_type, group.protocol_type) or _inconsistent(
         op.protocol_name, group.protocol_name
     ):
@@ -293,13 +305,11 @@ def heartbeat(
 def _heartbeat_error(group: ClassicGroup | None, op: HeartbeatOp, fx: Effects) -> int:
     if group is None:
         return ErrorCode.unknown_member_id
-    if group.is_in(D):
-        return ErrorCode.coordinator_not_available
-    error = validate_member(group, op.member_id, op.group_instance_id)
+    error = _validate_generation_member(
+        group, op.member_id, op.group_instance_id, op.generation_id
+    )
     if error:
         return error
-    if op.generation_id != group.generation:
-        return ErrorCode.illegal_generation
     if group.is_in(E):
         return ErrorCode.unknown_member_id
     rb.reschedule_heartbeat(group.members[op.member_id], fx)
