@@ -27,4 +27,4 @@ lint:
 
 # Benchmarks (see bench/).
 bench *ARGS:
-    {{python}} bench/data_plane.py {{ARGS}}
+    {{python}} bench/quick.py {{ARGS}}

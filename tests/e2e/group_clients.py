@@ -535,3 +535,8 @@ class MemberProcess:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def holds(self) -> frozenset[int]:
+        """Its current assignment; fails at once (with its stderr) if the process died."""
+        assert self.alive(), "member process died:\n" + "\n".join(self.stderr[-30:])
+        return self.current

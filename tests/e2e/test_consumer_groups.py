@@ -189,24 +189,41 @@ async def _share_aiokafka(
 KILL_SESSION_MS = 3000
 
 
-@pytest.mark.parametrize("client", list(SYNC_MEMBERS))
+KILL_CASES = [(client, "leader") for client in SYNC_MEMBERS] + [("confluent", "follower")]
+
+
+@pytest.mark.parametrize(("client", "role"), KILL_CASES)
 def test_killed_member_is_evicted_after_its_session_timeout(
-    broker: BrokerProcess, client: str
+    broker: BrokerProcess, client: str, role: str
 ) -> None:
+    """The victim joins first and so leads the group (`leader`: the survivors must elect a
+    new leader when it is gone), or joins last (`follower`)."""
     topic, group = _topic(broker, "kill")
     produce_spread(broker.bootstrap, topic, PARTITIONS, 100, "before")
     opts = {"session_ms": KILL_SESSION_MS}
     member = SYNC_MEMBERS[client]
+    everything = frozenset(range(PARTITIONS))
 
     def make() -> SyncMember:
         return member(broker.bootstrap, group, topic, **opts)
 
-    victim = MemberProcess(client, broker.bootstrap, group, topic, **opts)
-    survivors = start_members([make, make])
+    victim: MemberProcess | None = None
+    survivors: list[MemberThread] = []
     try:
+        if role == "leader":
+            victim = MemberProcess(client, broker.bootstrap, group, topic, **opts)
+            wait_until(lambda: victim.holds() == everything, "the victim to lead alone")
+            survivors += start_members([make, make])
+        else:
+            survivors += start_members([make, make])
+            wait_until(
+                lambda: partitions_cover([t.current for t in survivors], PARTITIONS),
+                "the survivors to share the topic",
+            )
+            victim = MemberProcess(client, broker.bootstrap, group, topic, **opts)
         wait_until(
             lambda: (
-                bool(victim.current)
+                bool(victim.holds())
                 and partitions_cover([victim.current, *(t.current for t in survivors)], PARTITIONS)
             ),
             "the victim and two survivors to share the topic",
@@ -225,7 +242,8 @@ def test_killed_member_is_evicted_after_its_session_timeout(
         wait_until(lambda: set(after) <= consumed(), "the records produced after the kill")
         finals = [t.current for t in survivors]
     finally:
-        victim.kill()
+        if victim is not None:
+            victim.kill()
         close_members(survivors)
     assert lost <= finals[0] | finals[1]
     # The victim's last heartbeat was at most one interval before the kill; nothing but its
@@ -388,9 +406,10 @@ def test_static_member_rejoins_without_a_rebalance(
         first = start_static()
         other = start_members([lambda: member(broker.bootstrap, group, topic)])[0]
         started.append(other)
+        holds = lambda m: m.holds() if isinstance(m, MemberProcess) else m.current  # noqa: E731
         wait_until(
             lambda: (
-                partitions_cover([first.current, other.current], PARTITIONS)
+                partitions_cover([holds(first), other.current], PARTITIONS)
                 and len(first.current) == len(other.current) == PARTITIONS // 2
             ),
             "two members sharing the topic",
@@ -414,7 +433,7 @@ def test_static_member_rejoins_without_a_rebalance(
         assert _members(while_away) == members_before, "the group changed while it was away"
 
         restarted = start_static()
-        wait_until(lambda: restarted.current == first.current, "the same partitions back")
+        wait_until(lambda: holds(restarted) == first.current, "the same partitions back")
         time.sleep(1.0)  # room for a rebalance that must not happen
         after = _describe(admin, group)
         # Read before closing: closing revokes everything.
@@ -443,8 +462,13 @@ def _listed(admin: confluent_kafka.admin.AdminClient, **filters: object) -> dict
     return {g.group_id: g for g in result.valid}
 
 
-def _offsets(admin: confluent_kafka.admin.AdminClient, group: str) -> dict[int, int]:
-    request = [ConsumerGroupTopicPartitions(group)]
+def _offsets(
+    admin: confluent_kafka.admin.AdminClient,
+    group: str,
+    partitions: list[confluent_kafka.TopicPartition] | None = None,
+) -> dict[int, int]:
+    """The group's committed offsets (of every partition it has one for, or of `partitions`)."""
+    request = [ConsumerGroupTopicPartitions(group, partitions)]
     result = admin.list_consumer_group_offsets(request, request_timeout=10)[group].result(WAIT)
     assert result.group_id == group
     for tp in result.topic_partitions:
@@ -524,4 +548,9 @@ def test_admin_client_manages_groups(broker: BrokerProcess) -> None:
     again = admin.delete_consumer_groups([group], request_timeout=10)[group]
     assert _error_code(again) == confluent_kafka.KafkaError.GROUP_ID_NOT_FOUND
     # Its offsets went with it: nothing is committed any more.
-    assert all(o < 0 for o in _offsets(admin, group).values())
+    assert _offsets(admin, group) == {}
+    tps = [confluent_kafka.TopicPartition(topic, p) for p in range(partitions)]
+    invalid = confluent_kafka.OFFSET_INVALID
+    assert _offsets(admin, group, tps) == dict.fromkeys(range(partitions), invalid)
+    gone = _describe(admin, group)  # Kafka describes an unknown group as Dead, no error
+    assert (gone.state, gone.members) == (ConsumerGroupState.DEAD, [])

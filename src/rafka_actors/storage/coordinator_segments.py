@@ -1,0 +1,595 @@
+"""The coordinator log's segment files: framing, recovery, appends and crash-safe compaction.
+
+Layout
+------
+``<data_dir>/coordinator/`` holds segment files named ``{first_sequence:020d}.log``, where an
+entry's sequence number is its position in the log's history. Only the newest ("active") segment
+is appended to; the others are sealed and never change, except by compaction replacing them
+whole. Each entry is framed as ``u32 length | u32 CRC-32C of payload | payload`` (big-endian);
+this module never looks inside a payload except through the ``decode`` / ``key_of`` functions it
+is given.
+
+Appends and durability
+----------------------
+`append` writes all the frames of a batch with one ``os.write`` (so a group commit costs one
+system call), leaving them in the page cache: they survive the death of the process, not of the
+machine. `fsync` makes them durable. When a batch would push the active segment past
+``segment_bytes`` it is fsynced, sealed, and a new one started. A failed write is cut back off
+the file so the next append starts on a frame boundary; a failed fsync poisons the log
+(`CoordinatorLogFailed`): after one, the kernel may have dropped dirty pages, so no later write
+can be acknowledged as durable.
+
+Recovery
+--------
+`open` replays every segment in order, handing each payload to ``decode`` then ``apply``. A frame
+is damaged if its header is incomplete, its length is zero or runs past the end of the file, its
+CRC does not match, or ``decode`` raises ValueError. What happens next depends on whether any
+good frame (header and CRC check out) follows it: if none does and the segment is the last, the
+damage is a torn tail, what a crash leaves, and the file is truncated there with a warning. Any
+other damage means acknowledged data was hurt, and `CorruptCoordinatorLog` names the file and
+byte; with ``skip_corruption`` the damaged bytes are skipped instead (up to the next good frame),
+with a warning. Other exceptions from ``decode`` (a record from a newer broker) are fatal.
+Leftover ``*.compacting`` files of an interrupted compaction are deleted.
+
+Limits: hunting for a good frame after damage is a byte-by-byte scan; and a power loss under a
+policy that does not fsync every batch, on a filesystem that can persist a later page of a file
+without an earlier one, can leave a hole followed by good frames: that is reported as corruption
+(reopen with ``skip_corruption``), not silently truncated.
+
+Compaction
+----------
+`compact_sealed` rewrites the sealed segments (all of them, never a subset, so no older copy of a
+key can hide outside the rewrite) keeping an entry only if (1) no later sealed entry has the same
+key, (2) no later tombstone has a key that is a proper prefix of its key (a group tombstone
+deletes the group's offsets) and (3) it is not a tombstone older than the retention delay. A
+sealed segment's mtime is the age of its tombstones (it was last written when sealed) and is
+carried over to its rewritten file. Consecutive outputs are merged while they fit in
+``segment_bytes`` (at most one segment with tombstones per file, so no tombstone's age is reset
+by a merge); empty outputs delete their segment, and an unchanged one is left alone.
+
+Each output is written to ``<first source>.log.compacting``, fsynced, renamed over its first
+source, then the other sources are deleted; every directory change is fsynced before the next,
+and the changes go oldest segment first. A crash at any point leaves a prefix of the segments
+compacted and the rest original, which replays to the same state: every entry dropped from the
+prefix is superseded by an entry that is still there (in the prefix, or in an original later
+segment), and replaying an original segment again after the merged copy of it is idempotent.
+Only sealed segments are read, so compaction runs in a worker thread while appends go on; the
+list of segments is the only shared state and is changed under a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+from array import array
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from crc32c import crc32c
+
+__all__ = [
+    "DEFAULT_SEGMENT_BYTES",
+    "CompactionStats",
+    "CoordinatorLogError",
+    "CoordinatorLogFailed",
+    "CoordinatorSegments",
+    "CorruptCoordinatorLog",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SEGMENT_BYTES = 64 << 20
+SUFFIX = ".log"
+TEMP_SUFFIX = ".compacting"
+_HEADER = struct.Struct(">II")
+_HEADER_SIZE = _HEADER.size
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+
+T = TypeVar("T")
+KeyOf = Callable[[bytes], tuple[tuple[Hashable, ...], bool]]
+
+
+class CoordinatorLogError(Exception):
+    """An I/O failure or damage in the coordinator log."""
+
+
+class CorruptCoordinatorLog(CoordinatorLogError):
+    def __init__(self, path: Path, position: int, reason: str) -> None:
+        super().__init__(f"{path}: damaged frame at byte {position}: {reason}")
+        self.path = path
+        self.position = position
+
+
+class CoordinatorLogFailed(CoordinatorLogError):
+    """An fsync failed: what was written may be lost, so nothing more is accepted."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStats:
+    segments_before: int = 0
+    segments_after: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    entries_before: int = 0
+    entries_after: int = 0
+    files_written: int = 0
+
+
+@dataclass(slots=True, eq=False)  # identity: the sealed list is searched by object
+class _Segment:
+    first_sequence: int
+    path: Path
+    size: int
+    mtime_ns: int = 0
+    clean: bool = False  # the output of a compaction, not changed since
+    tombstones: int = 0  # tombstones it holds (known for clean segments only)
+
+
+def _segment_name(first_sequence: int) -> str:
+    return f"{first_sequence:020d}{SUFFIX}"
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view, written = memoryview(data), 0
+    while written < len(view):  # a regular file only writes short on huge buffers
+        written += os.write(fd, view[written:] if written else view)
+
+
+def _frames(payloads: Sequence[bytes]) -> bytes:
+    parts: list[bytes] = []
+    for payload in payloads:
+        parts += (_HEADER.pack(len(payload), crc32c(payload)), payload)
+    return b"".join(parts)
+
+
+def _check_frame(data: bytes, pos: int) -> tuple[int, str | None]:
+    """(end of the frame at ``pos``, None) if its header and CRC check out, else (pos, why)."""
+    if pos + _HEADER_SIZE > len(data):
+        return pos, "incomplete frame header"
+    length, crc = _HEADER.unpack_from(data, pos)
+    end = pos + _HEADER_SIZE + length
+    if length == 0:
+        return pos, "zero-length frame"
+    if end > len(data):
+        return pos, f"frame of {length} bytes runs past the end of the file"
+    if crc32c(memoryview(data)[pos + _HEADER_SIZE : end]) != crc:
+        return pos, "CRC mismatch"
+    return end, None
+
+
+def _next_good_frame(data: bytes, pos: int) -> int | None:
+    """The first position after ``pos`` where a frame checks out, if any."""
+    if pos + _HEADER_SIZE <= len(data):  # a bad payload with a sound length: try past it first
+        declared = pos + _HEADER_SIZE + _HEADER.unpack_from(data, pos)[0]
+        if declared < len(data) and _check_frame(data, declared)[1] is None:
+            return declared
+    unpack, limit = _HEADER.unpack_from, len(data) - _HEADER_SIZE
+    for p in range(pos + 1, limit):
+        length = unpack(data, p)[0]
+        if 0 < length <= limit - p and _check_frame(data, p)[1] is None:
+            return p
+    return None
+
+
+class _Walk(Generic[T]):
+    """The good frames of one segment as (start, end, decoded), under the damage policy."""
+
+    def __init__(
+        self, path: Path, data: bytes, decode: Callable[[bytes], T], *, last: bool, skip: bool
+    ) -> None:
+        self.path, self.data, self.decode = path, data, decode
+        self.last, self.skip = last, skip
+        self.torn_at: int | None = None  # where a torn tail starts (last segment only)
+        self.reason = ""
+
+    def __iter__(self) -> Iterator[tuple[int, int, T]]:
+        pos, data = 0, self.data
+        while pos < len(data):
+            end, why = _check_frame(data, pos)
+            if why is None:
+                try:
+                    value = self.decode(data[pos + _HEADER_SIZE : end])
+                except ValueError as exc:
+                    why = f"undecodable payload: {exc}"
+                except Exception as exc:
+                    exc.add_note(f"in {self.path} at byte {pos}")
+                    raise
+                else:
+                    yield pos, end, value
+                    pos = end
+                    continue
+            resume = _next_good_frame(data, pos)
+            if resume is None and self.last:
+                self.torn_at, self.reason = pos, why
+                return
+            if not self.skip:
+                raise CorruptCoordinatorLog(self.path, pos, why)
+            stop = len(data) if resume is None else resume
+            log.warning("%s: skipping damaged bytes %d..%d: %s", self.path, pos, stop, why)
+            pos = stop
+
+
+def _list_segments(directory: Path) -> list[tuple[int, Path]]:
+    found = []
+    for path in directory.iterdir():
+        stem = path.name.removesuffix(SUFFIX)
+        if path.name.endswith(SUFFIX) and len(stem) == 20 and stem.isdigit():
+            found.append((int(stem), path))
+        elif path.name.endswith(TEMP_SUFFIX):
+            log.info("%s: removing the output of an interrupted compaction", path)
+            path.unlink()
+    return sorted(found)
+
+
+def _replay_segment(
+    path: Path, decode: Callable[[bytes], T], apply: Callable[[T], None], *, last: bool, skip: bool
+) -> int:
+    """Apply a segment's entries; cut a torn tail off the last one. Returns the entry count."""
+    walk = _Walk(path, path.read_bytes(), decode, last=last, skip=skip)
+    count = 0
+    for _, _, value in walk:
+        apply(value)
+        count += 1
+    if walk.torn_at is not None:
+        log.warning(
+            "%s: torn or corrupt tail at byte %d, truncating (%d bytes dropped): %s",
+            path,
+            walk.torn_at,
+            len(walk.data) - walk.torn_at,
+            walk.reason,
+        )
+        os.truncate(path, walk.torn_at)
+    return count
+
+
+class CoordinatorSegments:
+    """The segment files of one coordinator log. Appends from one thread at a time."""
+
+    def __init__(
+        self,
+        directory: Path,
+        segments: list[_Segment],
+        active_entries: int,
+        *,
+        segment_bytes: int,
+        skip_corruption: bool,
+    ) -> None:
+        *sealed, active = segments
+        self._dir = directory
+        self._segment_bytes = segment_bytes
+        self._skip = skip_corruption
+        self._lock = threading.Lock()  # guards _sealed (compaction runs in another thread)
+        self._compacting = threading.Lock()
+        self._sealed = sealed
+        self._active = active
+        self._fd = os.open(active.path, _APPEND_FLAGS)
+        self._next_sequence = active.first_sequence + active_entries
+        self._failed: BaseException | None = None
+        self._closed = False
+        self.fsyncs = 0
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        decode: Callable[[bytes], T],
+        apply: Callable[[T], None],
+        *,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        skip_corruption: bool = False,
+    ) -> CoordinatorSegments:
+        """Open (creating if needed) the log in ``directory``, replaying it into ``apply``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        files = _list_segments(directory)
+        if not files:
+            path = directory / _segment_name(0)
+            os.close(os.open(path, _CREATE_FLAGS, 0o644))
+            _fsync_dir(directory)
+            files = [(0, path)]
+        segments, count = [], 0
+        for i, (first, path) in enumerate(files):
+            last = i == len(files) - 1
+            count = _replay_segment(path, decode, apply, last=last, skip=skip_corruption)
+            stat = path.stat()
+            segments.append(_Segment(first, path, stat.st_size, stat.st_mtime_ns))
+        return cls(
+            directory, segments, count, segment_bytes=segment_bytes, skip_corruption=skip_corruption
+        )
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def directory(self) -> Path:
+        return self._dir
+
+    @property
+    def size_bytes(self) -> int:
+        with self._lock:
+            return self._active.size + sum(s.size for s in self._sealed)
+
+    @property
+    def dirty_bytes(self) -> int:
+        """Bytes of sealed segments that no compaction has seen yet."""
+        with self._lock:
+            return sum(s.size for s in self._sealed if not s.clean)
+
+    @property
+    def segment_count(self) -> int:
+        with self._lock:
+            return len(self._sealed) + 1
+
+    def needs_compaction(self, now_ms: int, tombstone_retention_ms: int) -> bool:
+        """Dirty sealed segments, or clean ones holding tombstones now past retention."""
+        with self._lock:
+            return any(
+                not s.clean
+                or (s.tombstones and now_ms - s.mtime_ns // 1_000_000 >= tombstone_retention_ms)
+                for s in self._sealed
+            )
+
+    # -- appending ------------------------------------------------------------------------
+
+    def append(self, payloads: Sequence[bytes]) -> None:
+        """Frame and write a batch of payloads with one write (page cache, not yet durable)."""
+        self._check_usable()
+        if not payloads:
+            return
+        data = _frames(payloads)
+        if self._active.size and self._active.size + len(data) > self._segment_bytes:
+            self._roll()
+        try:
+            _write_all(self._fd, data)
+        except BaseException as exc:
+            self._cut_back()
+            if isinstance(exc, OSError):
+                raise CoordinatorLogError(f"{self._active.path}: write failed: {exc}") from exc
+            raise
+        self._active.size += len(data)
+        self._next_sequence += len(payloads)
+
+    def _cut_back(self) -> None:
+        """Drop a partial write so the next append starts on a frame boundary."""
+        try:
+            os.ftruncate(self._fd, self._active.size)
+        except OSError as exc:
+            self._failed = exc
+
+    def fsync(self) -> None:
+        """Make everything appended so far durable."""
+        self._check_usable()
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            self._failed = exc
+            raise CoordinatorLogFailed(f"{self._active.path}: fsync failed: {exc}") from exc
+        self.fsyncs += 1
+
+    def _roll(self) -> None:
+        self.fsync()
+        first = max(self._next_sequence, self._active.first_sequence + 1)
+        path = self._dir / _segment_name(first)
+        try:
+            fd = os.open(path, _APPEND_FLAGS | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            raise CoordinatorLogError(f"{path}: cannot start a segment: {exc}") from exc
+        try:
+            _fsync_dir(self._dir)
+        except OSError as exc:
+            os.close(fd)
+            path.unlink(missing_ok=True)  # so that the next roll can try again
+            raise CoordinatorLogError(f"{path}: cannot start a segment: {exc}") from exc
+        old, old_fd = self._active, self._fd
+        old.mtime_ns = os.fstat(old_fd).st_mtime_ns
+        os.close(old_fd)
+        with self._lock:
+            self._sealed.append(old)
+            self._active, self._fd = _Segment(first, path, 0), fd
+        self._next_sequence = first
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise CoordinatorLogError(f"coordinator log {self._dir} is closed")
+        if self._failed is not None:
+            raise CoordinatorLogFailed(f"coordinator log {self._dir} failed") from self._failed
+
+    def close(self) -> None:
+        """fsync (unless failed) and release the active segment. Idempotent."""
+        if self._closed:
+            return
+        try:
+            if self._failed is None:
+                self.fsync()
+        finally:
+            self._closed = True
+            os.close(self._fd)
+
+    # -- compaction -----------------------------------------------------------------------
+
+    def compact_sealed(
+        self, key_of: KeyOf, *, now_ms: int, tombstone_retention_ms: int
+    ) -> CompactionStats:
+        """Rewrite the sealed segments down to their live entries (see the module docstring).
+
+        ``key_of`` gives a payload's (hierarchical key, is a tombstone). Safe to run in a worker
+        thread while another thread appends; one compaction runs at a time.
+        """
+        with self._compacting:
+            with self._lock:
+                sealed = list(self._sealed)
+            if not sealed:
+                return CompactionStats()
+            index = _Index()
+            scans = [_Scan(seg, index, key_of, self._skip) for seg in sealed]
+            horizon_ns = (now_ms - tombstone_retention_ms) * 1_000_000
+            kept = [scan.kept(index, scan.segment.mtime_ns <= horizon_ns) for scan in scans]
+            written = sum(self._commit(group) for group in _merge_groups(kept, self._segment_bytes))
+            with self._lock:  # segments sealed meanwhile sort after the ones we compacted
+                after = [s for s in self._sealed if s.first_sequence <= sealed[-1].first_sequence]
+            return CompactionStats(
+                segments_before=len(sealed),
+                segments_after=len(after),
+                bytes_before=sum(scan.size for scan in scans),
+                bytes_after=sum(s.size for s in after),
+                entries_before=sum(len(scan.kids) for scan in scans),
+                entries_after=sum(k.entries for k in kept),
+                files_written=written,
+            )
+
+    def _commit(self, group: list[_Kept]) -> int:
+        """Replace a run of sealed segments by their merged output; returns files written."""
+        head, rest = group[0], group[1:]
+        size = sum(k.size for k in group)
+        written = 0
+        if size == 0:
+            rest = group  # nothing survives: delete them all, oldest first
+        elif head.unchanged and not any(k.size for k in rest):
+            with self._lock:
+                head.segment.clean, head.segment.tombstones = True, head.tombstones
+        else:
+            self._rewrite(group, size)
+            written = 1
+        for k in rest:
+            os.unlink(k.segment.path)
+            _fsync_dir(self._dir)
+            with self._lock:
+                self._sealed.remove(k.segment)
+        return written
+
+    def _rewrite(self, group: list[_Kept], size: int) -> None:
+        head = group[0].segment
+        tmp = head.path.with_name(head.path.name + TEMP_SUFFIX)
+        # The age of the (at most one) source with tombstones is the age of the output's.
+        mtime = max((k.segment.mtime_ns for k in group if k.tombstones), default=head.mtime_ns)
+        try:
+            fd = os.open(tmp, _CREATE_FLAGS, 0o644)
+            try:
+                for k in group:
+                    if k.spans:
+                        data = k.segment.path.read_bytes()
+                        _write_all(fd, b"".join(data[a:b] for a, b in k.spans))
+                os.utime(fd, ns=(mtime, mtime))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, head.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(self._dir)
+        with self._lock:
+            head.size, head.mtime_ns, head.clean = size, mtime, True
+            head.tombstones = sum(k.tombstones for k in group)
+
+
+class _Index:
+    """Pass one over all sealed entries: the last position of each key and of each tombstone."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[Hashable, ...], int] = {}
+        self.keys: list[tuple[Hashable, ...]] = []
+        self.last = array("q")  # by key id
+        self.tombstoned: dict[tuple[Hashable, ...], int] = {}
+        self.tomb_lengths: set[int] = set()
+        self.position = 0
+
+    def add(self, key: tuple[Hashable, ...], tombstone: bool) -> int:
+        kid = self.ids.get(key)
+        if kid is None:
+            kid = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+            self.last.append(0)
+        self.last[kid] = self.position
+        if tombstone:
+            self.tombstoned[key] = self.position
+            self.tomb_lengths.add(len(key))
+        self.position += 1
+        return kid
+
+    def survives(self, kid: int, position: int) -> bool:
+        """Neither rewritten later nor under a later tombstone of a prefix of its key."""
+        if self.last[kid] != position:
+            return False
+        key = self.keys[kid]
+        return all(
+            self.tombstoned.get(key[:n], -1) < position for n in self.tomb_lengths if n < len(key)
+        )
+
+
+@dataclass(slots=True)
+class _Kept:
+    """What of one sealed segment survives: byte spans of its kept frames."""
+
+    segment: _Segment
+    spans: list[tuple[int, int]]
+    size: int = 0
+    entries: int = 0
+    tombstones: int = 0
+    unchanged: bool = False
+
+
+class _Scan:
+    """One sealed segment's entries as parallel arrays (key ids keep memory per entry small)."""
+
+    def __init__(self, segment: _Segment, index: _Index, key_of: KeyOf, skip: bool) -> None:
+        self.segment = segment
+        self.first = index.position
+        self.starts, self.ends, self.kids = array("q"), array("q"), array("q")
+        self.tombs = bytearray()
+        data = segment.path.read_bytes()
+        self.size = len(data)
+        for start, end, (key, tomb) in _Walk(segment.path, data, key_of, last=False, skip=skip):
+            self.starts.append(start)
+            self.ends.append(end)
+            self.kids.append(index.add(key, tomb))
+            self.tombs.append(tomb)
+
+    def kept(self, index: _Index, tombstones_expired: bool) -> _Kept:
+        kept = _Kept(self.segment, [])
+        spans = kept.spans
+        for i, kid in enumerate(self.kids):
+            tomb = self.tombs[i]
+            if not index.survives(kid, self.first + i) or (tomb and tombstones_expired):
+                continue
+            start, end = self.starts[i], self.ends[i]
+            if spans and spans[-1][1] == start:
+                spans[-1] = (spans[-1][0], end)
+            else:
+                spans.append((start, end))
+            kept.size += end - start
+            kept.entries += 1
+            kept.tombstones += tomb
+        kept.unchanged = kept.entries == len(self.kids) and kept.size == self.size
+        return kept
+
+
+def _merge_groups(kept: list[_Kept], limit: int) -> Iterator[list[_Kept]]:
+    """Runs of consecutive outputs that fit one segment, with at most one holding tombstones.
+
+    A run of empty outputs stays a run of its own (it is deleted, never rewritten).
+    """
+    group: list[_Kept] = []
+    size = tombstones = 0
+    for k in kept:
+        fits = size + k.size <= limit and not (tombstones and k.tombstones)
+        if group and fits and (size > 0 or k.size == 0):
+            group.append(k)
+            size, tombstones = size + k.size, tombstones + k.tombstones
+        else:
+            if group:
+                yield group
+            group, size, tombstones = [k], k.size, k.tombstones
+    if group:
+        yield group

@@ -1,0 +1,213 @@
+"""Coordinator entries: CBOR round trip, strict decoding, compaction keys and the live view."""
+
+from __future__ import annotations
+
+import cbor2
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
+from rafka_actors.group.records import (
+    GroupMetadataRecord,
+    GroupTombstone,
+    OffsetCommitRecord,
+    OffsetTombstone,
+    Record,
+)
+from rafka_actors.ids import GroupKey
+from rafka_actors.storage.coordinator_records import (
+    CoordinatorRecordError,
+    LatestRecords,
+    RecordType,
+    UnsupportedRecordError,
+    compaction_key,
+    decode_entry,
+    encode_entry,
+    entry_compaction_key,
+)
+
+text = st.text(max_size=12)
+opt_text = st.none() | text
+int32 = st.integers(-(2**31), 2**31 - 1)
+int64 = st.integers(-(2**63), 2**63 - 1)
+member_rows = st.tuples(
+    text, opt_text, text, text, int32, int32, st.binary(max_size=20), st.binary(max_size=20)
+)
+group_records = st.builds(
+    GroupMetadataRecord,
+    group_id=text,
+    cgp_id=text,
+    protocol_type=opt_text,
+    generation=int32,
+    protocol_name=opt_text,
+    leader_id=opt_text,
+    state_timestamp_ms=int64,
+    members=st.lists(member_rows, max_size=4).map(tuple),
+    reason=text,
+)
+offset_records = st.builds(
+    OffsetCommitRecord,
+    group_id=text,
+    topic=text,
+    partition=int32,
+    offset=int64,
+    leader_epoch=int32,
+    metadata=opt_text,
+    commit_timestamp_ms=int64,
+)
+records: st.SearchStrategy[Record] = st.one_of(
+    group_records,
+    offset_records,
+    st.builds(OffsetTombstone, group_id=text, topic=text, partition=int32),
+    st.builds(GroupTombstone, group_id=text),
+)
+keys = st.builds(GroupKey, org_id=int64, group_id=text)
+
+
+@settings(max_examples=400)
+@given(keys, records)
+def test_round_trip_gives_the_identical_record(key: GroupKey, record: Record) -> None:
+    payload = encode_entry(key, record)
+    decoded_key, decoded = decode_entry(payload)
+    assert (decoded_key, decoded) == (key, record)
+    assert entry_compaction_key(payload) == compaction_key(key, record)
+    assert type(decoded) is type(record)
+    if isinstance(decoded, GroupMetadataRecord):  # tuples, not lists, all the way down
+        assert isinstance(decoded.members, tuple)
+        assert all(isinstance(row, tuple) for row in decoded.members)
+
+
+def test_layout_is_type_version_org_group_fields() -> None:
+    record = OffsetCommitRecord("g", "t", 3, 42, 7, None, 1000)
+    assert cbor2.loads(encode_entry(GroupKey(5, "g"), record)) == [
+        1,
+        0,
+        5,
+        "g",
+        "g",
+        "t",
+        3,
+        42,
+        7,
+        None,
+        1000,
+    ]
+    tags = {
+        OffsetCommitRecord: RecordType.OFFSET_COMMIT,
+        GroupMetadataRecord: RecordType.GROUP_METADATA,
+        OffsetTombstone: RecordType.OFFSET_TOMBSTONE,
+        GroupTombstone: RecordType.GROUP_TOMBSTONE,
+    }
+    assert [int(tags[c]) for c in tags] == [1, 2, 3, 4]
+    assert cbor2.loads(encode_entry(GroupKey(1, "x"), GroupTombstone("x")))[:2] == [4, 0]
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ([9, 0, 1, "g", "g"], "unknown coordinator record type 9"),
+        (["1", 0, 1, "g", "g"], "unknown coordinator record type '1'"),
+        ([4, 1, 1, "g", "g"], "unknown version 1 of GroupTombstone"),
+    ],
+)
+def test_unknown_type_or_version_is_a_clear_error(entry: list[object], message: str) -> None:
+    with pytest.raises(UnsupportedRecordError, match=message):
+        decode_entry(cbor2.dumps(entry))
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"",
+        b"\xff\xfe",
+        cbor2.dumps({"not": "an array"}),
+        cbor2.dumps([1, 0, 1]),
+        cbor2.dumps([4, 0, "org", "g", "g"]),
+        cbor2.dumps([4, 0, 1, "g"]),  # a field missing
+        cbor2.dumps([4, 0, 1, "g", "g", "extra"]),
+        cbor2.dumps([3, 0, 1, "g", "g", "t", "0"]),  # partition not an int
+        cbor2.dumps([3, 0, 1, "g", "g", "t", True]),
+        cbor2.dumps([4, 0, 1, "g", "g"]) + b"\x00",  # trailing bytes
+        cbor2.dumps([2, 0, 1, "g", "g", "c", None, 1, None, None, 0, [["m"]], ""]),
+    ],
+)
+def test_malformed_payloads_raise_value_errors(payload: bytes) -> None:
+    with pytest.raises(CoordinatorRecordError) as info:
+        decode_entry(payload)
+    assert isinstance(info.value, ValueError)  # what the segment reader treats as damage
+
+
+def test_compaction_keys_nest_offsets_under_their_group() -> None:
+    key = GroupKey(7, "g")
+    assert compaction_key(key, OffsetCommitRecord("g", "t", 1, 5, -1, "", 0)) == (
+        (7, "g", "t", 1),
+        False,
+    )
+    assert compaction_key(key, OffsetTombstone("g", "t", 1)) == ((7, "g", "t", 1), True)
+    assert compaction_key(key, GroupTombstone("g")) == ((7, "g"), True)
+    meta = GroupMetadataRecord("g", "cgp", "consumer", 1, "range", None, 0, ())
+    assert entry_compaction_key(encode_entry(key, meta)) == ((7, "g"), False)
+
+
+def _normalised(records: list[Record]) -> tuple[list[Record], dict[tuple[str, int], Record]]:
+    """(group records, live offsets): what replay makes of a records_of answer."""
+    groups = [r for r in records if isinstance(r, GroupMetadataRecord)]
+    offsets: dict[tuple[str, int], Record] = {}
+    for r in records:
+        if isinstance(r, OffsetCommitRecord):
+            offsets[(r.topic, r.partition)] = r
+        elif isinstance(r, OffsetTombstone):
+            offsets.pop((r.topic, r.partition), None)
+    return groups, offsets
+
+
+small_ops = st.lists(
+    st.tuples(
+        st.sampled_from([GroupKey(1, "a"), GroupKey(1, "b"), GroupKey(2, "a")]),
+        st.one_of(
+            st.builds(
+                lambda t, p, o: OffsetCommitRecord("x", t, p, o, -1, None, 0),
+                st.sampled_from("tu"),
+                st.integers(0, 2),
+                st.integers(0, 99),
+            ),
+            st.builds(
+                lambda t, p: OffsetTombstone("x", t, p), st.sampled_from("tu"), st.integers(0, 2)
+            ),
+            st.builds(
+                lambda g: GroupMetadataRecord("x", "c", None, g, None, None, 0, ()),
+                st.integers(0, 5),
+            ),
+            st.just(GroupTombstone("x")),
+        ),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300)
+@given(small_ops)
+def test_latest_records_matches_the_memory_log(ops: list[tuple[GroupKey, Record]]) -> None:
+    view, memory = LatestRecords(), MemoryCoordinatorLog()
+
+    async def feed() -> None:
+        for key, record in ops:
+            await memory.append(key, [record])
+
+    trio.run(feed)
+    for key, record in ops:
+        view.apply(key, [record])
+    for key in {k for k, _ in ops}:
+        ours = view.records_of(key)
+        assert _normalised(ours) == _normalised(memory.records_of(key))
+        assert not any(isinstance(r, OffsetTombstone | GroupTombstone) for r in ours)
+        groups = [r for r in ours if isinstance(r, GroupMetadataRecord)]
+        assert len(groups) <= 1
+        assert ours[: len(groups)] == groups  # the group record comes first
+    assert set(view.keys()) == {
+        k
+        for k in {k for k, _ in ops}
+        if memory.records_of(k) and _normalised(memory.records_of(k)) != ([], {})
+    }
