@@ -65,6 +65,19 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = field(default=1800000, metadata=_doc("highest session"))
     group_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
     offset_metadata_max_bytes: int = field(default=4096, metadata=_doc("commit metadata size"))
+    # The coordinator log (see actors/durable_log.py for what each fsync policy promises).
+    coordinator_log_fsync: str = field(default="always", metadata=_doc("always|interval|never"))
+    coordinator_log_fsync_interval_ms: int = field(default=1000, metadata=_doc("for interval"))
+    coordinator_log_segment_bytes: int = field(default=64 << 20, metadata=_doc("segment size"))
+    coordinator_log_compaction_interval_ms: int = field(
+        default=60_000, metadata=_doc("how often sealed segments are compacted")
+    )
+    coordinator_log_tombstone_retention_ms: int = field(
+        default=86_400_000, metadata=_doc("Kafka's log.cleaner.delete.retention.ms")
+    )
+    coordinator_log_skip_corruption: bool = field(
+        default=False, metadata=_doc("start even if the middle of the log is corrupt")
+    )
 
     @property
     def listen_host(self) -> str:
@@ -163,6 +176,8 @@ def load_config(
     split_host_port(config.listen)  # fail early on a bad address
     if config.socket_request_max_bytes <= 0:
         raise ConfigError("socket.request.max.bytes must be positive")
+    if config.coordinator_log_fsync not in ("always", "interval", "never"):
+        raise ConfigError("coordinator.log.fsync must be always, interval or never")
     return config
 
 

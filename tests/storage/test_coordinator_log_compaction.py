@@ -67,7 +67,7 @@ SCENARIO: list[list[tuple[GroupKey, Record]]] = [
 ]
 OLD_SEGMENTS = 4
 
-State = dict[GroupKey, tuple[Record | None, dict[tuple[str, int], Record]]]
+State = dict[GroupKey, tuple[GroupMetadataRecord | None, dict[tuple[str, int], OffsetCommitRecord]]]
 
 
 def state_of(view: LatestRecords) -> State:
@@ -372,3 +372,26 @@ def test_compaction_never_changes_the_state(
     log.close()
     _, view = open_view(directory, segment_bytes=segment_bytes)
     assert state_of(view) == state_of(model)
+
+
+def test_a_failed_compaction_leaves_a_working_log(
+    scenario: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, view = open_view(scenario, segment_bytes=1)
+    expected = state_of(view)
+    real_utime = os.utime
+
+    def utime_fails_once(*args: Any, **kw: Any) -> None:
+        monkeypatch.setattr(os, "utime", real_utime)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "utime", utime_fails_once)
+    with pytest.raises(OSError, match="No space"):
+        compact(log)
+    assert not list(scenario.glob("*.compacting"))
+    log.append([encode_entry(*commit(C, "late", 1))])
+    compact(log)  # the next compaction does the work
+    log.close()
+    _, view = open_view(scenario)
+    expected[C][1][("late", 0)] = commit(C, "late", 1)[1]  # type: ignore[assignment]
+    assert state_of(view) == expected

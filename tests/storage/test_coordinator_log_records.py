@@ -153,7 +153,7 @@ def test_compaction_keys_nest_offsets_under_their_group() -> None:
 
 def _normalised(records: list[Record]) -> tuple[list[Record], dict[tuple[str, int], Record]]:
     """(group records, live offsets): what replay makes of a records_of answer."""
-    groups = [r for r in records if isinstance(r, GroupMetadataRecord)]
+    groups: list[Record] = [r for r in records if isinstance(r, GroupMetadataRecord)]
     offsets: dict[tuple[str, int], Record] = {}
     for r in records:
         if isinstance(r, OffsetCommitRecord):

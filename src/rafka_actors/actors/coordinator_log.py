@@ -1,9 +1,9 @@
 """Where group actors put their records before they answer.
 
 `append` returns only once the records are as durable as the log promises; the actor sends
-its replies after that. `MemoryCoordinatorLog` keeps each group's records in memory (enough
-to restart a failed actor from its last settled state); the durable, segment-file log that
-survives restarts replaces it behind the same interface.
+its replies after that. The broker uses `DurableCoordinatorLog` (durable_log.py: segment files,
+group commit, replay at start-up); `MemoryCoordinatorLog` keeps the same compacted view in
+memory only, for tests of the actors and the gateway.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import Protocol
 
 import trio
 
-from ..group.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
+from ..group.records import Record
 from ..ids import GroupKey
+from ..storage.coordinator_records import LatestRecords
 
 
 class CoordinatorLog(Protocol):
@@ -22,27 +23,21 @@ class CoordinatorLog(Protocol):
 
     def records_of(self, key: GroupKey) -> list[Record]: ...
 
+    def keys(self) -> list[GroupKey]: ...
+
 
 class MemoryCoordinatorLog:
-    """Compacted in memory: the latest group record and the latest record per offset."""
+    """The durable log's view (latest group record, latest record per offset) without disk."""
 
     def __init__(self) -> None:
-        self._groups: dict[GroupKey, dict[object, Record]] = {}
+        self._latest = LatestRecords()
 
     async def append(self, key: GroupKey, records: Sequence[Record]) -> None:
         await trio.lowlevel.checkpoint()
-        latest = self._groups.setdefault(key, {})
-        for record in records:
-            if isinstance(record, GroupTombstone):
-                latest.clear()
-            elif isinstance(record, OffsetCommitRecord | OffsetTombstone):
-                latest[(record.topic, record.partition)] = record
-            else:
-                latest["group"] = record
-        if not latest:
-            self._groups.pop(key, None)
+        self._latest.apply(key, records)
 
     def records_of(self, key: GroupKey) -> list[Record]:
-        latest = self._groups.get(key, {})
-        group = [r for k, r in latest.items() if k == "group"]
-        return group + [r for k, r in latest.items() if k != "group"]
+        return self._latest.records_of(key)
+
+    def keys(self) -> list[GroupKey]:
+        return self._latest.keys()

@@ -51,9 +51,9 @@ per partition of every group), which is what `records_of` and `keys` answer from
 only once written, so a restarted actor sees exactly what was acknowledged. Compaction runs in a
 worker thread (`CoordinatorSegments.compact_sealed`) every
 ``coordinator.log.compaction.interval.ms`` if there is anything to do, and as soon as sealed
-segments nobody has compacted reach ``compaction_dirty_bytes``; tombstones are dropped
-``coordinator.log.tombstone.retention.ms`` after their segment was sealed (Kafka's
-``log.cleaner.delete.retention.ms``).
+segments nobody has compacted reach ``compaction_dirty_bytes`` (default: half a segment, so after
+every roll); tombstones are dropped ``coordinator.log.tombstone.retention.ms`` after their
+segment was sealed (Kafka's ``log.cleaner.delete.retention.ms``).
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ class DurableCoordinatorLog:
             fsync_policy=FsyncPolicy(fsync_policy),
             fsync_interval_ms=fsync_interval_ms,
             compaction_interval_ms=compaction_interval_ms,
-            compaction_dirty_bytes=compaction_dirty_bytes or segment_bytes,
+            compaction_dirty_bytes=compaction_dirty_bytes or max(segment_bytes // 2, 1),
             tombstone_retention_ms=tombstone_retention_ms,
         )
 

@@ -84,10 +84,29 @@ class GroupRegistry:
             if self._actors.get(actor.key) is actor:
                 del self._actors[actor.key]
 
+    def resume(self) -> int:
+        """After a restart: start the actors of groups that had members, so their members
+        carry on (or are evicted when their session runs out) as after a Kafka failover."""
+        now = round(trio.current_time() * 1000)
+        resumed = 0
+        stored = self._log.keys()  # a list of group keys, not a dict view
+        for key in stored:
+            group = replay(self._log.records_of(key), now)
+            if group is not None and group.members and key not in self._actors:
+                self._spawn(key)
+                resumed += 1
+        return resumed
+
     def summaries(self, org_id: int) -> Iterator[GroupSummary]:
-        for key, actor in list(self._actors.items()):
-            group = actor.group
-            if key.org_id == org_id and group is not None:
+        """Live actors' groups, and the stored ones nobody has touched since start-up."""
+        now = round(trio.current_time() * 1000)
+        stored = self._log.keys()
+        for key in stored:
+            if key.org_id != org_id:
+                continue
+            actor = self._actors.get(key)
+            group = actor.group if actor is not None else replay(self._log.records_of(key), now)
+            if group is not None:
                 yield GroupSummary(key.group_id, group.state.value, group.protocol_type or "")
 
     def __len__(self) -> int:

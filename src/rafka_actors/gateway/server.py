@@ -15,8 +15,8 @@ from functools import partial
 import trio
 from tricycle import open_service_nursery
 
-from ..actors.coordinator_log import MemoryCoordinatorLog
 from ..actors.data_plane import DataPlane
+from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
 from ..config import BrokerConfig
 from ..group.effects import GroupConfig
@@ -32,29 +32,53 @@ async def run_broker(
     *,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
+    # Every log is recovered (the coordinator log replayed) before anything is accepted.
     data = DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
     try:
+        coordinator = open_coordinator_log(config)
         listeners = await trio.open_tcp_listeners(config.listen_port, host=config.listen_host)
         host, port = listeners[0].socket.getsockname()[:2]
-        # Services (group actors, the flusher) outlive the gateway: on shutdown the listener
-        # and connections stop first, then actors answer what they still hold, then the logs.
-        async with open_service_nursery() as services:
-            services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
-            ctx = BrokerContext(
-                config=config,
-                data=data,
-                advertised_host=config.kafka_client_host or host,
-                advertised_port=config.kafka_client_port or port,
-                apis=API_TABLE,
-                groups=GroupRegistry(services, group_config(config), MemoryCoordinatorLog()),
-            )
-            async with trio.open_nursery() as gateway:
-                await gateway.start(partial(trio.serve_listeners, partial(_serve, ctx), listeners))
-                log.info("listening on %s:%d", host, port)
-                task_status.started((host, port))
+        # Shutdown runs inside out: the gateway stops first, then the actors answer what they
+        # still hold, then the coordinator log flushes and closes, then the partition logs.
+        async with open_service_nursery() as storage:
+            await storage.start(coordinator.run)
+            async with open_service_nursery() as services:
+                services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
+                registry = GroupRegistry(services, group_config(config), coordinator)
+                resumed = registry.resume()
+                log.info(
+                    "coordinator log replayed: %d groups, %d with members",
+                    len(coordinator.keys()),
+                    resumed,
+                )
+                ctx = BrokerContext(
+                    config=config,
+                    data=data,
+                    advertised_host=config.kafka_client_host or host,
+                    advertised_port=config.kafka_client_port or port,
+                    apis=API_TABLE,
+                    groups=registry,
+                )
+                async with trio.open_nursery() as gateway:
+                    serve = partial(trio.serve_listeners, partial(_serve, ctx), listeners)
+                    await gateway.start(serve)
+                    log.info("listening on %s:%d", host, port)
+                    task_status.started((host, port))
     finally:
         data.close()
         log.info("logs flushed and closed")
+
+
+def open_coordinator_log(config: BrokerConfig) -> DurableCoordinatorLog:
+    return DurableCoordinatorLog.open(
+        config.data_dir,
+        fsync_policy=config.coordinator_log_fsync,
+        fsync_interval_ms=config.coordinator_log_fsync_interval_ms,
+        segment_bytes=config.coordinator_log_segment_bytes,
+        compaction_interval_ms=config.coordinator_log_compaction_interval_ms,
+        tombstone_retention_ms=config.coordinator_log_tombstone_retention_ms,
+        skip_corruption=config.coordinator_log_skip_corruption,
+    )
 
 
 def group_config(config: BrokerConfig) -> GroupConfig:

@@ -463,9 +463,9 @@ class CoordinatorSegments:
             written = 1
         for k in rest:
             os.unlink(k.segment.path)
-            _fsync_dir(self._dir)
             with self._lock:
                 self._sealed.remove(k.segment)
+            _fsync_dir(self._dir)
         return written
 
     def _rewrite(self, group: list[_Kept], size: int) -> None:
@@ -488,10 +488,10 @@ class CoordinatorSegments:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        _fsync_dir(self._dir)
         with self._lock:
             head.size, head.mtime_ns, head.clean = size, mtime, True
             head.tombstones = sum(k.tombstones for k in group)
+        _fsync_dir(self._dir)
 
 
 class _Index:

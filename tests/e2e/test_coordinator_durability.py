@@ -1,0 +1,140 @@
+"""Acknowledged means durable: the broker is SIGKILLed while 50 groups commit, and after the
+restart every acknowledged commit is there (and nothing that was never sent); a stable member
+carries on with its generation, as after a Kafka coordinator failover."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import confluent_kafka
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from ..broker_process import BrokerProcess
+from .clients import Confluent
+
+pytestmark = pytest.mark.e2e
+GROUPS = 50
+
+
+def _committer(
+    bootstrap: str,
+    group: str,
+    stop: threading.Event,
+    sent: dict[str, int],
+    acked: dict[str, int],
+    errors: list[object],
+) -> None:
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    offset = 0
+    try:
+        while not stop.is_set():
+            offset += 1
+            sent[group] = offset
+            try:
+                consumer.commit(
+                    offsets=[confluent_kafka.TopicPartition("durable", 0, offset)],
+                    asynchronous=False,
+                )
+            except confluent_kafka.KafkaException as exc:
+                errors.append((group, offset, exc))
+                return  # e.g. the broker died under us: this one was never acknowledged
+            acked[group] = offset
+    finally:
+        consumer.close()
+
+
+def test_sigkill_during_commits_from_50_groups_loses_no_acknowledged_commit(
+    broker: BrokerProcess,
+) -> None:
+    Confluent(broker.bootstrap).create_topic("durable", 1)
+    sent: dict[str, int] = {}
+    acked: dict[str, int] = {}
+    errors: list[object] = []
+    stop = threading.Event()
+    threads = [
+        threading.Thread(
+            target=_committer, args=(broker.bootstrap, f"g{i}", stop, sent, acked, errors)
+        )
+        for i in range(GROUPS)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while len(acked) < GROUPS or min(acked.values()) < 5:
+            assert not errors and time.monotonic() < deadline, ("commits stalled", errors[:3])
+            time.sleep(0.05)
+        broker.kill()  # mid-stream
+        acked_before_kill = dict(acked)
+    finally:
+        stop.set()  # each committer ends after its in-flight commit
+    broker.start()  # in-flight commits now complete (or fail) against the restarted broker
+    for thread in threads:
+        thread.join(60)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for group, acked_offset in acked.items():
+        request = confluent_kafka.ConsumerGroupTopicPartitions(group)
+        result = admin.list_consumer_group_offsets([request])[group].result(timeout=30)
+        committed = result.topic_partitions[0].offset
+        # every acknowledged commit is there, and nothing that was never sent
+        assert acked_before_kill[group] <= acked_offset <= committed <= sent[group], (
+            group,
+            acked_before_kill[group],
+            acked_offset,
+            committed,
+            sent[group],
+        )
+
+
+def test_stable_member_carries_on_after_a_coordinator_restart(
+    broker_factory: type[BrokerProcess],
+) -> None:
+    broker = broker_factory("group.initial.rebalance.delay.ms=0")
+    client = Confluent(broker.bootstrap)
+    client.create_topic("carry-on", 2)
+    assignments: list[list[int]] = []
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "carry",
+            "session.timeout.ms": 10000,
+            "heartbeat.interval.ms": 500,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe(
+        ["carry-on"], on_assign=lambda c, ps: assignments.append(sorted(p.partition for p in ps))
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not consumer.assignment():
+            assert time.monotonic() < deadline
+            consumer.poll(0.1)
+        memberid = consumer.memberid()
+        broker.kill()
+        broker.start()
+        client.produce("carry-on", [(b"k%d" % i, b"after-%d" % i) for i in range(20)], "none")
+        seen = 0
+        deadline = time.monotonic() + 20
+        while seen < 20 and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and not msg.error():
+                seen += 1
+        assert seen == 20
+        time.sleep(2)  # several heartbeats after the restart
+        consumer.poll(0.1)
+        assert assignments == [[0, 1]], "no rebalance: the replayed group accepted its member"
+        assert consumer.memberid() == memberid
+    finally:
+        consumer.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("round_", range(20))
+def test_sigkill_during_commits_repeated(broker: BrokerProcess, round_: int) -> None:
+    """`pytest -m slow -k repeated`: the same crash, twenty times over."""
+    test_sigkill_during_commits_from_50_groups_loses_no_acknowledged_commit(broker)
