@@ -7,6 +7,7 @@ Prints min/median/max per figure, the core count and the command that made them.
 suite against peer brokers is issue 8's `rafka-actors bench`.
 
     .venv/bin/python bench/quick.py [--bootstrap HOST:PORT] [--runs 3] [--records 50000]
+                                    [-o KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -29,14 +30,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 
 @contextmanager
-def broker(bootstrap: str | None) -> Iterator[str]:
+def broker(bootstrap: str | None, overrides: list[str]) -> Iterator[str]:
     if bootstrap:
         yield bootstrap
         return
     with tempfile.TemporaryDirectory() as data:
         proc = subprocess.Popen(
             [sys.executable, "-m", "rafka_actors", "serve", "--listen", "127.0.0.1:0",
-             "--data-dir", data, "-o", "group.initial.rebalance.delay.ms=0"],
+             "--data-dir", data, "-o", "group.initial.rebalance.delay.ms=0",
+             *(arg for item in overrides for arg in ("-o", item))],
             stderr=subprocess.PIPE, text=True,
         )
         assert proc.stderr is not None
@@ -111,9 +113,11 @@ def main() -> None:
     args.add_argument("--bootstrap")
     args.add_argument("--runs", type=int, default=3)
     args.add_argument("--records", type=int, default=50_000)
+    args.add_argument("-o", dest="overrides", action="append", default=[],
+                      help="broker setting KEY=VALUE, e.g. -o coordinator.log.fsync=interval")
     opts = args.parse_args()
     figures: dict[str, list[float]] = {}
-    with broker(opts.bootstrap) as bootstrap:
+    with broker(opts.bootstrap, opts.overrides) as bootstrap:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         for run in range(opts.runs):
             topic = f"bench-{run}-{uuid.uuid4().hex[:6]}"

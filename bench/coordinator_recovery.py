@@ -1,0 +1,66 @@
+"""Recovery time of the coordinator log: write N OffsetCommit records, time the replay.
+
+Writes N commit records (1 000 groups x 100 partitions, cycled, so compaction-worthy but
+uncompacted) straight into the segment files, then times `DurableCoordinatorLog.open`, which
+is what start-up does before the listener accepts connections.
+
+    .venv/bin/python bench/coordinator_recovery.py [--records 1000000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rafka_actors.actors.durable_log import DurableCoordinatorLog
+from rafka_actors.group.records import OffsetCommitRecord
+from rafka_actors.ids import GroupKey
+from rafka_actors.storage.coordinator_records import decode_entry, encode_entry
+from rafka_actors.storage.coordinator_segments import CoordinatorSegments
+
+
+def write(data_dir: Path, records: int) -> int:
+    segments = CoordinatorSegments.open(data_dir / "coordinator", decode_entry, lambda _: None)
+    batch = []
+    for i in range(records):
+        group = f"group-{i % 1000}"
+        record = OffsetCommitRecord(group, "topic", (i // 1000) % 100, i, -1, "", 1_700_000_000)
+        batch.append(encode_entry(GroupKey(0, group), record))
+        if len(batch) == 10_000:
+            segments.append(batch)
+            batch = []
+    if batch:
+        segments.append(batch)
+    segments.fsync()
+    size = segments.size_bytes
+    segments.close()
+    return size
+
+
+def main() -> None:
+    args = argparse.ArgumentParser()
+    args.add_argument("--records", type=int, default=1_000_000)
+    args.add_argument("--runs", type=int, default=3)
+    opts = args.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        size = write(Path(tmp), opts.records)
+        times = []
+        for _ in range(opts.runs):
+            start = time.perf_counter()
+            log = DurableCoordinatorLog.open(Path(tmp))
+            times.append(time.perf_counter() - start)
+            groups = len(log.keys())
+            log.close()
+    print(f"cores: {os.cpu_count()}  command: {' '.join(sys.argv)}")
+    print(f"{opts.records} records, {size / 1e6:.1f} MB, {groups} groups")
+    print(f"replay s: min {min(times):.2f} median {statistics.median(times):.2f} "
+          f"max {max(times):.2f}  -> {opts.records / statistics.median(times):,.0f} records/s")
+
+
+if __name__ == "__main__":
+    main()
