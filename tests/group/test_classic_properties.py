@@ -34,6 +34,7 @@ from hypothesis.stateful import (
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.group import machine
+from rafka_actors.group.replay import replay
 from rafka_actors.group.state import GroupState
 
 from .harness import DEFAULT_CONFIG, GroupHarness, protocols
@@ -378,6 +379,30 @@ class ClassicGroupMachine(RuleBasedStateMachine):
             else:
                 assert answers == 1, f"token {token} answered {answers} times"
         assert set(self.h.replies) <= set(self.h.issued)  # no reply to an unknown token
+
+    @invariant()
+    def replay_of_the_records_equals_the_settled_state(self) -> None:
+        """Issue 4's promise, at every step (every step is a possible crash cut): the records
+        rebuild the offsets exactly, and a settled (Stable or Empty) group's generation,
+        protocol, leader and members with their assignments."""
+        live = self.h.group
+        replayed = replay(self.h.records, self.h.now)
+        if live is None:
+            assert replayed is None
+            return
+        assert replayed is not None
+        assert replayed.offsets == live.offsets
+        assert replayed.cgp_id == live.cgp_id
+        if live.state in (GroupState.STABLE, GroupState.EMPTY):
+            assert replayed.state is live.state
+            assert (replayed.generation, replayed.protocol_name, replayed.leader_id) == (
+                live.generation,
+                live.protocol_name,
+                live.leader_id,
+            )
+            assert {m: (x.instance_id, x.assignment) for m, x in replayed.members.items()} == {
+                m: (x.instance_id, x.assignment) for m, x in live.members.items()
+            }
 
     @invariant()
     def next_deadline_not_in_the_past(self) -> None:
