@@ -71,6 +71,8 @@ from typing import Generic, TypeVar
 
 from crc32c import crc32c
 
+from .fsutil import fsync_dir
+
 __all__ = [
     "DEFAULT_SEGMENT_BYTES",
     "CompactionStats",
@@ -132,14 +134,6 @@ class _Segment:
 
 def _segment_name(first_sequence: int) -> str:
     return f"{first_sequence:020d}{SUFFIX}"
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -297,7 +291,7 @@ class CoordinatorSegments:
         if not files:
             path = directory / _segment_name(0)
             os.close(os.open(path, _CREATE_FLAGS, 0o644))
-            _fsync_dir(directory)
+            fsync_dir(directory)
             files = [(0, path)]
         segments, count = [], 0
         for i, (first, path) in enumerate(files):
@@ -386,7 +380,7 @@ class CoordinatorSegments:
         except OSError as exc:
             raise CoordinatorLogError(f"{path}: cannot start a segment: {exc}") from exc
         try:
-            _fsync_dir(self._dir)
+            fsync_dir(self._dir)
         except OSError as exc:
             os.close(fd)
             path.unlink(missing_ok=True)  # so that the next roll can try again
@@ -465,7 +459,7 @@ class CoordinatorSegments:
             os.unlink(k.segment.path)
             with self._lock:
                 self._sealed.remove(k.segment)
-            _fsync_dir(self._dir)
+            fsync_dir(self._dir)
         return written
 
     def _rewrite(self, group: list[_Kept], size: int) -> None:
@@ -491,7 +485,7 @@ class CoordinatorSegments:
         with self._lock:
             head.size, head.mtime_ns, head.clean = size, mtime, True
             head.tombstones = sum(k.tombstones for k in group)
-        _fsync_dir(self._dir)
+        fsync_dir(self._dir)
 
 
 class _Index:

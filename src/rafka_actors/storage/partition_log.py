@@ -49,6 +49,8 @@ from rafka_actors.storage.record_batch import (
     stamp_offsets,
 )
 
+from .fsutil import fsync_dir
+
 __all__ = ["PartitionLog"]
 
 log = logging.getLogger(__name__)
@@ -62,15 +64,6 @@ _BASE, _LENGTH, _DELTA, _MAX_TS = 0, 1, 6, 8
 
 def _segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}{_SUFFIX}"
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a created/deleted directory entry durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class _Segment:
@@ -204,7 +197,7 @@ def _recover(directory: Path) -> list[_Segment]:
     if segments and segments[-1].path != files[-1][1]:
         _verify_new_tail(segments[-1])  # became the tail only because later files were dropped
     if len(files) != len(segments):
-        _fsync_dir(directory)
+        fsync_dir(directory)
     return segments
 
 
@@ -235,7 +228,7 @@ class PartitionLog:
             segments[-1].reopen(_APPEND_FLAGS)
         else:
             segments = [_Segment(directory / _segment_name(0), 0, _APPEND_FLAGS | os.O_CREAT)]
-            _fsync_dir(directory)
+            fsync_dir(directory)
         return cls(directory, segments, segment_bytes)
 
     # -- properties -----------------------------------------------------------------------
@@ -305,7 +298,7 @@ class PartitionLog:
         os.fsync(self._segments[-1].fd)
         path = self._dir / _segment_name(self._end)
         seg = _Segment(path, self._end, _APPEND_FLAGS | os.O_CREAT | os.O_EXCL)
-        _fsync_dir(self._dir)
+        fsync_dir(self._dir)
         self._segments.append(seg)
         self._bases.append(seg.base_offset)
         return seg

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .fsutil import fsync_dir
 from .partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -62,14 +63,6 @@ def validate_topic_name(name: str | None) -> str:
     return name
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_atomically(path: Path, data: bytes) -> None:
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as f:
@@ -77,7 +70,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 class TopicStore:
@@ -146,7 +139,7 @@ class TopicStore:
         directory = self._root / name
         graveyard = directory.with_name(f"{name}.{topic.topic_id.hex}{DELETED_SUFFIX}")
         os.replace(directory, graveyard)
-        _fsync_dir(self._root)
+        fsync_dir(self._root)
         shutil.rmtree(graveyard, ignore_errors=True)
         log.info("deleted topic %s (id %s)", name, topic.topic_id)
         return topic
