@@ -65,6 +65,10 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = field(default=1800000, metadata=_doc("highest session"))
     group_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
     offset_metadata_max_bytes: int = field(default=4096, metadata=_doc("commit metadata size"))
+    offsets_retention_minutes: int = field(default=10080, metadata=_doc("empty groups' offsets"))
+    offsets_retention_check_interval_ms: int = field(
+        default=600_000, metadata=_doc("how often offsets are checked for expiry")
+    )
     # The coordinator log (see actors/durable_log.py for what each fsync policy promises).
     coordinator_log_fsync: str = field(default="always", metadata=_doc("always|interval|never"))
     coordinator_log_fsync_interval_ms: int = field(default=1000, metadata=_doc("for interval"))

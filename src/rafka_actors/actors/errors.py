@@ -27,4 +27,6 @@ def error_response(op: Any, code: int) -> Any:
             return ops.DeleteGroupOpResp(code)
         case ops.OffsetDeleteOp():
             return ops.OffsetDeleteOpResp(code)
+        case ops.ExpireOffsetsOp():
+            return ops.ExpireOffsetsOpResp(0, False)
     raise TypeError(f"no error response for {type(op).__name__}")

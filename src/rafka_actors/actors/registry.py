@@ -19,6 +19,7 @@ from typing import Any
 import trio
 
 from ..group.effects import GroupConfig
+from ..group.ops import ExpireOffsetsOp
 from ..group.replay import replay
 from ..ids import GroupKey
 from .coordinator_log import CoordinatorLog
@@ -83,6 +84,29 @@ class GroupRegistry:
         finally:
             if self._actors.get(actor.key) is actor:
                 del self._actors[actor.key]
+
+    async def expire_offsets_periodically(self, interval_ms: int, retention_ms: int) -> None:
+        """Kafka's retention sweep: every interval, each stored group expires what is due
+        (the decision is the group's own, in its state machine)."""
+        while True:
+            await trio.sleep(interval_ms / 1000)
+            await self.expire_offsets(retention_ms)
+
+    async def expire_offsets(self, retention_ms: int) -> int:
+        """One sweep over every stored group; returns how many groups it deleted."""
+        deleted = 0
+        stored = self._log.keys()
+        for key in stored:
+            answer = await self.ask(key, ExpireOffsetsOp(retention_ms))
+            deleted += answer.group_deleted
+            if answer.expired:
+                log.info(
+                    "group %s: %d offsets expired%s",
+                    key.group_id,
+                    answer.expired,
+                    "; group deleted" if answer.group_deleted else "",
+                )
+        return deleted
 
     def resume(self) -> int:
         """After a restart: start the actors of groups that had members, so their members

@@ -45,6 +45,11 @@ async def run_broker(
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
                 registry = GroupRegistry(services, group_config(config), coordinator)
+                services.start_soon(
+                    registry.expire_offsets_periodically,
+                    config.offsets_retention_check_interval_ms,
+                    config.offsets_retention_minutes * 60_000,
+                )
                 resumed = registry.resume()
                 log.info(
                     "coordinator log replayed: %d groups, %d with members",

@@ -20,6 +20,7 @@ from .ops import (
     DeleteGroupOpResp,
     DescribeGroupOp,
     DescribeGroupOpResp,
+    ExpireOffsetsOp,
     HeartbeatOp,
     JoinGroupOp,
     LeaveGroupOp,
@@ -125,5 +126,6 @@ _HANDLERS: dict[type, Any] = {
     OffsetDeleteOp: offsets.delete_offsets,
     DescribeGroupOp: describe,
     DeleteGroupOp: delete,
+    ExpireOffsetsOp: offsets.expire_offsets,
     TimerFired: _timer,
 }

@@ -278,9 +278,7 @@ def _validate_generation_member(
 
 
 def _validate_sync(group: ClassicGroup, op: SyncGroupOp) -> int:
-    error = _validate_generation_member(
-        group, op.member_id, op.group_instance_id, op.generation_id
-    )
+    error = _validate_generation_member(group, op.member_id, op.group_instance_id, op.generation_id)
     if error:
         return error
     if _inconsistent(op.protocol_type, group.protocol_type) or _inconsistent(
@@ -305,9 +303,7 @@ def heartbeat(
 def _heartbeat_error(group: ClassicGroup | None, op: HeartbeatOp, fx: Effects) -> int:
     if group is None:
         return ErrorCode.unknown_member_id
-    error = _validate_generation_member(
-        group, op.member_id, op.group_instance_id, op.generation_id
-    )
+    error = _validate_generation_member(group, op.member_id, op.group_instance_id, op.generation_id)
     if error:
         return error
     if group.is_in(E):

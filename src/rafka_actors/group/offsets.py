@@ -17,6 +17,8 @@ from .consumer_protocol import subscribed_topics
 from .effects import Effects
 from .membership import validate_member
 from .ops import (
+    ExpireOffsetsOp,
+    ExpireOffsetsOpResp,
     OffsetCommitOp,
     OffsetCommitOpResp,
     OffsetDeleteOp,
@@ -24,7 +26,7 @@ from .ops import (
     OffsetFetchOp,
     OffsetFetchOpResp,
 )
-from .records import OffsetCommitRecord, OffsetTombstone
+from .records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 from .state import ClassicGroup, CommittedOffset
 
 NO_OFFSET = -1
@@ -136,3 +138,38 @@ def delete_offsets(
         results.append((topic, partition, int(ErrorCode.none)))
     fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
     return group
+
+
+def expire_offsets(
+    group: ClassicGroup | None, op: ExpireOffsetsOp, waiter: int, fx: Effects
+) -> ClassicGroup | None:
+    """Kafka's retention sweep for classic and simple groups (003, "Retention & cleanup").
+
+    A group with a protocol expires its offsets only while Empty, all at once, once it has
+    been Empty for the retention period; a simple group (no protocol: tools, manual
+    assignment) expires each offset by its own commit time. An Empty group left without
+    offsets is deleted, unless a member id it handed out is still expected to join.
+    """
+    if group is None or not group.is_in(rb.E):
+        fx.reply(waiter, ExpireOffsetsOpResp(0, False))
+        return group
+    expired = [
+        tp
+        for tp, committed in sorted(group.offsets.items())
+        if _retention_base(group, committed) + op.retention_ms <= fx.now
+    ]
+    for topic, partition in expired:
+        del group.offsets[(topic, partition)]
+        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
+    if group.offsets or group.pending_members:
+        fx.reply(waiter, ExpireOffsetsOpResp(len(expired), False))
+        return group
+    fx.records.append(GroupTombstone(group.group_id))
+    fx.reply(waiter, ExpireOffsetsOpResp(len(expired), True))
+    return None
+
+
+def _retention_base(group: ClassicGroup, committed: CommittedOffset) -> int:
+    if group.protocol_type is None:
+        return committed.commit_timestamp_ms
+    return group.state_timestamp_ms

@@ -165,6 +165,19 @@ class OffsetDeleteOpResp:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpireOffsetsOp:
+    """The periodic retention sweep (`offsets.retention.check.interval.ms`)."""
+
+    retention_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireOffsetsOpResp:
+    expired: int
+    group_deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
 class TimerFired:
     """The actor's own command: a deadline the state machine asked for has passed."""
 
@@ -180,6 +193,7 @@ OP_CODES: dict[type, int] = {
     DeleteGroupOp: 0x0D,
     OffsetDeleteOp: 0x0E,
     TimerFired: 0x0F,
+    ExpireOffsetsOp: 0x10,
     # responses: the request's code with the high bit set
     JoinGroupOpResp: 0x86,
     SyncGroupOpResp: 0x87,
@@ -190,6 +204,7 @@ OP_CODES: dict[type, int] = {
     DescribeGroupOpResp: 0x8C,
     DeleteGroupOpResp: 0x8D,
     OffsetDeleteOpResp: 0x8E,
+    ExpireOffsetsOpResp: 0x90,
 }
 _BY_CODE = {code: cls for cls, code in OP_CODES.items()}
 
@@ -203,6 +218,7 @@ Op = (
     | DescribeGroupOp
     | DeleteGroupOp
     | OffsetDeleteOp
+    | ExpireOffsetsOp
     | TimerFired
 )
 

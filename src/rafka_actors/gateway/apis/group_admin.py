@@ -141,9 +141,7 @@ async def delete_groups(
                 )
                 code = response.error_code
             results.append(
-                make(
-                    mod.DeletableGroupResult, group_id=group_id or "", error_code=ErrorCode(code)
-                )
+                make(mod.DeletableGroupResult, group_id=group_id or "", error_code=ErrorCode(code))
             )
         return make(mod.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
 

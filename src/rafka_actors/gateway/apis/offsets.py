@@ -123,9 +123,7 @@ def partition_results(
 
 
 # -- OffsetFetch --------------------------------------------------------------------------
-async def offset_fetch(
-    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
-) -> Any:
+async def offset_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     group_id = getattr(request, "group_id", None)  # v1-v7 name one group, v8+ a batch
     with telemetry.span(
         "rafka.gateway.group.offset-fetch", version=version, group_id=group_id or ""
