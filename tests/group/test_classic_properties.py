@@ -58,6 +58,7 @@ class ClassicGroupMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.h = GroupHarness(config=CONFIG)
+        self._records_checked = 0  # records already checked at every crash cut
         self.ids: list[str] = []  # every member id ever handed out (including stale ones)
         self.instance_of: dict[str, str] = {}  # static member id -> its instance id
         self.max_generation = 0
@@ -386,6 +387,7 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         rebuild the offsets exactly, and a settled (Stable or Empty) group's generation,
         protocol, leader and members with their assignments."""
         live = self.h.group
+        self._check_cuts_inside_the_last_step()
         replayed = replay(self.h.records, self.h.now)
         if live is None:
             assert replayed is None
@@ -403,6 +405,21 @@ class ClassicGroupMachine(RuleBasedStateMachine):
             assert {m: (x.instance_id, x.assignment) for m, x in replayed.members.items()} == {
                 m: (x.instance_id, x.assignment) for m, x in live.members.items()
             }
+
+    def _check_cuts_inside_the_last_step(self) -> None:
+        """A crash can also cut between the records of one step (one batch): every such cut
+        replays without error, to offsets that are each the before- or after-step value."""
+        records = self.h.records
+        start = self._records_checked
+        before = replay(records[:start], self.h.now)
+        after = replay(records, self.h.now)
+        before_offsets = before.offsets if before is not None else {}
+        after_offsets = after.offsets if after is not None else {}
+        for cut in range(start + 1, len(records)):
+            partial = replay(records[:cut], self.h.now)
+            for tp, value in (partial.offsets if partial is not None else {}).items():
+                assert value in (before_offsets.get(tp), after_offsets.get(tp))
+        self._records_checked = len(records)
 
     @invariant()
     def next_deadline_not_in_the_past(self) -> None:
