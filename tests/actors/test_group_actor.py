@@ -231,3 +231,16 @@ async def test_stopping_actor_answers_everything_it_holds(
         await actor.mailbox.send(Envelope(join_op(new_id="x"), queued_send))
     parked = parked_receive.receive_nowait()
     assert parked.error_code == ErrorCode.coordinator_not_available
+
+
+async def test_empty_groups_are_passivated_and_rebuilt_from_the_log(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    await registry.ask(K, OffsetCommitOp("g", (("t", 0, 42, -1, "m"),)))
+    await trio.sleep(0.1)
+    assert K not in registry._actors  # an Empty group with no deadline holds no actor
+    fetched = await registry.ask(K, OffsetFetchOp("g", None))
+    assert fetched.offsets == (("t", 0, 42, -1, "m", 0),)
+    joined = await join_and_sync(registry)  # a live group keeps its actor
+    assert K in registry._actors
+    assert (await registry.ask(K, DescribeGroupOp("g"))).members[0][0] == joined.member_id

@@ -82,8 +82,18 @@ class GroupActor:
 
     @property
     def idle(self) -> bool:
-        """Nothing to keep this actor alive for: no group, no parked request."""
-        return self.group is None and not self._waiters
+        """Nothing to keep this actor alive for: no parked request, and no group, or an Empty
+        group with no deadline and no member id handed out. Such a group is exactly what its
+        stored records say, so it can be passivated and rebuilt from the log when next asked
+        (memory then grows with active groups, not with every group ever seen)."""
+        if self._waiters:
+            return False
+        group = self.group
+        return group is None or (
+            group.is_empty()
+            and not group.pending_members
+            and machine.next_deadline(group) is None
+        )
 
     async def run(self, *, stop_when_idle: bool = True) -> None:
         try:
