@@ -14,6 +14,8 @@ from typing import Protocol
 import trio
 
 from ..group.records import Record
+from ..group.replay import replay
+from ..group.state import ClassicGroup
 from ..ids import GroupKey
 from ..storage.coordinator_records import LatestRecords
 
@@ -24,6 +26,16 @@ class CoordinatorLog(Protocol):
     def records_of(self, key: GroupKey) -> list[Record]: ...
 
     def keys(self) -> list[GroupKey]: ...
+
+
+def stored_group(log: CoordinatorLog, key: GroupKey, now_ms: int) -> ClassicGroup | None:
+    """The group as its stored records say: start-up, passivated groups, failed actors."""
+    return replay(log.records_of(key), now_ms)
+
+
+def now_ms() -> int:
+    """The trio clock in the state machine's unit (MockClock-friendly)."""
+    return round(trio.current_time() * 1000)
 
 
 class MemoryCoordinatorLog:

@@ -29,10 +29,9 @@ from .. import telemetry
 from ..group import machine, ops
 from ..group.effects import GroupConfig, RebalanceCompleted
 from ..group.ops import TimerFired
-from ..group.replay import replay
 from ..group.state import ClassicGroup
 from ..ids import GroupKey, mint_group_uuid
-from .coordinator_log import CoordinatorLog
+from .coordinator_log import CoordinatorLog, now_ms, stored_group
 from .errors import error_response
 
 log = logging.getLogger(__name__)
@@ -55,10 +54,6 @@ _SPANS = {
     ops.DeleteGroupOp: "rafka.broker.group.delete",
     ops.OffsetDeleteOp: "rafka.broker.group.offset-delete",
 }
-
-
-def _now_ms() -> int:
-    return round(trio.current_time() * 1000)
 
 
 class GroupActor:
@@ -90,9 +85,7 @@ class GroupActor:
             return False
         group = self.group
         return group is None or (
-            group.is_empty()
-            and not group.pending_members
-            and machine.next_deadline(group) is None
+            group.is_empty() and not group.pending_members and machine.next_deadline(group) is None
         )
 
     async def run(self, *, stop_when_idle: bool = True) -> None:
@@ -126,7 +119,7 @@ class GroupActor:
             self._next_token += 1
             self._waiters[token] = reply
             self._pending_ops[token] = op
-        now = _now_ms()
+        now = now_ms()
         if isinstance(op, TimerFired):
             # We woke because a deadline passed; clock rounding must not make it look early.
             now = max(now, machine.next_deadline(self.group) or now)
@@ -155,7 +148,7 @@ class GroupActor:
                 type(op).__name__,
             )
             self._fail_all_waiters()
-            self.group = replay(self.log.records_of(self.key), now)
+            self.group = stored_group(self.log, self.key, now)
             return
         self.group = result.group
         for waiter, response in result.replies:

@@ -20,9 +20,8 @@ import trio
 
 from ..group.effects import GroupConfig
 from ..group.ops import ExpireOffsetsOp
-from ..group.replay import replay
 from ..ids import GroupKey
-from .coordinator_log import CoordinatorLog
+from .coordinator_log import CoordinatorLog, now_ms, stored_group
 from .group_actor import Envelope, GroupActor
 
 log = logging.getLogger(__name__)
@@ -64,7 +63,7 @@ class GroupRegistry:
             return await receive.receive()
 
     def _spawn(self, key: GroupKey) -> GroupActor:
-        group = replay(self._log.records_of(key), round(trio.current_time() * 1000))
+        group = stored_group(self._log, key, now_ms())
         actor = GroupActor(
             key, self._config, self._log, mailbox_size=self._mailbox_size, group=group
         )
@@ -111,11 +110,11 @@ class GroupRegistry:
     def resume(self) -> int:
         """After a restart: start the actors of groups that had members, so their members
         carry on (or are evicted when their session runs out) as after a Kafka failover."""
-        now = round(trio.current_time() * 1000)
+        now = now_ms()
         resumed = 0
         stored = self._log.keys()  # a list of group keys, not a dict view
         for key in stored:
-            group = replay(self._log.records_of(key), now)
+            group = stored_group(self._log, key, now)
             if group is not None and group.members and key not in self._actors:
                 self._spawn(key)
                 resumed += 1
@@ -123,13 +122,13 @@ class GroupRegistry:
 
     def summaries(self, org_id: int) -> Iterator[GroupSummary]:
         """Live actors' groups, and the stored ones nobody has touched since start-up."""
-        now = round(trio.current_time() * 1000)
+        now = now_ms()
         stored = self._log.keys()
         for key in stored:
             if key.org_id != org_id:
                 continue
             actor = self._actors.get(key)
-            group = actor.group if actor is not None else replay(self._log.records_of(key), now)
+            group = actor.group if actor is not None else stored_group(self._log, key, now)
             if group is not None:
                 yield GroupSummary(key.group_id, group.state.value, group.protocol_type or "")
 
