@@ -65,6 +65,18 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = field(default=1800000, metadata=_doc("highest session"))
     group_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
     offset_metadata_max_bytes: int = field(default=4096, metadata=_doc("commit metadata size"))
+    # KIP-848 consumer groups (group.protocol=consumer)
+    group_consumer_session_timeout_ms: int = field(default=45000, metadata=_doc("member session"))
+    group_consumer_heartbeat_interval_ms: int = field(
+        default=5000, metadata=_doc("heartbeat cadence told to members")
+    )
+    group_consumer_assignors: str = field(
+        default="uniform,range", metadata=_doc("server assignors; the first is the default")
+    )
+    group_consumer_assignment_interval_ms: int = field(
+        default=1000, metadata=_doc("least time between target assignments")
+    )
+    group_consumer_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
     offsets_retention_minutes: int = field(default=10080, metadata=_doc("empty groups' offsets"))
     offsets_retention_check_interval_ms: int = field(
         default=600_000, metadata=_doc("how often offsets are checked for expiry")
@@ -180,9 +192,33 @@ def load_config(
     split_host_port(config.listen)  # fail early on a bad address
     if config.socket_request_max_bytes <= 0:
         raise ConfigError("socket.request.max.bytes must be positive")
+    _check_consumer_group_settings(config)
     if config.coordinator_log_fsync not in ("always", "interval", "never"):
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
     return config
+
+
+def _check_consumer_group_settings(config: BrokerConfig) -> None:
+    from .consumer_group.assignors import ASSIGNORS  # the one list of assignors we have
+
+    names = consumer_assignors(config)
+    unknown = [n for n in names if n not in ASSIGNORS]
+    if not names or unknown:
+        raise ConfigError(
+            f"group.consumer.assignors: {unknown or 'empty'}; known: {', '.join(ASSIGNORS)}"
+        )
+    if config.group_consumer_heartbeat_interval_ms <= 0:
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be positive")
+    if config.group_consumer_heartbeat_interval_ms >= config.group_consumer_session_timeout_ms:
+        # Kafka's rule: members must get several chances to heartbeat within a session
+        raise ConfigError(
+            "group.consumer.heartbeat.interval.ms must be lower than "
+            "group.consumer.session.timeout.ms"
+        )
+
+
+def consumer_assignors(config: BrokerConfig) -> tuple[str, ...]:
+    return tuple(n.strip() for n in config.group_consumer_assignors.split(",") if n.strip())
 
 
 def describe_settings() -> list[tuple[str, str, str]]:

@@ -107,7 +107,7 @@ def test_layout_is_type_version_org_group_fields() -> None:
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ([9, 0, 1, "g", "g"], "unknown coordinator record type 9"),
+        ([99, 0, 1, "g", "g"], "unknown coordinator record type 99"),
         (["1", 0, 1, "g", "g"], "unknown coordinator record type '1'"),
         ([4, 1, 1, "g", "g"], "unknown version 1 of GroupTombstone"),
     ],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+import uuid
 from typing import Any
 
 from hypothesis import given, settings
@@ -27,6 +28,8 @@ def _strategy(tp: Any) -> st.SearchStrategy[Any]:
         return st.binary(max_size=16)
     if tp is type(None):
         return st.none()
+    if tp is uuid.UUID:
+        return st.uuids()
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         return st.lists(_strategy(args[0]), max_size=3).map(tuple)
     if origin is tuple:

@@ -13,11 +13,12 @@ from typing import Protocol
 
 import trio
 
+from ..group.effects import GroupConfig
+from ..group.latest import LatestRecords
+from ..group.machine import AnyGroup
 from ..group.records import Record
 from ..group.replay import replay
-from ..group.state import ClassicGroup
 from ..ids import GroupKey
-from ..storage.coordinator_records import LatestRecords
 
 
 class CoordinatorLog(Protocol):
@@ -28,9 +29,17 @@ class CoordinatorLog(Protocol):
     def keys(self) -> list[GroupKey]: ...
 
 
-def stored_group(log: CoordinatorLog, key: GroupKey, now_ms: int) -> ClassicGroup | None:
+def stored_group(
+    log: CoordinatorLog, key: GroupKey, now_ms: int, config: GroupConfig | None = None
+) -> AnyGroup:
     """The group as its stored records say: start-up, passivated groups, failed actors."""
-    return replay(log.records_of(key), now_ms)
+    if config is None:
+        return replay(log.records_of(key), now_ms)
+    return replay(
+        log.records_of(key),
+        now_ms,
+        consumer_session_timeout_ms=config.consumer_session_timeout_ms,
+    )
 
 
 def now_ms() -> int:

@@ -19,6 +19,7 @@ stops, everything still queued is answered the same way, so no caller waits fore
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +27,10 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from .. import telemetry
+from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from ..group import machine, ops
 from ..group.effects import GroupConfig, RebalanceCompleted
+from ..group.machine import AnyGroup
 from ..group.ops import TimerFired
 from ..group.state import ClassicGroup
 from ..ids import GroupKey, mint_group_uuid
@@ -53,6 +56,8 @@ _SPANS = {
     ops.DescribeGroupOp: "rafka.broker.group.describe",
     ops.DeleteGroupOp: "rafka.broker.group.delete",
     ops.OffsetDeleteOp: "rafka.broker.group.offset-delete",
+    ops.ConsumerGroupHeartbeatOp: "rafka.broker.group.consumer-heartbeat",
+    ops.ConsumerGroupDescribeOp: "rafka.broker.group.consumer-describe",
 }
 
 
@@ -64,12 +69,14 @@ class GroupActor:
         coordinator_log: CoordinatorLog,
         *,
         mailbox_size: int = 1024,
-        group: ClassicGroup | None = None,
+        group: AnyGroup = None,
+        topics: Callable[[], TopicImage] = lambda: EMPTY_IMAGE,
     ) -> None:
         self.key = key
         self.config = config
         self.log = coordinator_log
         self.group = group
+        self._topics = topics
         self.mailbox, self._inbox = trio.open_memory_channel[Envelope](mailbox_size)
         self._waiters: dict[int, trio.MemorySendChannel[Any]] = {}
         self._pending_ops: dict[int, Any] = {}
@@ -81,12 +88,7 @@ class GroupActor:
         group with no deadline and no member id handed out. Such a group is exactly what its
         stored records say, so it can be passivated and rebuilt from the log when next asked
         (memory then grows with active groups, not with every group ever seen)."""
-        if self._waiters:
-            return False
-        group = self.group
-        return group is None or (
-            group.is_empty() and not group.pending_members and machine.next_deadline(group) is None
-        )
+        return not self._waiters and machine.passivable(self.group)
 
     async def run(self, *, stop_when_idle: bool = True) -> None:
         try:
@@ -136,6 +138,7 @@ class GroupActor:
                     token,
                     config=self.config,
                     fresh_cgp_id=mint_group_uuid(),
+                    topics=self._topics(),
                 )
                 if result.records:
                     await self.log.append(self.key, result.records)
@@ -148,7 +151,7 @@ class GroupActor:
                 type(op).__name__,
             )
             self._fail_all_waiters()
-            self.group = stored_group(self.log, self.key, now)
+            self.group = stored_group(self.log, self.key, now, self.config)
             return
         self.group = result.group
         for waiter, response in result.replies:
@@ -169,7 +172,7 @@ class GroupActor:
     def _fail_all_waiters(self) -> None:
         for token, op in list(self._pending_ops.items()):
             self._send(token, error_response(op, ErrorCode.coordinator_not_available))
-        if self.group is not None:
+        if isinstance(self.group, ClassicGroup):
             for member in self.group.members.values():
                 member.awaiting_join = member.awaiting_sync = None
 

@@ -12,12 +12,14 @@ each actor after every command, so ListGroups never has to visit every actor.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
+from ..consumer_group.state import ConsumerGroup
+from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from ..group.effects import GroupConfig
 from ..group.ops import ExpireOffsetsOp
 from ..ids import GroupKey
@@ -32,6 +34,7 @@ class GroupSummary:
     group_id: str
     state: str
     protocol_type: str
+    group_type: str  # "classic" or "consumer" (KIP-848), as ListGroups v5 reports it
 
 
 class GroupRegistry:
@@ -42,7 +45,9 @@ class GroupRegistry:
         coordinator_log: CoordinatorLog,
         *,
         mailbox_size: int = 1024,
+        topics: Callable[[], TopicImage] = lambda: EMPTY_IMAGE,
     ) -> None:
+        self._topics = topics
         self._nursery = nursery
         self._config = config
         self._log = coordinator_log
@@ -63,9 +68,14 @@ class GroupRegistry:
             return await receive.receive()
 
     def _spawn(self, key: GroupKey) -> GroupActor:
-        group = stored_group(self._log, key, now_ms())
+        group = stored_group(self._log, key, now_ms(), self._config)
         actor = GroupActor(
-            key, self._config, self._log, mailbox_size=self._mailbox_size, group=group
+            key,
+            self._config,
+            self._log,
+            mailbox_size=self._mailbox_size,
+            group=group,
+            topics=self._topics,
         )
         self._actors[key] = actor
         self._nursery.start_soon(self._supervise, actor)
@@ -114,7 +124,7 @@ class GroupRegistry:
         resumed = 0
         stored = self._log.keys()  # a list of group keys, not a dict view
         for key in stored:
-            group = stored_group(self._log, key, now)
+            group = stored_group(self._log, key, now, self._config)
             if group is not None and group.members and key not in self._actors:
                 self._spawn(key)
                 resumed += 1
@@ -128,9 +138,17 @@ class GroupRegistry:
             if key.org_id != org_id:
                 continue
             actor = self._actors.get(key)
-            group = actor.group if actor is not None else stored_group(self._log, key, now)
-            if group is not None:
-                yield GroupSummary(key.group_id, group.state.value, group.protocol_type or "")
+            group = (
+                actor.group
+                if actor is not None
+                else stored_group(self._log, key, now, self._config)
+            )
+            if isinstance(group, ConsumerGroup):
+                yield GroupSummary(key.group_id, group.state.value, "consumer", "consumer")
+            elif group is not None:
+                yield GroupSummary(
+                    key.group_id, group.state.value, group.protocol_type or "", "classic"
+                )
 
     def __len__(self) -> int:
         return len(self._actors)

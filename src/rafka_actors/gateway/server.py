@@ -18,7 +18,7 @@ from tricycle import open_service_nursery
 from ..actors.data_plane import DataPlane
 from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
-from ..config import BrokerConfig
+from ..config import BrokerConfig, consumer_assignors
 from ..group.effects import GroupConfig
 from .apis import API_TABLE
 from .connection import serve_connection
@@ -44,7 +44,9 @@ async def run_broker(
             await storage.start(coordinator.run)
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
-                registry = GroupRegistry(services, group_config(config), coordinator)
+                registry = GroupRegistry(
+                    services, group_config(config), coordinator, topics=data.topics.image
+                )
                 services.start_soon(
                     registry.expire_offsets_periodically,
                     config.offsets_retention_check_interval_ms,
@@ -93,6 +95,11 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         max_session_timeout_ms=config.group_max_session_timeout_ms,
         max_size=config.group_max_size,
         offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+        consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+        consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+        consumer_assignors=consumer_assignors(config),
+        consumer_assignment_interval_ms=config.group_consumer_assignment_interval_ms,
+        consumer_max_size=config.group_consumer_max_size,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from .records import GroupMetadataRecord, Record
 from .state import ClassicGroup
 
@@ -23,6 +24,12 @@ class GroupConfig:
     max_size: int = 2**31 - 1
     new_member_join_timeout_ms: int = 300_000  # Kafka's group.classic.new.member.join.timeout
     offset_metadata_max_bytes: int = 4096
+    # KIP-848 consumer groups
+    consumer_session_timeout_ms: int = 45000
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
+    consumer_assignment_interval_ms: int = 1000
+    consumer_max_size: int = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +45,7 @@ class Effects:
     now: int
     config: GroupConfig
     fresh_cgp_id: str = ""
+    topics: TopicImage = EMPTY_IMAGE
     records: list[Record] = field(default_factory=list)
     replies: list[tuple[int, Any]] = field(default_factory=list)
     events: list[Any] = field(default_factory=list)

@@ -13,6 +13,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..consumer_group import machine as consumer_machine
+from ..consumer_group import timers as consumer_timers
+from ..consumer_group.state import ConsumerGroup
+from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from . import membership, offsets, timers
 from .effects import Effects, GroupConfig
 from .ops import (
@@ -33,29 +37,49 @@ from .ops import (
 from .records import GroupTombstone, OffsetTombstone, Record
 from .state import ClassicGroup, GroupState
 
-next_deadline = timers.next_deadline
+AnyGroup = ClassicGroup | ConsumerGroup | None
+
+
+def next_deadline(group: AnyGroup) -> int | None:
+    if isinstance(group, ConsumerGroup):
+        return consumer_timers.next_deadline(group)
+    return timers.next_deadline(group)
+
+
+def passivable(group: AnyGroup) -> bool:
+    """Exactly what its stored records say, with nothing to wait for: an Empty group with no
+    deadline and no member id handed out (a passivated actor is rebuilt from the log)."""
+    if group is None:
+        return True
+    if isinstance(group, ConsumerGroup):
+        return group.is_empty() and group.assignment_deadline is None
+    return group.is_empty() and not group.pending_members and timers.next_deadline(group) is None
 
 
 @dataclass(slots=True)
 class Result:
-    group: ClassicGroup | None
+    group: AnyGroup
     records: list[Record] = field(default_factory=list)
     replies: list[tuple[int, Any]] = field(default_factory=list)
     events: list[Any] = field(default_factory=list)
 
 
 def handle(
-    group: ClassicGroup | None,
+    group: AnyGroup,
     op: Any,
     now_ms: int,
     waiter: int = -1,
     *,
     config: GroupConfig,
     fresh_cgp_id: str = "",
+    topics: TopicImage = EMPTY_IMAGE,
 ) -> Result:
-    fx = Effects(now_ms, config, fresh_cgp_id)
-    handler = _HANDLERS[type(op)]
-    new_group = handler(group, op, waiter, fx)
+    fx = Effects(now_ms, config, fresh_cgp_id, topics)
+    new_group: AnyGroup
+    if isinstance(group, ConsumerGroup) or type(op) in consumer_machine.CONSUMER_OPS:
+        new_group = consumer_machine.handle(group, op, waiter, fx)
+    else:
+        new_group = _HANDLERS[type(op)](group, op, waiter, fx)
     return Result(new_group, fx.records, fx.replies, fx.events)
 
 

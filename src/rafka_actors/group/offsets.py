@@ -10,6 +10,8 @@ prepared, because consumers commit while they revoke. Each partition's metadata 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeVar
+
 from kio.schema.errors import ErrorCode
 
 from . import rebalance as rb
@@ -29,6 +31,11 @@ from .ops import (
 from .records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 from .state import ClassicGroup, CommittedOffset
 
+if TYPE_CHECKING:
+    from ..consumer_group.state import ConsumerGroup
+
+GroupT = TypeVar("GroupT", bound="ClassicGroup | ConsumerGroup | None")
+
 NO_OFFSET = -1
 
 
@@ -42,17 +49,25 @@ def commit(
                 if op.api_version >= 9
                 else ErrorCode.illegal_generation
             )
-            fx.reply(waiter, _all(op, code))
+            fx.reply(waiter, all_failed(op, code))
             return None
         group = ClassicGroup(op.group_id, fx.fresh_cgp_id, state_timestamp_ms=fx.now)
         fx.store_group(group, "simple group created by a commit")
     error = _validate_commit(group, op)
     if error:
-        fx.reply(waiter, _all(op, error))
+        fx.reply(waiter, all_failed(op, error))
         return group
     member = group.members.get(op.member_id)
     if member is not None:
         rb.reschedule_heartbeat(member, fx)
+    store_offsets(group, op, waiter, fx)
+    return group
+
+
+def store_offsets(
+    group: ClassicGroup | ConsumerGroup, op: OffsetCommitOp, waiter: int, fx: Effects
+) -> None:
+    """Commit a validated request's offsets (either group type), each within the metadata limit."""
     results = []
     for topic, partition, offset, epoch, metadata in op.offsets:
         if metadata is not None and len(metadata.encode()) > fx.config.offset_metadata_max_bytes:
@@ -65,10 +80,9 @@ def commit(
         )
         results.append((topic, partition, int(ErrorCode.none)))
     fx.reply(waiter, OffsetCommitOpResp(tuple(results)))
-    return group
 
 
-def _all(op: OffsetCommitOp, error: int) -> OffsetCommitOpResp:
+def all_failed(op: OffsetCommitOp, error: int) -> OffsetCommitOpResp:
     return OffsetCommitOpResp(tuple((t, p, int(error)) for t, p, *_ in op.offsets))
 
 
@@ -90,9 +104,7 @@ def _validate_commit(group: ClassicGroup, op: OffsetCommitOp) -> int:
     return ErrorCode.none
 
 
-def fetch(
-    group: ClassicGroup | None, op: OffsetFetchOp, waiter: int, fx: Effects
-) -> ClassicGroup | None:
+def fetch(group: GroupT, op: OffsetFetchOp, waiter: int, fx: Effects) -> GroupT:
     offsets = group.offsets if group is not None else {}
     wanted = sorted(offsets) if op.partitions is None else list(op.partitions)
     rows: list[tuple[str, int, int, int, str | None, int]] = []

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..consumer_group.records import ConsumerRecord
+
 # (member id, instance id, client id, client host, rebalance timeout, session timeout,
 #  subscription metadata of the chosen protocol, assignment)
 MemberRow = tuple[str, str | None, str, str, int, int, bytes, bytes]
@@ -53,4 +55,5 @@ class GroupTombstone:
     group_id: str
 
 
-Record = GroupMetadataRecord | OffsetCommitRecord | OffsetTombstone | GroupTombstone
+ClassicRecord = GroupMetadataRecord | OffsetCommitRecord | OffsetTombstone | GroupTombstone
+Record = ClassicRecord | ConsumerRecord

@@ -1,50 +1,53 @@
 """Rebuild a group from its records: start-up, and the restart of a failed actor.
 
-This is a coordinator failover in Kafka's sense: the last GroupMetadata record gives the
-members, generation, leader, protocol and assignments; later OffsetCommit records and
-tombstones give the offsets. A group with members comes back Stable (its members carry on
-heartbeating with their generation) and every member gets a fresh session deadline; parked
-requests are not part of the log (their clients retry).
+This is a coordinator failover in Kafka's sense. The records are folded into the live view
+(latest.py) first, so a replay of the whole history and of a compacted log agree. For a
+classic group the last GroupMetadata record gives the members, generation, leader, protocol
+and assignments; a consumer group is assembled by consumer_group/replay.py; OffsetCommit
+records and tombstones give the offsets of either. A classic group with members comes back
+Stable (its members carry on heartbeating with their generation) and every member gets a
+fresh session deadline; parked requests are not part of the log (their clients retry).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .records import (
-    GroupMetadataRecord,
-    GroupTombstone,
-    OffsetCommitRecord,
-    OffsetTombstone,
-    Record,
-)
+from ..consumer_group.records import ConsumerGroupMetadataRecord, ConsumerRecord
+from ..consumer_group.replay import assemble
+from ..consumer_group.state import ConsumerGroup
+from .latest import GroupRecords
+from .records import GroupMetadataRecord, Record
 from .state import ClassicGroup, CommittedOffset, GroupState, Member
+
+CONSUMER_SESSION_TIMEOUT_MS = 45_000  # group.consumer.session.timeout.ms's default
 
 
 def replay(
-    records: Iterable[Record], now_ms: int, group: ClassicGroup | None = None
-) -> ClassicGroup | None:
-    for record in records:
-        group = apply(group, record, now_ms)
-    return group
-
-
-def apply(group: ClassicGroup | None, record: Record, now_ms: int) -> ClassicGroup | None:
-    if isinstance(record, GroupMetadataRecord):
-        offsets = group.offsets if group is not None else {}
-        group = from_metadata(record, now_ms)
-        group.offsets = offsets
-    elif isinstance(record, OffsetCommitRecord):
-        if group is None:  # an offset of a simple group written before its group record
-            group = ClassicGroup(record.group_id, "", state_timestamp_ms=now_ms)
-        group.offsets[(record.topic, record.partition)] = CommittedOffset(
-            record.offset, record.leader_epoch, record.metadata, record.commit_timestamp_ms
-        )
-    elif isinstance(record, OffsetTombstone):
-        if group is not None:
-            group.offsets.pop((record.topic, record.partition), None)
-    elif isinstance(record, GroupTombstone):
-        group = None
+    records: Iterable[Record],
+    now_ms: int,
+    *,
+    consumer_session_timeout_ms: int = CONSUMER_SESSION_TIMEOUT_MS,
+) -> ClassicGroup | ConsumerGroup | None:
+    """The group its records describe (in log order; the live view's order is one)."""
+    latest = GroupRecords()
+    latest.apply(records)
+    head = latest.group
+    group: ClassicGroup | ConsumerGroup
+    if isinstance(head, ConsumerGroupMetadataRecord):
+        consumer: list[ConsumerRecord] = list(latest.consumer.values())  # type: ignore[arg-type]
+        group = assemble(head, consumer, now_ms, consumer_session_timeout_ms)
+    elif isinstance(head, GroupMetadataRecord):
+        group = from_metadata(head, now_ms)
+    elif latest.offsets:  # offsets of a simple group, written before any group record
+        first = next(iter(latest.offsets.values()))
+        group = ClassicGroup(first.group_id, "", state_timestamp_ms=now_ms)
+    else:
+        return None
+    group.offsets = {
+        tp: CommittedOffset(r.offset, r.leader_epoch, r.metadata, r.commit_timestamp_ms)
+        for tp, r in latest.offsets.items()
+    }
     return group
 
 

@@ -6,7 +6,10 @@ An entry is one record of one group, as a CBOR array
 ``[record_type, version, org_id, group_id, *fields]`` where ``fields`` are the record
 dataclass's fields in declaration order (so ``GroupMetadataRecord.members`` is an array of
 8-element arrays). Type tags follow Kafka's ``__consumer_offsets`` api keys where Kafka has one:
-1 OffsetCommit, 2 GroupMetadata, 3 OffsetTombstone, 4 GroupTombstone. Every type is at version
+1 OffsetCommit, 2 GroupMetadata, 3 OffsetTombstone, 4 GroupTombstone; the KIP-848 consumer-group
+records keep Kafka's numbers where they are free (5 member metadata, 6 target-assignment
+metadata, 7 target-assignment member, 8 current member assignment) and take 9 (group metadata),
+10 (member tombstone) and 11 (consumer-state tombstone). Every type is at version
 0; a change of a type's fields is a new version, never a reinterpretation of an old one.
 
 Decoding is strict, because a frame that passed its CRC but does not decode is either damage the
@@ -20,28 +23,50 @@ treating it as a torn tail would throw acknowledged state away on a downgrade.
 Compaction keys
 ---------------
 `compaction_key` gives each entry a hierarchical key: ``(org, group, topic, partition)`` for
-offsets, ``(org, group)`` for the group record. A tombstone deletes every earlier entry whose key
-starts with its own, so a GroupTombstone wipes the group record and all of the group's offsets.
+offsets, ``(org, group)`` for the group record (classic or consumer: one group record per group),
+``(org, group, 0, 0)`` for a consumer group's target-assignment metadata and
+``(org, group, 0, 1, member, kind)`` for its member records. A tombstone deletes every earlier
+entry whose key starts with its own, so a GroupTombstone wipes the group record and all of the
+group's offsets, a ConsumerMemberTombstone ``(org, group, 0, 1, member)`` a member's three
+records, and a ConsumerStateTombstone ``(org, group, 0)`` all consumer-group records.
 
 The live view
 -------------
-`LatestRecords` is what a fully compacted log holds, in memory: per group the latest group record
-and the latest committed offset per partition. ``records_of`` returns the group record first,
-then the offsets, which `group.replay` turns back into the group. Tombstones are applied, not
-kept: replaying a deleted offset's absence is the same as replaying its tombstone, and the view
-then stays as small as the live state.
+`LatestRecords` (group/latest.py) is what a fully compacted log holds, in memory, with the
+same keys: per group the latest group record, the latest consumer-group record per key and the
+latest committed offset per partition. ``records_of`` returns the group record first, then the
+consumer-group records, then the offsets, which `group.replay` turns back into the group.
+Tombstones are applied, not kept: replaying a deleted offset's absence is the same as replaying
+its tombstone, and the view then stays as small as the live state.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
-from collections.abc import Hashable, Iterable
 from enum import IntEnum
 from typing import Any
 
 import cbor2
 
+from ..consumer_group.records import (
+    ConsumerCurrentAssignmentRecord,
+    ConsumerGroupMetadataRecord,
+    ConsumerMemberMetadataRecord,
+    ConsumerMemberTombstone,
+    ConsumerStateTombstone,
+    ConsumerTargetMemberRecord,
+    ConsumerTargetMetadataRecord,
+)
+from ..group.latest import (
+    MEMBER_KIND,
+    TARGET_METADATA_TAIL,
+    CompactionKey,
+    GroupRecords,
+    LatestRecords,
+    is_tombstone,
+    key_tail,
+)
 from ..group.records import (
     GroupMetadataRecord,
     GroupTombstone,
@@ -56,6 +81,7 @@ __all__ = [
     "RECORD_VERSION",
     "CompactionKey",
     "CoordinatorRecordError",
+    "GroupRecords",
     "LatestRecords",
     "RecordType",
     "UnsupportedRecordError",
@@ -66,7 +92,6 @@ __all__ = [
 ]
 
 RECORD_VERSION = 0
-CompactionKey = tuple[Hashable, ...]
 
 
 class RecordType(IntEnum):
@@ -74,6 +99,13 @@ class RecordType(IntEnum):
     GROUP_METADATA = 2
     OFFSET_TOMBSTONE = 3
     GROUP_TOMBSTONE = 4
+    CONSUMER_MEMBER_METADATA = 5
+    CONSUMER_TARGET_METADATA = 6
+    CONSUMER_TARGET_MEMBER = 7
+    CONSUMER_CURRENT_ASSIGNMENT = 8
+    CONSUMER_GROUP_METADATA = 9
+    CONSUMER_MEMBER_TOMBSTONE = 10
+    CONSUMER_STATE_TOMBSTONE = 11
 
 
 class CoordinatorRecordError(CoordinatorLogError, ValueError):
@@ -92,6 +124,8 @@ _INT: _Kinds = frozenset({int})
 _BYTES: _Kinds = frozenset({bytes})
 _MEMBERS: _Kinds = frozenset()  # marker (by identity): GroupMetadataRecord's member rows
 _MEMBER_ROW = (_STR, _OPT_STR, _STR, _STR, _INT, _INT, _BYTES, _BYTES)
+_NAMES: _Kinds = frozenset()  # marker: an array of strings
+_PARTITIONS: _Kinds = frozenset()  # marker: [[topic id (16 bytes), [partition, ...]], ...]
 _Schema = tuple[_Kinds, ...]
 _SCHEMAS: dict[type, tuple[RecordType, _Schema]] = {
     OffsetCommitRecord: (
@@ -104,6 +138,25 @@ _SCHEMAS: dict[type, tuple[RecordType, _Schema]] = {
     ),
     OffsetTombstone: (RecordType.OFFSET_TOMBSTONE, (_STR, _STR, _INT)),
     GroupTombstone: (RecordType.GROUP_TOMBSTONE, (_STR,)),
+    ConsumerMemberMetadataRecord: (
+        RecordType.CONSUMER_MEMBER_METADATA,
+        (_STR, _STR, _OPT_STR, _OPT_STR, _STR, _STR, _NAMES, _OPT_STR, _INT, _OPT_STR),
+    ),
+    ConsumerTargetMetadataRecord: (RecordType.CONSUMER_TARGET_METADATA, (_STR, _INT, _INT)),
+    ConsumerTargetMemberRecord: (
+        RecordType.CONSUMER_TARGET_MEMBER,
+        (_STR, _STR, _PARTITIONS),
+    ),
+    ConsumerCurrentAssignmentRecord: (
+        RecordType.CONSUMER_CURRENT_ASSIGNMENT,
+        (_STR, _STR, _INT, _INT, _INT, _PARTITIONS, _PARTITIONS),
+    ),
+    ConsumerGroupMetadataRecord: (
+        RecordType.CONSUMER_GROUP_METADATA,
+        (_STR, _STR, _INT, _INT, _STR),
+    ),
+    ConsumerMemberTombstone: (RecordType.CONSUMER_MEMBER_TOMBSTONE, (_STR, _STR)),
+    ConsumerStateTombstone: (RecordType.CONSUMER_STATE_TOMBSTONE, (_STR,)),
 }
 _BY_TAG: dict[int, tuple[type, _Schema]] = {tag: (cls, s) for cls, (tag, s) in _SCHEMAS.items()}
 _FIELDS: dict[type, tuple[str, ...]] = {
@@ -160,6 +213,10 @@ def _checked(values: list[Any], schema: _Schema, what: str) -> list[Any]:
             if type(value) is not list:
                 raise CoordinatorRecordError(f"{what}: members are {_preview(value)}")
             values[i] = tuple(_member_row(row) for row in value)
+        elif kinds is _NAMES:
+            values[i] = _names(value, what)
+        elif kinds is _PARTITIONS:
+            values[i] = _partition_rows(value, what)
         elif type(value) not in kinds:
             raise CoordinatorRecordError(f"{what}: field {i} is {_preview(value)}")
     return values
@@ -169,6 +226,30 @@ def _member_row(row: Any) -> tuple[Any, ...]:
     if type(row) is not list:
         raise CoordinatorRecordError(f"member row {_preview(row)} is not an array")
     return tuple(_checked(row, _MEMBER_ROW, "member row"))
+
+
+def _names(value: Any, what: str) -> tuple[str, ...]:
+    if type(value) is not list or any(type(v) is not str for v in value):
+        raise CoordinatorRecordError(f"{what}: names are {_preview(value)}")
+    return tuple(value)
+
+
+def _partition_rows(value: Any, what: str) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
+    if type(value) is not list:
+        raise CoordinatorRecordError(f"{what}: partitions are {_preview(value)}")
+    rows = []
+    for row in value:
+        if (
+            type(row) is not list
+            or len(row) != 2
+            or type(row[0]) is not bytes
+            or len(row[0]) != 16
+            or type(row[1]) is not list
+            or any(type(p) is not int for p in row[1])
+        ):
+            raise CoordinatorRecordError(f"{what}: partition row {_preview(row)}")
+        rows.append((row[0], tuple(row[1])))
+    return tuple(rows)
 
 
 def _preview(value: Any) -> str:
@@ -181,10 +262,7 @@ def _preview(value: Any) -> str:
 
 def compaction_key(key: GroupKey, record: Record) -> tuple[CompactionKey, bool]:
     """(hierarchical key, is a tombstone) of one entry."""
-    if isinstance(record, OffsetCommitRecord | OffsetTombstone):
-        entry_key: CompactionKey = (key.org_id, key.group_id, record.topic, record.partition)
-        return entry_key, isinstance(record, OffsetTombstone)
-    return (key.org_id, key.group_id), isinstance(record, GroupTombstone)
+    return (key.org_id, key.group_id, *key_tail(record)), is_tombstone(record)
 
 
 def entry_compaction_key(payload: bytes) -> tuple[CompactionKey, bool]:
@@ -193,56 +271,21 @@ def entry_compaction_key(payload: bytes) -> tuple[CompactionKey, bool]:
     Compaction reads every sealed entry, so this checks only what it uses and builds no record.
     """
     cls, _, items = _unpack(payload)
+    head = (items[2], items[3])
     if cls is OffsetCommitRecord or cls is OffsetTombstone:
         topic, partition = items[5:7] if len(items) >= 7 else (None, None)
         if type(topic) is not str or type(partition) is not int:
             raise CoordinatorRecordError(f"bad offset key ({topic!r}, {partition!r})")
-        return (items[2], items[3], topic, partition), cls is OffsetTombstone
-    return (items[2], items[3]), cls is GroupTombstone
-
-
-# -- the live view ---------------------------------------------------------------------------
-
-
-class _GroupLatest:
-    __slots__ = ("group", "offsets")
-
-    def __init__(self) -> None:
-        self.group: GroupMetadataRecord | None = None
-        self.offsets: dict[tuple[str, int], OffsetCommitRecord] = {}
-
-
-class LatestRecords:
-    """The latest group record and latest offset per partition of every group."""
-
-    def __init__(self) -> None:
-        self._groups: dict[GroupKey, _GroupLatest] = {}
-
-    def apply(self, key: GroupKey, records: Iterable[Record]) -> None:
-        latest = self._groups.get(key) or _GroupLatest()
-        for record in records:
-            if isinstance(record, GroupTombstone):
-                latest = _GroupLatest()
-            elif isinstance(record, OffsetCommitRecord):
-                latest.offsets[(record.topic, record.partition)] = record
-            elif isinstance(record, OffsetTombstone):
-                latest.offsets.pop((record.topic, record.partition), None)
-            else:
-                latest.group = record
-        if latest.group is None and not latest.offsets:
-            self._groups.pop(key, None)
-        else:
-            self._groups[key] = latest
-
-    def records_of(self, key: GroupKey) -> list[Record]:
-        latest = self._groups.get(key)
-        if latest is None:
-            return []
-        head: list[Record] = [latest.group] if latest.group is not None else []
-        return head + list(latest.offsets.values())
-
-    def keys(self) -> list[GroupKey]:
-        return list(self._groups)
-
-    def __len__(self) -> int:
-        return len(self._groups)
+        return (*head, topic, partition), cls is OffsetTombstone
+    if cls in MEMBER_KIND or cls is ConsumerMemberTombstone:
+        member_id = items[5] if len(items) >= 6 else None
+        if type(member_id) is not str:
+            raise CoordinatorRecordError(f"bad member key {member_id!r}")
+        if cls is ConsumerMemberTombstone:
+            return (*head, 0, 1, member_id), True
+        return (*head, 0, 1, member_id, MEMBER_KIND[cls]), False
+    if cls is ConsumerTargetMetadataRecord:
+        return (*head, *TARGET_METADATA_TAIL), False
+    if cls is ConsumerStateTombstone:
+        return (*head, 0), True
+    return head, cls is GroupTombstone

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..consumer_group.topic_image import TopicImage, TopicInfo
 from .fsutil import fsync_dir
 from .partition_log import PartitionLog
 
@@ -81,6 +82,8 @@ class TopicStore:
         self._segment_bytes = segment_bytes
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
+        self._version = 0
+        self._image: TopicImage | None = None
 
     @classmethod
     def open(cls, data_dir: Path, *, segment_bytes: int = 1 << 30) -> TopicStore:
@@ -106,6 +109,20 @@ class TopicStore:
     def _register(self, topic: Topic) -> None:
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
+        self._changed()
+
+    def _changed(self) -> None:
+        self._version += 1
+        self._image = None
+
+    def image(self) -> TopicImage:
+        """An immutable snapshot for the consumer-group state machines (built once per change)."""
+        if self._image is None:
+            self._image = TopicImage.of(
+                self._version,
+                (TopicInfo(t.name, t.topic_id, len(t.partitions)) for t in self._by_name.values()),
+            )
+        return self._image
 
     def create(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> Topic:
         validate_topic_name(name)
@@ -134,6 +151,7 @@ class TopicStore:
         if topic is None:
             return None
         del self._by_id[topic.topic_id]
+        self._changed()
         for partition in topic.partitions:
             partition.close()
         directory = self._root / name

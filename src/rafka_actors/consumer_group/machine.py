@@ -1,0 +1,165 @@
+"""The consumer-group state machine: every op a KIP-848 group (or a request for one) can get.
+
+Called by `group.machine.handle` for ConsumerGroupHeartbeat and ConsumerGroupDescribe, and for
+any op sent to a group that is a consumer group. A group keeps one type while it has members:
+classic requests to a non-empty consumer group are refused as Kafka does with the migration
+policy off (JoinGroup: INCONSISTENT_GROUP_PROTOCOL; SyncGroup, Heartbeat, LeaveGroup: the
+member is unknown); an empty consumer group that gets a JoinGroup becomes a classic group,
+keeping its offsets and its `cgp_` id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ..group import membership
+from ..group.effects import Effects, group_record
+from ..group.ops import (
+    ConsumerGroupDescribeOp,
+    ConsumerGroupDescribeOpResp,
+    ConsumerGroupHeartbeatOp,
+    DeleteGroupOp,
+    DeleteGroupOpResp,
+    DescribeGroupOp,
+    DescribeGroupOpResp,
+    ExpireOffsetsOp,
+    HeartbeatOp,
+    HeartbeatOpResp,
+    JoinGroupOp,
+    JoinGroupOpResp,
+    LeaveGroupOp,
+    LeaveGroupOpResp,
+    OffsetCommitOp,
+    OffsetDeleteOp,
+    OffsetFetchOp,
+    SyncGroupOp,
+    SyncGroupOpResp,
+    TimerFired,
+)
+from ..group.records import GroupTombstone, OffsetTombstone
+from ..group.state import ClassicGroup
+from . import offsets, timers
+from .heartbeat import heartbeat, response_assignment
+from .records import ConsumerStateTombstone
+from .state import ConsumerGroup
+from .target import preferred_assignor
+
+CONSUMER_OPS = (ConsumerGroupHeartbeatOp, ConsumerGroupDescribeOp)
+
+
+def handle(
+    group: ClassicGroup | ConsumerGroup | None, op: Any, waiter: int, fx: Effects
+) -> ClassicGroup | ConsumerGroup | None:
+    """An op for a consumer group, or a consumer-group op for any group."""
+    if isinstance(op, ConsumerGroupHeartbeatOp):
+        return heartbeat(group, op, waiter, fx)
+    if isinstance(op, ConsumerGroupDescribeOp):
+        fx.reply(waiter, describe(group, op, fx))
+        return group
+    assert isinstance(group, ConsumerGroup)
+    new_group: ClassicGroup | ConsumerGroup | None = _HANDLERS[type(op)](group, op, waiter, fx)
+    return new_group
+
+
+def describe(
+    group: ClassicGroup | ConsumerGroup | None, op: ConsumerGroupDescribeOp, fx: Effects
+) -> ConsumerGroupDescribeOpResp:
+    if not isinstance(group, ConsumerGroup):
+        return ConsumerGroupDescribeOpResp(
+            ErrorCode.group_id_not_found, f"Group {op.group_id} is not a consumer group."
+        )
+    members = tuple(
+        (
+            m.member_id,
+            m.subscription.instance_id,
+            m.subscription.rack_id,
+            m.member_epoch,
+            m.subscription.client_id,
+            m.subscription.client_host,
+            m.subscription.topic_names,
+            m.subscription.topic_regex,
+            response_assignment(m.current.assigned),
+            response_assignment(group.target.get(m.member_id, {})),
+        )
+        for m in group.members.values()
+    )
+    return ConsumerGroupDescribeOpResp(
+        ErrorCode.none,
+        state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=preferred_assignor(group, fx),
+        members=members,
+        cgp_id=group.cgp_id,
+    )
+
+
+def _describe_classic(
+    group: ConsumerGroup, op: DescribeGroupOp, waiter: int, fx: Effects
+) -> ConsumerGroup:
+    # DescribeGroups describes classic groups only; Kafka says "Dead" for anything else.
+    fx.reply(waiter, DescribeGroupOpResp(ErrorCode.none, "Dead"))
+    return group
+
+
+def _delete(group: ConsumerGroup, op: DeleteGroupOp, waiter: int, fx: Effects) -> Any:
+    if group.members:
+        fx.reply(waiter, DeleteGroupOpResp(ErrorCode.non_empty_group))
+        return group
+    for topic, partition in sorted(group.offsets):
+        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
+    fx.records.append(GroupTombstone(group.group_id))
+    fx.reply(waiter, DeleteGroupOpResp(ErrorCode.none))
+    return None
+
+
+def _timer(group: ConsumerGroup, op: TimerFired, waiter: int, fx: Effects) -> ConsumerGroup:
+    timers.fire_due(group, fx)
+    return group
+
+
+# -- classic requests to a consumer group ---------------------------------------------------
+def _join(group: ConsumerGroup, op: JoinGroupOp, waiter: int, fx: Effects) -> Any:
+    if group.members:
+        fx.reply(waiter, JoinGroupOpResp(ErrorCode.inconsistent_group_protocol))
+        return group
+    classic = ClassicGroup(group.group_id, group.cgp_id, state_timestamp_ms=fx.now)
+    classic.offsets = group.offsets
+    fx.records.append(ConsumerStateTombstone(group.group_id))
+    fx.records.append(group_record(classic, "empty consumer group became a classic group"))
+    return membership.join(classic, op, waiter, fx)  # the classic machine takes it from here
+
+
+def _sync(group: ConsumerGroup, op: SyncGroupOp, waiter: int, fx: Effects) -> ConsumerGroup:
+    fx.reply(waiter, SyncGroupOpResp(ErrorCode.unknown_member_id))
+    return group
+
+
+def _classic_heartbeat(
+    group: ConsumerGroup, op: HeartbeatOp, waiter: int, fx: Effects
+) -> ConsumerGroup:
+    fx.reply(waiter, HeartbeatOpResp(ErrorCode.unknown_member_id))
+    return group
+
+
+def _leave(group: ConsumerGroup, op: LeaveGroupOp, waiter: int, fx: Effects) -> ConsumerGroup:
+    members = tuple((m, i, int(ErrorCode.unknown_member_id)) for m, i, _ in op.members)
+    fx.reply(waiter, LeaveGroupOpResp(ErrorCode.none, members))
+    return group
+
+
+_HANDLERS: dict[type, Any] = {
+    OffsetCommitOp: offsets.commit,
+    OffsetFetchOp: offsets.fetch_offsets,
+    OffsetDeleteOp: offsets.delete_offsets,
+    ExpireOffsetsOp: offsets.expire_offsets,
+    DescribeGroupOp: _describe_classic,
+    DeleteGroupOp: _delete,
+    TimerFired: _timer,
+    JoinGroupOp: _join,
+    SyncGroupOp: _sync,
+    HeartbeatOp: _classic_heartbeat,
+    LeaveGroupOp: _leave,
+}

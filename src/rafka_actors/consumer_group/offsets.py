@@ -1,0 +1,104 @@
+"""Offsets of a consumer group: commits fenced by member epoch, fetch, delete and expiry.
+
+Kafka's `ConsumerGroup.validateOffsetCommit`: with no member (epoch -1) a commit is accepted
+only while the group has no members (admin tools); otherwise the member must exist
+(UNKNOWN_MEMBER_ID), use OffsetCommit v9+ (UNSUPPORTED_VERSION: older versions cannot carry a
+member epoch) and commit with its current member epoch (STALE_MEMBER_EPOCH): a member that
+was fenced, or is a step behind, cannot overwrite the progress of the partition's new owner.
+OffsetFetch v9+ from a member is checked the same way.
+
+Expiry follows Kafka's consumer groups: an offset expires when no member subscribes to its
+topic and it was committed more than the retention period ago; an empty group whose offsets
+are all gone is deleted.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from ..group.effects import Effects
+from ..group.offsets import all_failed, fetch, store_offsets
+from ..group.ops import (
+    ExpireOffsetsOp,
+    ExpireOffsetsOpResp,
+    OffsetCommitOp,
+    OffsetDeleteOp,
+    OffsetDeleteOpResp,
+    OffsetFetchOp,
+    OffsetFetchOpResp,
+)
+from ..group.records import GroupTombstone, OffsetTombstone
+from .state import ConsumerGroup
+from .subscription import subscribed_names
+
+
+def commit(group: ConsumerGroup, op: OffsetCommitOp, waiter: int, fx: Effects) -> ConsumerGroup:
+    error = _validate_commit(group, op)
+    if error:
+        fx.reply(waiter, all_failed(op, error))
+    else:
+        store_offsets(group, op, waiter, fx)
+    return group
+
+
+def _validate_commit(group: ConsumerGroup, op: OffsetCommitOp) -> int:
+    if op.generation_id < 0 and not group.members:
+        return ErrorCode.none  # admin tools and simple consumers
+    member = group.members.get(op.member_id)
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if op.api_version < 9:
+        return ErrorCode.unsupported_version
+    if op.generation_id != member.member_epoch:
+        return ErrorCode.stale_member_epoch
+    return ErrorCode.none
+
+
+def fetch_offsets(
+    group: ConsumerGroup, op: OffsetFetchOp, waiter: int, fx: Effects
+) -> ConsumerGroup:
+    if op.member_id is not None and op.member_epoch != -1:
+        member = group.members.get(op.member_id)
+        if member is None:
+            fx.reply(waiter, OffsetFetchOpResp(ErrorCode.unknown_member_id))
+            return group
+        if member.member_epoch != op.member_epoch:
+            fx.reply(waiter, OffsetFetchOpResp(ErrorCode.stale_member_epoch))
+            return group
+    return fetch(group, op, waiter, fx)
+
+
+def delete_offsets(
+    group: ConsumerGroup, op: OffsetDeleteOp, waiter: int, fx: Effects
+) -> ConsumerGroup:
+    subscribed = subscribed_names(group.members.values(), fx.topics)
+    results = []
+    for topic, partition in op.partitions:
+        if topic in subscribed:
+            results.append((topic, partition, int(ErrorCode.group_subscribed_to_topic)))
+            continue
+        if group.offsets.pop((topic, partition), None) is not None:
+            fx.records.append(OffsetTombstone(op.group_id, topic, partition))
+        results.append((topic, partition, int(ErrorCode.none)))
+    fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
+    return group
+
+
+def expire_offsets(
+    group: ConsumerGroup, op: ExpireOffsetsOp, waiter: int, fx: Effects
+) -> ConsumerGroup | None:
+    subscribed = subscribed_names(group.members.values(), fx.topics)
+    expired = [
+        tp
+        for tp, committed in sorted(group.offsets.items())
+        if tp[0] not in subscribed and committed.commit_timestamp_ms + op.retention_ms <= fx.now
+    ]
+    for topic, partition in expired:
+        del group.offsets[(topic, partition)]
+        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
+    if group.offsets or group.members:
+        fx.reply(waiter, ExpireOffsetsOpResp(len(expired), False))
+        return group
+    fx.records.append(GroupTombstone(group.group_id))
+    fx.reply(waiter, ExpireOffsetsOpResp(len(expired), True))
+    return None

@@ -1,0 +1,124 @@
+"""The live view of a group's records: what a fully compacted coordinator log holds for it.
+
+Every record has a hierarchical key below its group (`key_tail`): ``()`` for the group record
+(classic or consumer: one per group), ``(topic, partition)`` for an offset, ``(0, 0)`` for a
+consumer group's target-assignment metadata and ``(0, 1, member, kind)`` for its member records.
+A later record replaces an earlier one with the same key, and a tombstone deletes every record
+whose key starts with its own: a group tombstone everything, a member tombstone
+``(0, 1, member)`` that member's three records, a consumer-state tombstone ``(0,)`` every
+consumer-group record.
+
+`GroupRecords` applies records in log order and hands them back in a canonical order (group
+record, consumer-group records, offsets): replay (replay.py) reads that, the durable log keeps
+one per group (`LatestRecords`) and its compaction uses the same keys, so the live view, a
+compacted log and a replay of the full history all agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+
+from ..consumer_group.records import (
+    MEMBER_RECORDS,
+    ConsumerGroupMetadataRecord,
+    ConsumerMemberTombstone,
+    ConsumerStateTombstone,
+    ConsumerTargetMetadataRecord,
+)
+from ..ids import GroupKey
+from .records import (
+    GroupMetadataRecord,
+    GroupTombstone,
+    OffsetCommitRecord,
+    OffsetTombstone,
+    Record,
+)
+
+CompactionKey = tuple[Hashable, ...]
+MEMBER_KIND = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
+TARGET_METADATA_TAIL: CompactionKey = (0, 0)
+_TOMBSTONES = (GroupTombstone, OffsetTombstone, ConsumerMemberTombstone, ConsumerStateTombstone)
+
+
+def key_tail(record: Record) -> CompactionKey:
+    """The key of a record below its group's ``(org, group)``."""
+    cls = type(record)
+    if cls is OffsetCommitRecord or cls is OffsetTombstone:
+        return (record.topic, record.partition)  # type: ignore[union-attr]
+    if cls in MEMBER_KIND:
+        return (0, 1, record.member_id, MEMBER_KIND[cls])  # type: ignore[union-attr]
+    if cls is ConsumerMemberTombstone:
+        return (0, 1, record.member_id)  # type: ignore[union-attr]
+    if cls is ConsumerTargetMetadataRecord:
+        return TARGET_METADATA_TAIL
+    if cls is ConsumerStateTombstone:
+        return (0,)
+    return ()  # the group record (classic or consumer) and the group tombstone
+
+
+def is_tombstone(record: Record) -> bool:
+    return isinstance(record, _TOMBSTONES)
+
+
+class GroupRecords:
+    """The latest group record, consumer-group records and offsets of one group."""
+
+    __slots__ = ("consumer", "group", "offsets")
+
+    def __init__(self) -> None:
+        self.group: Record | None = None
+        self.consumer: dict[CompactionKey, Record] = {}  # by key tail
+        self.offsets: dict[tuple[str, int], OffsetCommitRecord] = {}
+
+    def apply(self, records: Iterable[Record]) -> None:
+        for record in records:
+            cls = type(record)
+            if isinstance(record, OffsetCommitRecord):
+                self.offsets[(record.topic, record.partition)] = record
+            elif isinstance(record, OffsetTombstone):
+                self.offsets.pop((record.topic, record.partition), None)
+            elif cls is GroupTombstone:
+                self.group = None
+                self.consumer.clear()
+                self.offsets.clear()
+            elif cls is GroupMetadataRecord or cls is ConsumerGroupMetadataRecord:
+                self.group = record
+            elif cls is ConsumerMemberTombstone or cls is ConsumerStateTombstone:
+                tail = key_tail(record)
+                n = len(tail)
+                for stale in [k for k in self.consumer if k[:n] == tail]:
+                    del self.consumer[stale]
+            else:
+                self.consumer[key_tail(record)] = record
+
+    def is_empty(self) -> bool:
+        return self.group is None and not self.offsets and not self.consumer
+
+    def records(self) -> list[Record]:
+        head: list[Record] = [self.group] if self.group is not None else []
+        return head + list(self.consumer.values()) + list(self.offsets.values())
+
+
+class LatestRecords:
+    """`GroupRecords` of every group: the durable log's in-memory view."""
+
+    def __init__(self) -> None:
+        self._groups: dict[GroupKey, GroupRecords] = {}
+
+    def apply(self, key: GroupKey, records: Iterable[Record]) -> None:
+        latest = self._groups.get(key) or GroupRecords()
+        latest.apply(records)
+        if latest.is_empty():
+            self._groups.pop(key, None)
+        else:
+            self._groups[key] = latest
+
+    def records_of(self, key: GroupKey) -> list[Record]:
+        latest = self._groups.get(key)
+        return [] if latest is None else latest.records()
+
+    def keys(self) -> list[GroupKey]:
+        return list(self._groups)
+
+    def __len__(self) -> int:
+        return len(self._groups)
