@@ -1,0 +1,180 @@
+"""Properties of KIP-848 reconciliation under random joins, heartbeats, lost responses,
+leaves, timeouts and topic changes (hypothesis rule-based state machine).
+
+Simulated clients behave as real ones do: each owns exactly what the last answer it got told
+it (revoking and adding at once), reports that in every heartbeat, rejoins with epoch 0 after
+being fenced, and notices its own session timeout (a client that heard nothing for a session
+drops everything, as librdkafka does). Some answers are lost on the way; a client that lost
+one sends a full heartbeat next (subscription, rebalance timeout and owned partitions), as
+the protocol asks, and so gets its whole assignment again.
+
+Invariants, after every step:
+- no partition is held by two members, by the coordinator's books (assigned or pending
+  revocation) nor by what the clients believe they own;
+- a client never owns what the coordinator does not count as its own;
+- the group rebuilt from its records is the group in memory.
+And when every member heartbeats a few times with nothing else happening, the group is
+Stable and every partition of every subscribed topic is owned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from rafka_actors.consumer_group.state import ConsumerGroup, ConsumerGroupState
+from rafka_actors.consumer_group.subscription import subscribed_names
+
+from .harness import CONFIG, REBALANCE_TIMEOUT_MS, ConsumerHarness, durable_view
+
+MEMBERS = ("m1", "m2", "m3", "m4")
+SUBSCRIPTIONS = (("foo",), ("bar",), ("foo", "bar"), ("foo", "bar", "baz"))
+
+
+@dataclass
+class Client:
+    epoch: int = 0
+    joined: bool = False
+    owned: dict[str, set[int]] = field(default_factory=dict)
+    last_heard: int = 0
+    topics: tuple[str, ...] = ()
+    send_full: bool = False
+
+
+class Reconciliation(RuleBasedStateMachine):
+    @initialize()
+    def setup(self) -> None:
+        self.h = ConsumerHarness()
+        self.h.create_topic("foo", 6)
+        self.h.create_topic("bar", 4)
+        self.clients = {m: Client() for m in MEMBERS}
+
+    def _take(self, member_id: str, resp: object, lost: bool = False) -> None:
+        client = self.clients[member_id]
+        code = resp.error_code  # type: ignore[attr-defined]
+        if code in (25, 110):  # fenced or forgotten: drop everything, rejoin later
+            self.clients[member_id] = Client()
+            return
+        assert code == 0, resp
+        if lost:
+            client.send_full = True
+            return
+        client.send_full = False
+        client.epoch = resp.member_epoch  # type: ignore[attr-defined]
+        client.last_heard = self.h.now
+        assignment = resp.assignment  # type: ignore[attr-defined]
+        if assignment is not None:
+            client.owned = self.h.named(assignment) or {}
+
+    @rule(member=st.sampled_from(MEMBERS), topics=st.sampled_from(SUBSCRIPTIONS))
+    def join(self, member: str, topics: tuple[str, ...]) -> None:
+        client = self.clients[member]
+        if client.joined:
+            return
+        resp = self.h.join(member, topics)
+        client.joined, client.topics = True, topics
+        self._take(member, resp)
+
+    @rule(member=st.sampled_from(MEMBERS), lost=st.booleans())
+    def heartbeat(self, member: str, lost: bool) -> None:
+        client = self.clients[member]
+        if not client.joined:
+            return
+        self._take(member, self._heartbeat(member), lost)
+
+    def _heartbeat(self, member: str) -> object:
+        client = self.clients[member]
+        if not client.send_full:
+            return self.h.heartbeat(member, client.epoch, owned=client.owned)
+        return self.h.heartbeat(
+            member,
+            client.epoch,
+            owned=client.owned,
+            topics=client.topics,
+            rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
+        )
+
+    @rule(member=st.sampled_from(MEMBERS))
+    def leave(self, member: str) -> None:
+        if self.clients[member].joined:
+            self.h.heartbeat(member, -1)
+            self.clients[member] = Client()
+
+    @rule(ms=st.integers(1_000, 50_000))
+    def sleep(self, ms: int) -> None:
+        self.h.sleep(ms)
+        for client in self.clients.values():
+            if client.joined and self.h.now - client.last_heard >= CONFIG.consumer_session_timeout_ms:
+                client.owned = {}  # its own session timer ran out: it gives everything up
+
+    @rule()
+    def create_baz(self) -> None:
+        if "baz" not in self.h.image.by_name:
+            self.h.create_topic("baz", 3)
+
+    @rule()
+    def settle(self) -> None:
+        for _ in range(4):
+            for member, client in self.clients.items():
+                if client.joined:
+                    self._take(member, self._heartbeat(member))
+        group = self.h.group
+        if not isinstance(group, ConsumerGroup) or not group.members:
+            return
+        assert group.state is ConsumerGroupState.STABLE
+        owned = {(t, p) for c in self.clients.values() if c.joined for t, ps in c.owned.items()
+                 for p in ps}
+        wanted = {
+            (name, p)
+            for name in subscribed_names(group.members.values(), self.h.image)
+            for p in range(self.h.image.by_name[name].partitions)
+        }
+        assert owned == wanted
+
+    # -- invariants ---------------------------------------------------------------------------
+    @invariant()
+    def no_double_ownership_in_the_books(self) -> None:
+        group = self.h.group
+        if not isinstance(group, ConsumerGroup):
+            return
+        seen: set[tuple[object, int]] = set()
+        for member in group.members.values():
+            for held in (member.current.assigned, member.current.pending_revocation):
+                for topic_id, parts in held.items():
+                    for p in parts:
+                        assert (topic_id, p) not in seen
+                        seen.add((topic_id, p))
+
+    @invariant()
+    def no_double_ownership_by_clients(self) -> None:
+        seen: set[tuple[str, int]] = set()
+        group = self.h.group
+        for member_id, client in self.clients.items():
+            for name, parts in client.owned.items():
+                for p in parts:
+                    assert (name, p) not in seen, (member_id, name, p)
+                    seen.add((name, p))
+            if client.owned and isinstance(group, ConsumerGroup):
+                member = group.members[member_id]
+                books = {**member.current.assigned}
+                for t, ps in member.current.pending_revocation.items():
+                    books[t] = books.get(t, frozenset()) | ps
+                for name, parts in client.owned.items():
+                    assert parts <= books.get(self.h.tid(name), frozenset())
+
+    @invariant()
+    def records_rebuild_the_group(self) -> None:
+        if isinstance(self.h.group, ConsumerGroup):
+            assert durable_view(self.h.replayed()) == durable_view(self.h.group)
+
+
+TestReconciliation = Reconciliation.TestCase
+TestReconciliation.settings = settings(
+    max_examples=150,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
