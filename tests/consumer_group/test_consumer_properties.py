@@ -106,8 +106,9 @@ class Reconciliation(RuleBasedStateMachine):
     @rule(ms=st.integers(1_000, 50_000))
     def sleep(self, ms: int) -> None:
         self.h.sleep(ms)
+        session = CONFIG.consumer_session_timeout_ms
         for client in self.clients.values():
-            if client.joined and self.h.now - client.last_heard >= CONFIG.consumer_session_timeout_ms:
+            if client.joined and self.h.now - client.last_heard >= session:
                 client.owned = {}  # its own session timer ran out: it gives everything up
 
     @rule()
