@@ -3,15 +3,20 @@ leaves, timeouts and topic changes (hypothesis rule-based state machine).
 
 Simulated clients behave as real ones do: each owns exactly what the last answer it got told
 it (revoking and adding at once), reports that in every heartbeat, rejoins with epoch 0 after
-being fenced, and notices its own session timeout (a client that heard nothing for a session
-drops everything, as librdkafka does). Some answers are lost on the way; a client that lost
-one sends a full heartbeat next (subscription, rebalance timeout and owned partitions), as
-the protocol asks, and so gets its whole assignment again.
+being fenced, and notices when it has been cut off (a client that heard nothing for its
+rebalance timeout, the shorter of its two timeouts here, drops everything, as librdkafka
+gives up its partitions when max.poll.interval.ms or the session runs out). Some answers
+are lost on the way; a client that lost one sends a full heartbeat next (subscription,
+rebalance timeout and owned partitions), as the protocol asks, and so gets its whole
+assignment again.
 
 Invariants, after every step:
 - no partition is held by two members, by the coordinator's books (assigned or pending
-  revocation) nor by what the clients believe they own;
-- a client never owns what the coordinator does not count as its own;
+  revocation) nor by what the members' clients believe they own;
+- a member's client never owns what the coordinator does not count as its own.
+A client fenced without knowing yet (its rebalance timeout ran out on the coordinator before
+its acknowledgement arrived) is a zombie until its next heartbeat tells it: it is no member,
+and its commits are refused by member epoch; Kafka has the same window.
 - the group rebuilt from its records is the group in memory.
 And when every member heartbeats a few times with nothing else happening, the group is
 Stable and every partition of every subscribed topic is owned.
@@ -19,6 +24,7 @@ Stable and every partition of every subscribed topic is owned.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, settings
@@ -55,8 +61,8 @@ class Reconciliation(RuleBasedStateMachine):
     def _take(self, member_id: str, resp: object, lost: bool = False) -> None:
         client = self.clients[member_id]
         code = resp.error_code  # type: ignore[attr-defined]
-        if code in (25, 110):  # fenced or forgotten: drop everything, rejoin later
-            self.clients[member_id] = Client()
+        if code in (25, 110):  # fenced or forgotten: drop everything, rejoin with epoch 0
+            self._reset(client)
             return
         assert code == 0, resp
         if lost:
@@ -68,6 +74,10 @@ class Reconciliation(RuleBasedStateMachine):
         assignment = resp.assignment  # type: ignore[attr-defined]
         if assignment is not None:
             client.owned = self.h.named(assignment) or {}
+
+    @staticmethod
+    def _reset(client: Client) -> None:
+        client.epoch, client.owned, client.send_full = 0, {}, False
 
     @rule(member=st.sampled_from(MEMBERS), topics=st.sampled_from(SUBSCRIPTIONS))
     def join(self, member: str, topics: tuple[str, ...]) -> None:
@@ -87,6 +97,8 @@ class Reconciliation(RuleBasedStateMachine):
 
     def _heartbeat(self, member: str) -> object:
         client = self.clients[member]
+        if client.epoch == 0:
+            return self.h.join(member, client.topics)
         if not client.send_full:
             return self.h.heartbeat(member, client.epoch, owned=client.owned)
         return self.h.heartbeat(
@@ -106,10 +118,10 @@ class Reconciliation(RuleBasedStateMachine):
     @rule(ms=st.integers(1_000, 50_000))
     def sleep(self, ms: int) -> None:
         self.h.sleep(ms)
-        session = CONFIG.consumer_session_timeout_ms
+        cut_off = min(CONFIG.consumer_session_timeout_ms, REBALANCE_TIMEOUT_MS)
         for client in self.clients.values():
-            if client.joined and self.h.now - client.last_heard >= session:
-                client.owned = {}  # its own session timer ran out: it gives everything up
+            if client.joined and self.h.now - client.last_heard >= cut_off:
+                self._reset(client)  # its own timer ran out: it gives everything up
 
     @rule()
     def create_baz(self) -> None:
@@ -126,8 +138,13 @@ class Reconciliation(RuleBasedStateMachine):
         if not isinstance(group, ConsumerGroup) or not group.members:
             return
         assert group.state is ConsumerGroupState.STABLE
-        owned = {(t, p) for c in self.clients.values() if c.joined for t, ps in c.owned.items()
-                 for p in ps}
+        owned = {
+            (t, p)
+            for c in self.clients.values()
+            if c.joined
+            for t, ps in c.owned.items()
+            for p in ps
+        }
         wanted = {
             (name, p)
             for name in subscribed_names(group.members.values(), self.h.image)
@@ -154,11 +171,13 @@ class Reconciliation(RuleBasedStateMachine):
         seen: set[tuple[str, int]] = set()
         group = self.h.group
         for member_id, client in self.clients.items():
+            if not isinstance(group, ConsumerGroup) or member_id not in group.members:
+                continue  # not a member (never joined, left, or a zombie about to learn it)
             for name, parts in client.owned.items():
                 for p in parts:
                     assert (name, p) not in seen, (member_id, name, p)
                     seen.add((name, p))
-            if client.owned and isinstance(group, ConsumerGroup):
+            if client.owned:
                 member = group.members[member_id]
                 books = {**member.current.assigned}
                 for t, ps in member.current.pending_revocation.items():
@@ -174,7 +193,7 @@ class Reconciliation(RuleBasedStateMachine):
 
 TestReconciliation = Reconciliation.TestCase
 TestReconciliation.settings = settings(
-    max_examples=150,
+    max_examples=int(os.environ.get("RAFKA_PROPERTY_EXAMPLES", "150")),
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

@@ -8,6 +8,7 @@ memory only, for tests of the actors and the gateway.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -42,9 +43,27 @@ def stored_group(
     )
 
 
+_wall_offset_ms: int | None = None
+
+
 def now_ms() -> int:
-    """The trio clock in the state machine's unit (MockClock-friendly)."""
-    return round(trio.current_time() * 1000)
+    """Wall-clock milliseconds that move with the trio clock (MockClock-friendly).
+
+    The state machine persists times (commit timestamps for offset retention, the last
+    assignment for its throttle), so they must mean the same after a restart: trio's own
+    clock starts at a random offset in every run. The wall clock is read once per process
+    and the trio clock's progress added to it, so deadlines stay monotonic and mock clocks
+    still drive them."""
+    global _wall_offset_ms
+    trio_ms = round(trio.current_time() * 1000)
+    if _wall_offset_ms is None:
+        _wall_offset_ms = round(time.time() * 1000) - trio_ms
+    return trio_ms + _wall_offset_ms
+
+
+def trio_time(deadline_ms: int) -> float:
+    """A `now_ms` deadline on the trio clock, for `trio.move_on_at`."""
+    return (deadline_ms - (_wall_offset_ms or 0)) / 1000
 
 
 class MemoryCoordinatorLog:

@@ -34,7 +34,7 @@ from ..group.machine import AnyGroup
 from ..group.ops import TimerFired
 from ..group.state import ClassicGroup
 from ..ids import GroupKey, mint_group_uuid
-from .coordinator_log import CoordinatorLog, now_ms, stored_group
+from .coordinator_log import CoordinatorLog, now_ms, stored_group, trio_time
 from .errors import error_response
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class GroupActor:
         deadline = machine.next_deadline(self.group)
         if deadline is None:
             return await self._inbox.receive()
-        with trio.move_on_at(deadline / 1000):
+        with trio.move_on_at(trio_time(deadline)):
             return await self._inbox.receive()
         return None
 
