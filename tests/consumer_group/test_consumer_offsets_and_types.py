@@ -36,7 +36,7 @@ def commit(h: ConsumerHarness, member_id: str, epoch: int, version: int = 9) -> 
     resp = h.send(
         OffsetCommitOp(GROUP_ID, (("foo", 0, 42, -1, None),), member_id, epoch, api_version=version)
     )
-    (_, _, code), = resp.results
+    ((_, _, code),) = resp.results
     return int(code)
 
 
@@ -77,7 +77,10 @@ def test_consumer_group_describe(h: ConsumerHarness) -> None:
     h.join("m1", instance_id="i1")
     resp = h.send(ConsumerGroupDescribeOp(GROUP_ID))
     assert (resp.error_code, resp.state, resp.group_epoch, resp.assignment_epoch) == (
-        0, "Stable", 1, 1,
+        0,
+        "Stable",
+        1,
+        1,
     )
     assert resp.assignor_name == "uniform" and resp.cgp_id == "cgp_test"
     (member,) = resp.members

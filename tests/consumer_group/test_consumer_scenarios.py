@@ -46,8 +46,16 @@ def settle(h: ConsumerHarness, owned: dict[str, dict[str, set[int]]], rounds: in
         ({"member_id": "", "epoch": 3}, 42),
         ({"member_id": "m", "epoch": -3}, 42),
         ({"member_id": "m", "epoch": -2}, 42),  # a static leave without an instance id
-        ({"member_id": "m", "epoch": 0, "topics": ("foo",), "rebalance_timeout_ms": 1,
-          "assignor": "sticky"}, 112),
+        (
+            {
+                "member_id": "m",
+                "epoch": 0,
+                "topics": ("foo",),
+                "rebalance_timeout_ms": 1,
+                "assignor": "sticky",
+            },
+            112,
+        ),
         ({"member_id": "m", "epoch": 0, "regex": "foo(?=x)", "rebalance_timeout_ms": 1}, 128),
     ],
 )
@@ -75,7 +83,9 @@ def test_member_id_generation(h: ConsumerHarness) -> None:
 
 
 def test_unknown_group_id(h: ConsumerHarness) -> None:
-    assert h.heartbeat("m", 1, owned={}).error_code == ErrorCode.unknown_member_id
+    resp = h.heartbeat("m", 1, owned={})
+    assert resp.error_code == ErrorCode.group_id_not_found
+    assert (resp.member_id, resp.member_epoch) == (None, 0)  # errors carry neither
 
 
 def test_unknown_member_id_joins_consumer_group(h: ConsumerHarness) -> None:

@@ -48,23 +48,34 @@ def heartbeat(group: AnyGroup, op: ConsumerGroupHeartbeatOp, waiter: int, fx: Ef
         consumer_group = _group_for(group, op, fx)
         member, replaced = _member_for(consumer_group, op, fx)
     except Refusal as refusal:
-        fx.reply(waiter, refusal.response(op.member_id))
+        fx.reply(waiter, refusal.response())
         return group
     _join_or_update(consumer_group, member, replaced, op, waiter, fx)
     return consumer_group
 
 
+def _blank(value: str | None) -> bool:
+    """Kafka's throwIfEmptyString: empty after Java's trim() (every char <= U+0020 goes);
+    None is not blank (it means "unchanged")."""
+    return value is not None and not value.strip(_JAVA_TRIMMED)
+
+
+_JAVA_TRIMMED = "".join(map(chr, range(33)))
+
+
 def _validate_request(op: ConsumerGroupHeartbeatOp, fx: Effects) -> None:
     """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid: INVALID_REQUEST and friends."""
     invalid = ErrorCode.invalid_request
-    if op.instance_id == "":
-        raise Refusal(invalid, "InstanceId can't be empty.")
-    if op.rack_id == "":
-        raise Refusal(invalid, "RackId can't be empty.")
     epoch = op.member_epoch
+    # v1 members make up their own id (KIP-1082); a v0 member joins without one
+    needs_id = epoch != 0 or op.api_version >= 1
+    if needs_id and epoch >= LEAVE_GROUP_STATIC_MEMBER_EPOCH and _blank(op.member_id or ""):
+        raise Refusal(invalid, "MemberId can't be empty.")
+    if _blank(op.instance_id):
+        raise Refusal(invalid, "InstanceId can't be empty.")
+    if _blank(op.rack_id):
+        raise Refusal(invalid, "RackId can't be empty.")
     if epoch == 0:
-        if not op.member_id and op.api_version >= 1:
-            raise Refusal(invalid, "MemberId can't be empty.")
         if op.rebalance_timeout_ms == -1:
             raise Refusal(invalid, "RebalanceTimeoutMs must be provided in first request.")
         if op.owned is None or op.owned:
@@ -72,19 +83,15 @@ def _validate_request(op: ConsumerGroupHeartbeatOp, fx: Effects) -> None:
         if op.subscribed_topic_names is None and op.subscribed_topic_regex is None:
             raise Refusal(
                 invalid,
-                "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                "(re-)joining.",
             )
-    elif epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
-        if not op.member_id:
-            raise Refusal(invalid, "MemberId can't be empty.")
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        if not op.member_id:
-            raise Refusal(invalid, "MemberId can't be empty.")
         if op.instance_id is None:
             raise Refusal(invalid, "InstanceId can't be null.")
-    else:
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         raise Refusal(invalid, "MemberEpoch is invalid.")
-    if op.rebalance_timeout_ms < -1:
+    if op.rebalance_timeout_ms < -1:  # not in Kafka, which would take it as "revoke at once"
         raise Refusal(invalid, "RebalanceTimeoutMs can't be negative.")
     if op.subscribed_topic_regex:
         error = regex_error(op.subscribed_topic_regex)
@@ -110,7 +117,7 @@ def _group_for(group: AnyGroup, op: ConsumerGroupHeartbeatOp, fx: Effects) -> Co
             )
         raise Refusal(ErrorCode.group_id_not_found, f"Group {op.group_id} is not a consumer group.")
     if op.member_epoch != 0:
-        raise Refusal(ErrorCode.unknown_member_id, f"Consumer group {op.group_id} not found.")
+        raise Refusal(ErrorCode.group_id_not_found, f"Consumer group {op.group_id} not found.")
     return ConsumerGroup(op.group_id, fx.fresh_cgp_id, state_timestamp_ms=fx.now)
 
 
@@ -208,7 +215,7 @@ def _join_or_update(
     try:
         _reconcile(group, member, owned_partitions(op.owned), fx)
     except FencedMember as fenced:
-        fx.reply(waiter, Refusal(ErrorCode.fenced_member_epoch, str(fenced)).response(op.member_id))
+        fx.reply(waiter, Refusal(ErrorCode.fenced_member_epoch, str(fenced)).response())
         return
     member.session_deadline = fx.now + fx.config.consumer_session_timeout_ms
     full = op.member_epoch == 0 or (

@@ -66,6 +66,10 @@ def handle(
 def describe(
     group: ClassicGroup | ConsumerGroup | None, op: ConsumerGroupDescribeOp, fx: Effects
 ) -> ConsumerGroupDescribeOpResp:
+    if group is None:
+        return ConsumerGroupDescribeOpResp(
+            ErrorCode.group_id_not_found, f"Group {op.group_id} not found."
+        )
     if not isinstance(group, ConsumerGroup):
         return ConsumerGroupDescribeOpResp(
             ErrorCode.group_id_not_found, f"Group {op.group_id} is not a consumer group."

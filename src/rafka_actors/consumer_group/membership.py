@@ -47,8 +47,9 @@ class Refusal(Exception):
         self.code = code
         self.message = message
 
-    def response(self, member_id: str) -> ConsumerGroupHeartbeatOpResp:
-        return ConsumerGroupHeartbeatOpResp(self.code, self.message, member_id or None)
+    def response(self) -> ConsumerGroupHeartbeatOpResp:
+        # As Kafka's: an error answer carries no member id or epoch.
+        return ConsumerGroupHeartbeatOpResp(self.code, self.message)
 
 
 def validate_epoch(member: ConsumerMember, received: int, owned: Owned) -> None:

@@ -5,7 +5,7 @@ only while the group has no members (admin tools); otherwise the member must exi
 (UNKNOWN_MEMBER_ID), use OffsetCommit v9+ (UNSUPPORTED_VERSION: older versions cannot carry a
 member epoch) and commit with its current member epoch (STALE_MEMBER_EPOCH): a member that
 was fenced, or is a step behind, cannot overwrite the progress of the partition's new owner.
-OffsetFetch v9+ from a member is checked the same way.
+OffsetFetch v9+ from a member is checked the same way (but any epoch mismatch is stale).
 
 Expiry follows Kafka's consumer groups: an offset expires when no member subscribes to its
 topic and it was committed more than the retention period ago; an empty group whose offsets
@@ -57,8 +57,10 @@ def _validate_commit(group: ConsumerGroup, op: OffsetCommitOp) -> int:
 def fetch_offsets(
     group: ConsumerGroup, op: OffsetFetchOp, waiter: int, fx: Effects
 ) -> ConsumerGroup:
-    if op.member_id is not None and op.member_epoch != -1:
-        member = group.members.get(op.member_id)
+    # Kafka's validateOffsetFetch: only a request with neither a member id nor an epoch (admin
+    # clients, and every version before 9) is not checked.
+    if op.member_id is not None or op.member_epoch >= 0:
+        member = group.members.get(op.member_id) if op.member_id is not None else None
         if member is None:
             fx.reply(waiter, OffsetFetchOpResp(ErrorCode.unknown_member_id))
             return group

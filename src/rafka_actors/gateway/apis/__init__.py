@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..context import Api
 from . import (
     api_versions,
+    consumer_groups,
     fetch,
     find_coordinator,
     group_admin,
@@ -44,5 +45,7 @@ API_TABLE: dict[int, Api] = {
         Api(22, "InitProducerId", 0, 5, init_producer_id.handle),
         Api(42, "DeleteGroups", 0, 2, group_admin.delete_groups),
         Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete),
+        Api(68, "ConsumerGroupHeartbeat", 0, 1, consumer_groups.consumer_group_heartbeat),
+        Api(69, "ConsumerGroupDescribe", 0, 1, consumer_groups.consumer_group_describe),
     )
 }

@@ -2,15 +2,19 @@
 OffsetDelete (47).
 
 DescribeGroups and DeleteGroups ask each named group's actor in turn; a group that does not
-exist is described as "Dead" without an error, and deleting it answers GROUP_ID_NOT_FOUND (the
-state machine decides both). An empty group id is accepted by both, as Kafka still does for
-old tools; only a null id is INVALID_GROUP_ID. Member metadata and assignments are the raw
-consumer-protocol bytes the members sent and got: confluent's AdminClient decodes them.
+exist is described as "Dead" without an error (so is a KIP-848 consumer group: DescribeGroups
+describes classic groups only, ConsumerGroupDescribe the others), and deleting it answers
+GROUP_ID_NOT_FOUND (the state machine decides both). An empty group id is accepted by both,
+as Kafka still does for old tools; only a null id is INVALID_GROUP_ID. Member metadata and
+assignments are the raw consumer-protocol bytes the members sent and got: confluent's
+AdminClient decodes them.
 
-ListGroups visits no actor: the registry keeps a summary (state, protocol type) per group.
-The state filter (v4+) is matched case-insensitively and trimmed, as Kafka's
-GroupMetadataManager.listGroups does; the type filter (v5+) keeps our groups only if it names
-"classic" (any case): they are all classic groups.
+ListGroups visits no actor: the registry keeps a summary (state, protocol type, group type)
+per group. The state filter (v4+) is matched case-insensitively and trimmed, the type filter
+(v5+) case-insensitively but untrimmed, as Kafka's GroupMetadataManager.listGroups does (it
+parses each type with GroupType.parse, so a name it does not know matches no group). v5
+reports each group's type: "classic", or "consumer" for a KIP-848 consumer group, whose
+protocol type is "consumer" and whose states are Empty, Assigning, Reconciling and Stable.
 
 OffsetDelete checks topics at the gateway as KafkaApis does (unknown topic or partition ->
 UNKNOWN_TOPIC_OR_PARTITION, not sent to the actor) and always asks the actor, which validates
@@ -43,7 +47,6 @@ LIST_KEY = 16
 DELETE_KEY = 42
 OFFSET_DELETE_KEY = 47
 
-GROUP_TYPE = "classic"
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 # AclOperation bits READ (3), DELETE (6), DESCRIBE (8): everything a group supports, which is
 # what Kafka reports without an authorizer.
@@ -99,21 +102,19 @@ async def list_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, re
         mod = schema(LIST_KEY, version)
         states = {s.strip().lower() for s in getattr(request, "states_filter", ())}  # v4+
         types = {t.lower() for t in getattr(request, "types_filter", ())}  # v5+
-        if types and GROUP_TYPE not in types:
-            summaries = []
-        else:
-            summaries = [
-                s
-                for s in ctx.registry().summaries(conn.org_id)
-                if not states or s.state.lower() in states
-            ]
+        summaries = [
+            s
+            for s in ctx.registry().summaries(conn.org_id)
+            if (not states or s.state.lower() in states)
+            and (not types or s.group_type.lower() in types)
+        ]
         listed = tuple(
             make(
                 mod.ListedGroup,
                 group_id=s.group_id,
                 protocol_type=s.protocol_type,
                 group_state=s.state,
-                group_type=GROUP_TYPE,
+                group_type=s.group_type,  # v5+
             )
             for s in summaries
         )

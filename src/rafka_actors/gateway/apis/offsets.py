@@ -13,6 +13,10 @@ A null topic list (v2+) means every offset the group has. Unknown topics are not
 like Kafka, the answer for a partition without a committed offset is -1 without an error.
 A group-level error goes into the top-level error code (v2-v7), the group's error code (v8+)
 or, in v1 which has neither, into every requested partition.
+From v9 on each group of the request may name a member id and member epoch: a KIP-848
+consumer fetching its group's offsets, which the state machine checks as it checks a commit
+(UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; these come back as the group's error code). Admin
+clients and classic consumers send a null member id and epoch -1, as do all older versions.
 """
 
 from __future__ import annotations
@@ -166,7 +170,13 @@ async def _fetch_group(
     if wanted.group_id is None:
         response = OffsetFetchOpResp(ErrorCode.invalid_group_id)
     else:
-        op = OffsetFetchOp(wanted.group_id, partitions, require_stable=stable)
+        op = OffsetFetchOp(
+            wanted.group_id,
+            partitions,
+            require_stable=stable,
+            member_id=getattr(wanted, "member_id", None),  # v9+
+            member_epoch=getattr(wanted, "member_epoch", -1),
+        )
         response = await ask_group(ctx, conn, wanted.group_id, op)
     code = ErrorCode(response.error_code)
     rows: Iterable[FetchRow] = response.offsets
