@@ -131,7 +131,11 @@ class SyncMember(Protocol):
 
 
 class ConfluentMember:
-    """A confluent-kafka consumer; `assignor` is librdkafka's strategy name."""
+    """A confluent-kafka consumer; `assignor` is librdkafka's strategy name.
+
+    With `protocol="consumer"` it speaks KIP-848 (ConsumerGroupHeartbeat): the session
+    timeout, heartbeat interval and assignor are then the broker's (`assignor`, if given,
+    names the server-side one), and librdkafka refuses the classic-only settings."""
 
     def __init__(
         self,
@@ -139,10 +143,11 @@ class ConfluentMember:
         group: str,
         topic: str,
         *,
-        assignor: str = "range",
+        assignor: str | None = None,
         session_ms: int = SESSION_MS,
         auto_commit: bool = True,
         instance_id: str | None = None,
+        protocol: str = "classic",
     ) -> None:
         self.topic = topic
         self.assigned: list[frozenset[int]] = []
@@ -151,14 +156,19 @@ class ConfluentMember:
         config: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
-            "partition.assignment.strategy": assignor,
-            "session.timeout.ms": session_ms,
-            "heartbeat.interval.ms": HEARTBEAT_MS,
             "max.poll.interval.ms": max(REBALANCE_MS, session_ms),
             "auto.offset.reset": "earliest",
             "enable.auto.commit": auto_commit,
             "auto.commit.interval.ms": 500,
         }
+        if protocol == "consumer":
+            config["group.protocol"] = "consumer"
+            if assignor is not None:
+                config["group.remote.assignor"] = assignor
+        else:
+            config["partition.assignment.strategy"] = assignor or "range"
+            config["session.timeout.ms"] = session_ms
+            config["heartbeat.interval.ms"] = HEARTBEAT_MS
         if instance_id is not None:
             config["group.instance.id"] = instance_id
         self.consumer = confluent_kafka.Consumer(config)
