@@ -58,8 +58,10 @@ def main() -> None:
             log.close()
     print(f"cores: {os.cpu_count()}  command: {' '.join(sys.argv)}")
     print(f"{opts.records} records, {size / 1e6:.1f} MB, {groups} groups")
-    print(f"replay s: min {min(times):.2f} median {statistics.median(times):.2f} "
-          f"max {max(times):.2f}  -> {opts.records / statistics.median(times):,.0f} records/s")
+    print(
+        f"replay s: min {min(times):.2f} median {statistics.median(times):.2f} "
+        f"max {max(times):.2f}  -> {opts.records / statistics.median(times):,.0f} records/s"
+    )
 
 
 if __name__ == "__main__":

@@ -36,10 +36,21 @@ def broker(bootstrap: str | None, overrides: list[str]) -> Iterator[str]:
         return
     with tempfile.TemporaryDirectory() as data:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rafka_actors", "serve", "--listen", "127.0.0.1:0",
-             "--data-dir", data, "-o", "group.initial.rebalance.delay.ms=0",
-             *(arg for item in overrides for arg in ("-o", item))],
-            stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "rafka_actors",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--data-dir",
+                data,
+                "-o",
+                "group.initial.rebalance.delay.ms=0",
+                *(arg for item in overrides for arg in ("-o", item)),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
         )
         assert proc.stderr is not None
         try:
@@ -56,8 +67,9 @@ def broker(bootstrap: str | None, overrides: list[str]) -> Iterator[str]:
 
 
 def produce(bootstrap: str, topic: str, records: int) -> float:
-    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "all",
-                                         "linger.ms": 5})
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5}
+    )
     value = b"x" * 100
     start = time.perf_counter()
     for i in range(records):
@@ -72,10 +84,15 @@ def produce(bootstrap: str, topic: str, records: int) -> float:
 
 
 def fetch(bootstrap: str, topic: str, records: int) -> float:
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench",
-                                         "enable.auto.commit": False})
-    consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-                     for p in range(6)])
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False}
+    )
+    consumer.assign(
+        [
+            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+            for p in range(6)
+        ]
+    )
     start, seen = time.perf_counter(), 0
     while seen < records and time.perf_counter() - start < 60:
         seen += len([m for m in consumer.consume(1000, 0.5) if not m.error()])
@@ -85,9 +102,13 @@ def fetch(bootstrap: str, topic: str, records: int) -> float:
 
 
 def group_figures(bootstrap: str, topic: str, seconds: float = 2.0) -> tuple[float, float, float]:
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap,
-                                         "group.id": f"bench-{uuid.uuid4()}",
-                                         "enable.auto.commit": False})
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+        }
+    )
     start = time.perf_counter()
     consumer.subscribe([topic])
     while not consumer.assignment() and time.perf_counter() - start < 30:
@@ -113,8 +134,13 @@ def main() -> None:
     args.add_argument("--bootstrap")
     args.add_argument("--runs", type=int, default=3)
     args.add_argument("--records", type=int, default=50_000)
-    args.add_argument("-o", dest="overrides", action="append", default=[],
-                      help="broker setting KEY=VALUE, e.g. -o coordinator.log.fsync=interval")
+    args.add_argument(
+        "-o",
+        dest="overrides",
+        action="append",
+        default=[],
+        help="broker setting KEY=VALUE, e.g. -o coordinator.log.fsync=interval",
+    )
     opts = args.parse_args()
     figures: dict[str, list[float]] = {}
     with broker(opts.bootstrap, opts.overrides) as bootstrap:
@@ -122,18 +148,20 @@ def main() -> None:
         for run in range(opts.runs):
             topic = f"bench-{run}-{uuid.uuid4().hex[:6]}"
             admin.create_topics([NewTopic(topic, 6, 1)])[topic].result(30)
-            figures.setdefault("produce records/s", []).append(produce(bootstrap, topic,
-                                                                       opts.records))
-            figures.setdefault("fetch records/s", []).append(fetch(bootstrap, topic,
-                                                                   opts.records))
+            figures.setdefault("produce records/s", []).append(
+                produce(bootstrap, topic, opts.records)
+            )
+            figures.setdefault("fetch records/s", []).append(fetch(bootstrap, topic, opts.records))
             first, commits, fetches = group_figures(bootstrap, topic)
             figures.setdefault("subscribe -> first assignment s", []).append(first)
             figures.setdefault("sync commits/s (1 client)", []).append(commits)
             figures.setdefault("committed() calls/s", []).append(fetches)
     print(f"cores: {os.cpu_count()}  runs: {opts.runs}  command: {' '.join(sys.argv)}")
     for name, values in figures.items():
-        print(f"{name:36} min {min(values):12.3f}  median {statistics.median(values):12.3f}"
-              f"  max {max(values):12.3f}")
+        print(
+            f"{name:36} min {min(values):12.3f}  median {statistics.median(values):12.3f}"
+            f"  max {max(values):12.3f}"
+        )
 
 
 if __name__ == "__main__":

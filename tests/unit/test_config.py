@@ -40,8 +40,12 @@ def test_env_name_form() -> None:
 
 @pytest.mark.parametrize(
     "overrides",
-    [{"num.partitions": "many"}, {"auto.create.topics.enable": "perhaps"}, {"listen": "nohost"},
-     {"socket.request.max.bytes": "0"}],
+    [
+        {"num.partitions": "many"},
+        {"auto.create.topics.enable": "perhaps"},
+        {"listen": "nohost"},
+        {"socket.request.max.bytes": "0"},
+    ],
 )
 def test_bad_values_are_refused(overrides: dict[str, str]) -> None:
     with pytest.raises(ConfigError):
