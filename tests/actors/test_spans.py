@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 import trio
 import trio.testing
@@ -12,8 +14,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.consumer_group.topic_image import TopicImage, TopicInfo
 from rafka_actors.group.effects import GroupConfig
-from rafka_actors.group.ops import HeartbeatOp, SyncGroupOp
+from rafka_actors.group.ops import ConsumerGroupHeartbeatOp, HeartbeatOp, SyncGroupOp
 from rafka_actors.ids import GroupKey
 
 from .test_group_actor import join_op
@@ -51,3 +54,23 @@ async def test_rebalance_complete_span_carries_generation_and_leader(
     assert complete.attributes is not None
     assert complete.attributes["generation_id"] == 1
     assert complete.attributes["leader_id"] == joined.member_id
+
+
+async def test_target_assignment_span_of_a_consumer_group(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    EXPORTER.clear()
+    image = TopicImage.of(1, [TopicInfo("t", uuid.UUID(int=1), 2)])
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(), MemoryCoordinatorLog(), topics=lambda: image
+        )
+        op = ConsumerGroupHeartbeatOp(
+            "g", "m1", 0, rebalance_timeout_ms=1000, subscribed_topic_names=("t",), owned=()
+        )
+        assert (await registry.ask(GroupKey(0, "g"), op)).member_epoch == 1
+        nursery.cancel_scope.cancel()
+    spans = [s for s in EXPORTER.get_finished_spans() if s.name.endswith("target-assignment")]
+    assert [dict(s.attributes or {}) for s in spans] == [
+        {"group_id": "g", "assignment_epoch": 1, "assignor": "uniform", "members": 1}
+    ]

@@ -29,7 +29,7 @@ from kio.schema.errors import ErrorCode
 from .. import telemetry
 from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from ..group import machine, ops
-from ..group.effects import GroupConfig, RebalanceCompleted
+from ..group.effects import GroupConfig, MemberFenced, RebalanceCompleted, TargetAssigned
 from ..group.machine import AnyGroup
 from ..group.ops import TimerFired
 from ..group.state import ClassicGroup
@@ -193,7 +193,30 @@ class GroupActor:
         self._inbox.close()
 
     def _trace(self, event: Any) -> None:
-        if isinstance(event, RebalanceCompleted):
+        if isinstance(event, TargetAssigned):
+            with telemetry.span(
+                "rafka.broker.coordinator.target-assignment",
+                group_id=event.group_id,
+                assignment_epoch=event.assignment_epoch,
+                assignor=event.assignor,
+                members=event.members,
+            ):
+                log.info(
+                    "group %s: target assignment for epoch %d by %s over %d members",
+                    event.group_id,
+                    event.assignment_epoch,
+                    event.assignor,
+                    event.members,
+                )
+        elif isinstance(event, MemberFenced):
+            log.info(
+                "group %s: member %s fenced (%s); group epoch %d",
+                event.group_id,
+                event.member_id,
+                event.reason,
+                event.group_epoch,
+            )
+        elif isinstance(event, RebalanceCompleted):
             with telemetry.span(
                 "rafka.broker.coordinator.rebalance-complete",
                 group_id=event.group_id,

@@ -17,7 +17,7 @@ import dataclasses
 
 from kio.schema.errors import ErrorCode
 
-from ..group.effects import Effects
+from ..group.effects import Effects, MemberFenced
 from ..group.ops import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroupHeartbeatOp,
@@ -213,6 +213,7 @@ def fence(group: ConsumerGroup, member: ConsumerMember, fx: Effects, reason: str
     group.remove(member.member_id)
     fx.records.append(ConsumerMemberTombstone(group.group_id, member.member_id))
     bump_epoch_if_metadata_changed(group, fx, reason, force=True)
+    fx.events.append(MemberFenced(group.group_id, member.member_id, reason, group.group_epoch))
     if not group.members:
         # Nobody left to assign to: the (empty) target is current, and the next member's
         # assignment must not wait out the throttle (Kafka writes timestamp 0 here too).

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..group.effects import Effects
+from ..group.effects import Effects, TargetAssigned
 from .assignors import ASSIGNORS, MemberSpec
 from .records import ConsumerTargetMemberRecord, ConsumerTargetMetadataRecord, to_rows
 from .state import Assignment, ConsumerGroup
@@ -50,7 +50,8 @@ def assign(group: ConsumerGroup, fx: Effects) -> None:
         specs[member_id] = MemberSpec(
             topic_ids, group.target.get(member_id, {}), sub.instance_id, sub.rack_id
         )
-    result = ASSIGNORS[preferred_assignor(group, fx)](specs, partitions)
+    assignor = preferred_assignor(group, fx)
+    result = ASSIGNORS[assignor](specs, partitions)
     for member_id in group.members:
         new: Assignment = {t: p for t, p in result.get(member_id, {}).items() if p}
         if new != group.target.get(member_id):
@@ -60,6 +61,9 @@ def assign(group: ConsumerGroup, fx: Effects) -> None:
     group.assignment_timestamp_ms = fx.now
     group.assignment_deadline = None
     fx.records.append(ConsumerTargetMetadataRecord(group.group_id, group.assignment_epoch, fx.now))
+    fx.events.append(
+        TargetAssigned(group.group_id, group.assignment_epoch, assignor, len(group.members))
+    )
 
 
 def preferred_assignor(group: ConsumerGroup, fx: Effects) -> str:

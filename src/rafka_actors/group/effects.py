@@ -40,6 +40,26 @@ class RebalanceCompleted:
     members: int
 
 
+@dataclass(frozen=True, slots=True)
+class TargetAssigned:
+    """A consumer group's assignor ran: the new target holds for this assignment epoch."""
+
+    group_id: str
+    assignment_epoch: int
+    assignor: str
+    members: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberFenced:
+    """A consumer-group member was removed (left, session or rebalance timeout)."""
+
+    group_id: str
+    member_id: str
+    reason: str
+    group_epoch: int
+
+
 @dataclass(slots=True)
 class Effects:
     now: int
