@@ -466,7 +466,17 @@ def test_new_member_timeout_completion() -> None:
     assert h.state is E and h.generation == 2
     assert emitted == [
         GroupMetadataRecord(
-            GROUP_ID, CGP_ID, "consumer", 2, None, None, h.now, (), emitted[0].reason
+            GROUP_ID,
+            CGP_ID,
+            "consumer",
+            2,
+            None,
+            None,
+            h.now,
+            (),
+            f"member {joined.member_id} session timeout",
+            rebalance_started_ms=h.now,  # the record tells when, and who went and why
+            departed=((joined.member_id, "session timeout"),),
         )
     ]
 
@@ -972,7 +982,17 @@ def test_last_leave_bumps_generation_to_empty(h: GroupHarness) -> None:
     assert h.state is E and h.generation == 2 and h.g.leader_id is None
     (record,) = h.records[emitted:]
     assert record == GroupMetadataRecord(
-        GROUP_ID, CGP_ID, "consumer", 2, None, None, h.now, (), record.reason
+        GROUP_ID,
+        CGP_ID,
+        "consumer",
+        2,
+        None,
+        None,
+        h.now,
+        (),
+        f"members left: {a}, {b}",
+        rebalance_started_ms=h.now,
+        departed=((a, "left"), (b, "left")),
     )
     assert machine.next_deadline(h.group) is None
 

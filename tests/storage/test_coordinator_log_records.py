@@ -211,3 +211,32 @@ def test_latest_records_matches_the_memory_log(ops: list[tuple[GroupKey, Record]
         for k in {k for k, _ in ops}
         if memory.records_of(k) and _normalised(memory.records_of(k)) != ([], {})
     }
+
+
+def test_group_metadata_v0_entries_still_decode_with_the_new_fields_defaulted() -> None:
+    """Logs written before version 1 (no rebalance start, no departures) stay readable."""
+    key = GroupKey(1, "g")
+    v0 = cbor2.dumps([2, 0, 1, "g", "g", "cgp", "consumer", 3, "range", "m", 7, [], "why"])
+    _, record = decode_entry(v0)
+    assert record == GroupMetadataRecord("g", "cgp", "consumer", 3, "range", "m", 7, (), "why")
+    assert (record.rebalance_started_ms, record.departed) == (-1, ())
+    v1 = GroupMetadataRecord(
+        "g",
+        "cgp",
+        "consumer",
+        4,
+        "range",
+        "m",
+        9,
+        (),
+        "member x session timeout",
+        8,
+        (("x", "session timeout"),),
+    )
+    payload = encode_entry(key, v1)
+    assert cbor2.loads(payload)[:2] == [2, 1]
+    assert decode_entry(payload) == (key, v1)
+    newer = cbor2.loads(payload)
+    newer[1] = 2
+    with pytest.raises(UnsupportedRecordError, match="unknown version 2"):
+        decode_entry(cbor2.dumps(newer))

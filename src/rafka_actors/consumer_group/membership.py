@@ -140,7 +140,7 @@ def bump_epoch_if_metadata_changed(
     group.group_epoch += 1
     fx.records.append(
         ConsumerGroupMetadataRecord(
-            group.group_id, group.cgp_id, group.group_epoch, new_hash, reason
+            group.group_id, group.cgp_id, group.group_epoch, new_hash, reason, fx.now
         )
     )
 

@@ -33,6 +33,7 @@ class ConsumerGroupMetadataRecord:
     epoch: int
     metadata_hash: int
     reason: str = ""  # why the epoch moved: kept for the rebalance-history pipeline
+    timestamp_ms: int = 0  # when it moved
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,6 +76,9 @@ class Effects:
 
     def store_group(self, group: ClassicGroup, reason: str) -> None:
         self.records.append(group_record(group, reason))
+        # The record told this rebalance's story; the next one starts afresh.
+        group.departed = []
+        group.rebalance_started_ms = -1
 
 
 def group_record(group: ClassicGroup, reason: str = "") -> GroupMetadataRecord:
@@ -101,4 +104,6 @@ def group_record(group: ClassicGroup, reason: str = "") -> GroupMetadataRecord:
             for m in group.members.values()
         ),
         reason=reason,
+        rebalance_started_ms=group.rebalance_started_ms,
+        departed=tuple(group.departed),
     )

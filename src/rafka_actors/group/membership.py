@@ -58,7 +58,7 @@ def join(
         # Kafka drops the refused member too, so late rejoiners make room when the limit shrinks
         refused = group.members.get(op.member_id)
         if refused is not None:
-            rb.drop_member(group, refused, fx)
+            rb.drop_member(group, refused, fx, "group full")
         group.pending_members.pop(op.member_id, None)
         fx.reply(waiter, JoinGroupOpResp(ErrorCode.group_max_size_reached))
         return group
@@ -193,6 +193,7 @@ def _replace_static_member(
     group.members[old.member_id] = old
     group.static_members[op.group_instance_id or ""] = old.member_id
     group.pending_sync.discard(old_id)
+    group.departed.append((old_id, f"replaced by {old.member_id}"))
     if group.leader_id == old_id:
         group.leader_id = old.member_id
     rb.reschedule_heartbeat(old, fx)
@@ -345,7 +346,7 @@ def _leave_one(
         existing = group.static_member_id(instance_id) if instance_id is not None else None
         if existing is None:
             return member_id, instance_id, ErrorCode.unknown_member_id
-        rb.drop_member(group, group.members[existing], fx)
+        rb.drop_member(group, group.members[existing], fx, "removed by an admin")
         return member_id, instance_id, ErrorCode.none
     if member_id in group.pending_members:
         group.remove(member_id)
@@ -353,5 +354,5 @@ def _leave_one(
     error = validate_member(group, member_id, instance_id)
     if error:
         return member_id, instance_id, error
-    rb.drop_member(group, group.members[member_id], fx)
+    rb.drop_member(group, group.members[member_id], fx, "left")
     return member_id, instance_id, ErrorCode.none

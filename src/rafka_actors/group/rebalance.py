@@ -46,12 +46,14 @@ def join_response(group: ClassicGroup, member: Member, *, skip: bool = False) ->
     )
 
 
-def drop_member(group: ClassicGroup, member: Member, fx: Effects) -> None:
-    """Remove a member, answering any request it has parked (no waiter is ever left behind)."""
+def drop_member(group: ClassicGroup, member: Member, fx: Effects, why: str) -> None:
+    """Remove a member, answering any request it has parked (no waiter is ever left behind);
+    `why` goes into the next group record (left, session timeout, did not rejoin, ...)."""
     fx.reply(member.awaiting_join, JoinGroupOpResp(ErrorCode.unknown_member_id))
     fx.reply(member.awaiting_sync, SyncGroupOpResp(ErrorCode.unknown_member_id))
     member.awaiting_join = member.awaiting_sync = None
     group.remove(member.member_id)
+    group.departed.append((member.member_id, why))
 
 
 def reschedule_heartbeat(member: Member, fx: Effects, timeout_ms: int | None = None) -> None:
@@ -73,6 +75,7 @@ def prepare_rebalance(group: ClassicGroup, fx: Effects, reason: str) -> None:
     group.pending_sync.clear()
     group.sync_deadline = None
     group.rebalance_reason = reason
+    group.rebalance_started_ms = fx.now
     if group.is_in(E):
         delay = fx.config.initial_rebalance_delay_ms
         group.initial_delay_ms = delay
@@ -121,7 +124,7 @@ def complete_join(group: ClassicGroup, fx: Effects) -> None:
     group.join_timer_initial = False
     for member in list(group.members.values()):
         if member.awaiting_join is None and member.instance_id is None:
-            drop_member(group, member, fx)
+            drop_member(group, member, fx, "did not rejoin in time")
     if group.is_in(D):
         return
     if not group.maybe_elect_new_joined_leader() and group.members:
@@ -188,9 +191,9 @@ def propagate_assignment(group: ClassicGroup, fx: Effects, error: int) -> None:
 
 
 def remove_member_and_update_group(
-    group: ClassicGroup, member: Member, fx: Effects, reason: str
+    group: ClassicGroup, member: Member, fx: Effects, reason: str, why: str
 ) -> None:
-    drop_member(group, member, fx)
+    drop_member(group, member, fx, why)
     if group.is_in(S, C):
         maybe_prepare_rebalance_or_complete_join(group, fx, reason)
     elif group.is_in(P) and group.has_all_members_joined():

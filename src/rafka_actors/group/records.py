@@ -30,6 +30,10 @@ class GroupMetadataRecord:
     state_timestamp_ms: int
     members: tuple[MemberRow, ...]
     reason: str = ""  # why the group changed: kept for the rebalance-history pipeline
+    # version 1: when the rebalance this record settles began (-1: none), and the members
+    # that went away since the previous record, with why ("left", "session timeout", ...)
+    rebalance_started_ms: int = -1
+    departed: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,6 +115,10 @@ class ClassicGroup:
     initial_remaining_ms: int = 0
     sync_deadline: int | None = None
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    # Kept for the next group record, so the log tells each rebalance's story: when it
+    # started, and who went away since the last record, and why.
+    rebalance_started_ms: int = -1
+    departed: list[tuple[str, str]] = field(default_factory=list)  # (member id, why)
 
     # -- state ----------------------------------------------------------------------------
     def transition_to(self, target: GroupState, now_ms: int) -> None:

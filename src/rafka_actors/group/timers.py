@@ -39,7 +39,7 @@ def fire_due(group: ClassicGroup, fx: Effects) -> None:
         member.heartbeat_deadline = None
         if not member.has_satisfied_heartbeat():
             reason = f"member {member.member_id} session timeout"
-            rb.remove_member_and_update_group(group, member, fx, reason)
+            rb.remove_member_and_update_group(group, member, fx, reason, "session timeout")
     if group.join_deadline is not None and group.join_deadline <= fx.now:
         rb.on_join_deadline(group, fx)
     if group.sync_deadline is not None and group.sync_deadline <= fx.now:
@@ -53,5 +53,5 @@ def _expire_pending_sync(group: ClassicGroup, fx: Effects) -> None:
     for member_id in list(group.pending_sync):
         member = group.members.get(member_id)
         if member is not None:
-            rb.drop_member(group, member, fx)
+            rb.drop_member(group, member, fx, "did not sync in time")
     rb.prepare_rebalance(group, fx, "members did not sync in time")

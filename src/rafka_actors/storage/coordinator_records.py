@@ -9,8 +9,11 @@ dataclass's fields in declaration order (so ``GroupMetadataRecord.members`` is a
 1 OffsetCommit, 2 GroupMetadata, 3 OffsetTombstone, 4 GroupTombstone; the KIP-848 consumer-group
 records keep Kafka's numbers where they are free (5 member metadata, 6 target-assignment
 metadata, 7 target-assignment member, 8 current member assignment) and take 9 (group metadata),
-10 (member tombstone) and 11 (consumer-state tombstone). Every type is at version
-0; a change of a type's fields is a new version, never a reinterpretation of an old one.
+10 (member tombstone) and 11 (consumer-state tombstone). A change of a type's fields is a new
+version, never a reinterpretation of an old one: new fields go at the end, the newest version
+is written, and an older version still decodes (the fields it lacks take their defaults).
+GroupMetadata is at version 1 (it added when the rebalance began and who departed); every other
+type is at version 0.
 
 Decoding is strict, because a frame that passed its CRC but does not decode is either damage the
 CRC missed or a bug: the payload must be exactly one array of the declared arity and field types
@@ -91,7 +94,7 @@ __all__ = [
     "entry_compaction_key",
 ]
 
-RECORD_VERSION = 0
+RECORD_VERSION = 0  # the version of every type but GroupMetadata (see the module docstring)
 
 
 class RecordType(IntEnum):
@@ -126,39 +129,44 @@ _MEMBERS: _Kinds = frozenset()  # marker (by identity): GroupMetadataRecord's me
 _MEMBER_ROW = (_STR, _OPT_STR, _STR, _STR, _INT, _INT, _BYTES, _BYTES)
 _NAMES: _Kinds = frozenset()  # marker: an array of strings
 _PARTITIONS: _Kinds = frozenset()  # marker: [[topic id (16 bytes), [partition, ...]], ...]
+_DEPARTED: _Kinds = frozenset()  # marker: [[member id, why], ...]
 _Schema = tuple[_Kinds, ...]
-_SCHEMAS: dict[type, tuple[RecordType, _Schema]] = {
+_GROUP_METADATA_V0 = (_STR, _STR, _OPT_STR, _INT, _OPT_STR, _OPT_STR, _INT, _MEMBERS, _STR)
+# The schema of every version of a type, oldest first; a record is written at its last.
+_SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
     OffsetCommitRecord: (
         RecordType.OFFSET_COMMIT,
-        (_STR, _STR, _INT, _INT, _INT, _OPT_STR, _INT),
+        ((_STR, _STR, _INT, _INT, _INT, _OPT_STR, _INT),),
     ),
     GroupMetadataRecord: (
         RecordType.GROUP_METADATA,
-        (_STR, _STR, _OPT_STR, _INT, _OPT_STR, _OPT_STR, _INT, _MEMBERS, _STR),
+        (_GROUP_METADATA_V0, (*_GROUP_METADATA_V0, _INT, _DEPARTED)),
     ),
-    OffsetTombstone: (RecordType.OFFSET_TOMBSTONE, (_STR, _STR, _INT)),
-    GroupTombstone: (RecordType.GROUP_TOMBSTONE, (_STR,)),
+    OffsetTombstone: (RecordType.OFFSET_TOMBSTONE, ((_STR, _STR, _INT),)),
+    GroupTombstone: (RecordType.GROUP_TOMBSTONE, ((_STR,),)),
     ConsumerMemberMetadataRecord: (
         RecordType.CONSUMER_MEMBER_METADATA,
-        (_STR, _STR, _OPT_STR, _OPT_STR, _STR, _STR, _NAMES, _OPT_STR, _INT, _OPT_STR),
+        ((_STR, _STR, _OPT_STR, _OPT_STR, _STR, _STR, _NAMES, _OPT_STR, _INT, _OPT_STR),),
     ),
-    ConsumerTargetMetadataRecord: (RecordType.CONSUMER_TARGET_METADATA, (_STR, _INT, _INT)),
+    ConsumerTargetMetadataRecord: (RecordType.CONSUMER_TARGET_METADATA, ((_STR, _INT, _INT),)),
     ConsumerTargetMemberRecord: (
         RecordType.CONSUMER_TARGET_MEMBER,
-        (_STR, _STR, _PARTITIONS),
+        ((_STR, _STR, _PARTITIONS),),
     ),
     ConsumerCurrentAssignmentRecord: (
         RecordType.CONSUMER_CURRENT_ASSIGNMENT,
-        (_STR, _STR, _INT, _INT, _INT, _PARTITIONS, _PARTITIONS),
+        ((_STR, _STR, _INT, _INT, _INT, _PARTITIONS, _PARTITIONS),),
     ),
     ConsumerGroupMetadataRecord: (
         RecordType.CONSUMER_GROUP_METADATA,
-        (_STR, _STR, _INT, _INT, _STR),
+        ((_STR, _STR, _INT, _INT, _STR, _INT),),
     ),
-    ConsumerMemberTombstone: (RecordType.CONSUMER_MEMBER_TOMBSTONE, (_STR, _STR)),
-    ConsumerStateTombstone: (RecordType.CONSUMER_STATE_TOMBSTONE, (_STR,)),
+    ConsumerMemberTombstone: (RecordType.CONSUMER_MEMBER_TOMBSTONE, ((_STR, _STR),)),
+    ConsumerStateTombstone: (RecordType.CONSUMER_STATE_TOMBSTONE, ((_STR,),)),
 }
-_BY_TAG: dict[int, tuple[type, _Schema]] = {tag: (cls, s) for cls, (tag, s) in _SCHEMAS.items()}
+_BY_TAG: dict[int, tuple[type, tuple[_Schema, ...]]] = {
+    tag: (cls, schemas) for cls, (tag, schemas) in _SCHEMAS.items()
+}
 _FIELDS: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _SCHEMAS
 }
@@ -166,9 +174,9 @@ _FIELDS: dict[type, tuple[str, ...]] = {
 
 def encode_entry(key: GroupKey, record: Record) -> bytes:
     cls = type(record)
-    tag, _ = _SCHEMAS[cls]
+    tag, schemas = _SCHEMAS[cls]
     fields = [getattr(record, name) for name in _FIELDS[cls]]
-    return cbor2.dumps([int(tag), RECORD_VERSION, key.org_id, key.group_id, *fields])
+    return cbor2.dumps([int(tag), len(schemas) - 1, key.org_id, key.group_id, *fields])
 
 
 def decode_entry(payload: bytes) -> tuple[GroupKey, Record]:
@@ -185,9 +193,10 @@ def _unpack(payload: bytes) -> tuple[type, _Schema, list[Any]]:
     tag, version, org_id, group_id = items[:4]
     if type(tag) is not int or tag not in _BY_TAG:
         raise UnsupportedRecordError(f"unknown coordinator record type {tag!r}")
-    cls, schema = _BY_TAG[tag]
-    if version != RECORD_VERSION:
+    cls, schemas = _BY_TAG[tag]
+    if type(version) is not int or not 0 <= version < len(schemas):
         raise UnsupportedRecordError(f"unknown version {version!r} of {cls.__name__}")
+    schema = schemas[version]
     if type(org_id) is not int or type(group_id) is not str:
         raise CoordinatorRecordError(f"bad entry key ({org_id!r}, {group_id!r})")
     return cls, schema, items
@@ -217,6 +226,8 @@ def _checked(values: list[Any], schema: _Schema, what: str) -> list[Any]:
             values[i] = _names(value, what)
         elif kinds is _PARTITIONS:
             values[i] = _partition_rows(value, what)
+        elif kinds is _DEPARTED:
+            values[i] = _departed(value, what)
         elif type(value) not in kinds:
             raise CoordinatorRecordError(f"{what}: field {i} is {_preview(value)}")
     return values
@@ -232,6 +243,15 @@ def _names(value: Any, what: str) -> tuple[str, ...]:
     if type(value) is not list or any(type(v) is not str for v in value):
         raise CoordinatorRecordError(f"{what}: names are {_preview(value)}")
     return tuple(value)
+
+
+def _departed(value: Any, what: str) -> tuple[tuple[str, str], ...]:
+    if type(value) is not list or any(
+        type(row) is not list or len(row) != 2 or any(type(v) is not str for v in row)
+        for row in value
+    ):
+        raise CoordinatorRecordError(f"{what}: departed are {_preview(value)}")
+    return tuple((row[0], row[1]) for row in value)
 
 
 def _partition_rows(value: Any, what: str) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
