@@ -1,8 +1,14 @@
-"""`rafka-actors` command line: `serve` (more subcommands arrive with their issues)."""
+"""`rafka-actors` command line: `serve`, `groups` (the operator's tools, over the Kafka
+protocol) and `pipeline` (the analytics jobs on Spark).
+
+`serve` lives here; every other subcommand is a module with `register(subparsers)`, which adds
+its parser and sets `run` (a function of the parsed arguments returning the exit status).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import signal
 import sys
@@ -13,6 +19,8 @@ import trio
 from .config import ConfigError, describe_settings, load_config
 
 log = logging.getLogger("rafka_actors")
+
+SUBCOMMAND_MODULES = ("rafka_actors.admin.cli",)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -32,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default="INFO")
     serve.add_argument("--help-config", action="store_true", help="list every setting")
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).register(commands)
     return parser
 
 
@@ -65,7 +75,7 @@ async def _serve_until_signalled(config_args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
-        level=args.log_level.upper(),
+        level=getattr(args, "log_level", "WARNING").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
@@ -80,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             log.error("configuration error: %s", exc)
             return 2
         return 0
-    return 1
+    run = getattr(args, "run", None)
+    return int(run(args)) if run is not None else 1
 
 
 if __name__ == "__main__":

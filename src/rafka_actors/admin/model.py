@@ -1,0 +1,108 @@
+"""What the operator's tools know about groups, independent of the wire and of the output.
+
+`calls` fills these from Kafka responses, `groups` combines them (offsets with log-end offsets
+and owners; reset plans) and `render` prints them as tables or JSON. Classic and KIP-848
+consumer groups share one description: the KIP-848 fields (epochs, target assignments,
+subscriptions) are None for classic groups, where the protocol name (the assignor the members
+agreed on, e.g. "range") fills `assignor`.
+
+A group that does not exist is described with Kafka's state name for that, "Dead".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TopicPartition = tuple[str, int]
+Assignment = dict[str, tuple[int, ...]]  # topic -> partitions
+
+CLASSIC, CONSUMER = "classic", "consumer"
+DEAD = "Dead"
+INACTIVE_STATES = frozenset({"Empty", DEAD})
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    group_id: str
+    group_type: str
+    state: str
+    protocol_type: str
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    host: str
+    assignment: Assignment | None  # None: a classic assignment we cannot decode
+    member_epoch: int | None = None  # KIP-848 only, as below
+    target_assignment: Assignment | None = None
+    subscribed_topics: tuple[str, ...] = ()
+    subscribed_regex: str | None = None
+
+    def partitions(self) -> list[TopicPartition]:
+        return sorted((t, p) for t, ps in (self.assignment or {}).items() for p in ps)
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group_id: str
+    group_type: str
+    state: str
+    protocol_type: str
+    assignor: str
+    members: tuple[Member, ...] = ()
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.state != DEAD
+
+    def owners(self) -> dict[TopicPartition, Member]:
+        """Which member holds each assigned partition."""
+        return {tp: m for m in self.members for tp in m.partitions()}
+
+
+@dataclass(frozen=True)
+class OffsetRow:
+    """One line of `groups offsets`: Kafka's CURRENT-OFFSET, LOG-END-OFFSET and LAG."""
+
+    group_id: str
+    topic: str
+    partition: int
+    current_offset: int | None
+    log_end_offset: int | None
+    owner: Member | None
+
+    @property
+    def lag(self) -> int | None:
+        if self.current_offset is None or self.log_end_offset is None:
+            return None
+        return max(self.log_end_offset - self.current_offset, 0)
+
+
+@dataclass(frozen=True)
+class GroupOffsets:
+    group: GroupDescription
+    rows: list[OffsetRow] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ResetRow:
+    topic: str
+    partition: int
+    current_offset: int | None
+    new_offset: int
+
+
+@dataclass(frozen=True)
+class ResetPlan:
+    group: GroupDescription
+    rows: list[ResetRow]
+    executed: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def offsets(self) -> dict[TopicPartition, int]:
+        return {(r.topic, r.partition): r.new_offset for r in self.rows}
