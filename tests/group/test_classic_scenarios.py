@@ -1244,3 +1244,17 @@ def test_describe_group_rebalancing(h: GroupHarness) -> None:
         (b"", f"assignment-{a}".encode()),
         (b"", f"assignment-{b}".encode()),
     ]
+
+
+def test_join_completes_when_a_refused_rejoiner_is_dropped(h: GroupHarness) -> None:
+    """The group limit shrank below the group's size: the last rejoiner is refused and
+    dropped, and with everyone else already rejoined the join completes on that very event
+    (Kafka would wait for the rebalance timeout)."""
+    a, b, c = (j.member_id for j in h.join_and_sync_group_of(3))
+    h.config = dataclasses.replace(DEFAULT_CONFIG, max_size=2)
+    tokens = [h.join(a), h.join(b)]
+    assert h.state is P
+    assert h.call(h.join_op(c)).error_code == ErrorCode.group_max_size_reached
+    assert h.state is C and h.generation == 2
+    assert all(h.reply(t).error_code == ErrorCode.none for t in tokens)
+    assert sorted(h.g.members) == sorted([a, b])

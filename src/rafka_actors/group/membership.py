@@ -61,6 +61,8 @@ def join(
             rb.drop_member(group, refused, fx, "group full")
         group.pending_members.pop(op.member_id, None)
         fx.reply(waiter, JoinGroupOpResp(ErrorCode.group_max_size_reached))
+        # Everyone left may have joined by now: complete on this event, not at the timeout.
+        rb.maybe_complete_join_phase(group, fx)
         return group
     if unknown:
         _join_new_member(group, op, waiter, fx)
