@@ -587,3 +587,19 @@ def _merge_groups(kept: list[_Kept], limit: int) -> Iterator[list[_Kept]]:
             group, size, tombstones = [k], k.size, k.tombstones
     if group:
         yield group
+
+
+def read_segment(
+    path: Path, decode: Callable[[bytes], T], *, skip_corruption: bool = False
+) -> Iterator[tuple[int, T]]:
+    """(byte position, decoded entry) of each frame of ONE segment file, read-only.
+
+    For readers outside the broker (the analytics pipeline), which may look at any segment,
+    the active one included, while the broker appends to it. A damaged frame that no good frame
+    follows is a torn tail (or a frame still being written): iteration stops there and nothing is
+    truncated. Damage followed by good frames raises `CorruptCoordinatorLog`, or is skipped with
+    a warning under ``skip_corruption``, as in the broker's recovery.
+    """
+    walk = _Walk(path, path.read_bytes(), decode, last=True, skip=skip_corruption)
+    for start, _, value in walk:
+        yield start, value
