@@ -20,7 +20,11 @@ from .config import ConfigError, describe_settings, load_config
 
 log = logging.getLogger("rafka_actors")
 
-SUBCOMMAND_MODULES = ("rafka_actors.admin.cli", "rafka_actors.pipeline.cli")
+SUBCOMMAND_MODULES = (
+    "rafka_actors.admin.cli",
+    "rafka_actors.pipeline.cli",
+    "rafka_actors.auth.cli",
+)
 
 
 def _parser() -> argparse.ArgumentParser:

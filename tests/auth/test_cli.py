@@ -1,0 +1,165 @@
+"""`rafka-actors users add | list | remove`, in-process."""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+
+import pytest
+
+from rafka_actors.auth.plain import authenticate_plain
+from rafka_actors.auth.scram import Mechanism
+from rafka_actors.auth.users import UserStore
+from rafka_actors.cli import main
+
+
+def add(
+    path: Path, name: str, *extra: str, password: str = "secret\n", monkeypatch: pytest.MonkeyPatch
+) -> int:
+    monkeypatch.setattr("sys.stdin", io.StringIO(password))
+    return main(["users", "add", name, "--file", str(path), *extra])
+
+
+def test_add_list_remove(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "users.json"
+    assert (
+        add(
+            path,
+            "alice",
+            "--org",
+            "1",
+            "--group-prefix",
+            "team-a.",
+            "--topic-prefix",
+            "a.",
+            "--iterations",
+            "4096",
+            monkeypatch=monkeypatch,
+        )
+        == 0
+    )
+    assert (
+        add(
+            path,
+            "bob",
+            "--org",
+            "2",
+            "--mechanism",
+            "SCRAM-SHA-512",
+            "--iterations",
+            "4096",
+            monkeypatch=monkeypatch,
+        )
+        == 0
+    )
+    assert "added user bob (org 2)" in capsys.readouterr().out
+
+    store = UserStore.load(path)
+    alice = store.users["alice"]
+    assert alice.org_id == 1 and alice.group_prefixes == ("team-a.",)
+    assert set(alice.credentials) == set(Mechanism)
+    assert set(store.users["bob"].credentials) == {Mechanism.SCRAM_SHA_512}
+    assert authenticate_plain(b"\0alice\0secret", store.plain_lookup()) == "alice"
+    assert "secret" not in path.read_text()
+
+    assert main(["users", "list", "--file", str(path)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split() == ["USER", "ORG", "MECHANISMS", "GROUP-PREFIXES", "TOPIC-PREFIXES"]
+    assert lines[1].split() == ["alice", "1", "SCRAM-SHA-256,SCRAM-SHA-512", "team-a.", "a."]
+    assert lines[2].split() == ["bob", "2", "SCRAM-SHA-512", "*", "*"]
+    salt = alice.credentials[Mechanism.SCRAM_SHA_256].salt
+    assert base64.b64encode(salt).decode() not in out
+
+    assert main(["users", "remove", "alice", "--file", str(path)]) == 0
+    assert set(UserStore.load(path).users) == {"bob"}
+    assert main(["users", "remove", "alice", "--file", str(path)]) == 1
+    assert "no user 'alice'" in capsys.readouterr().err
+
+
+def test_add_replaces_and_password_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "users.json"
+    assert add(path, "alice", "--org", "1", "--iterations", "4096", monkeypatch=monkeypatch) == 0
+    assert (
+        main(
+            [
+                "users",
+                "add",
+                "alice",
+                "--org",
+                "3",
+                "--password",
+                "new",
+                "--iterations",
+                "4096",
+                "--file",
+                str(path),
+            ]
+        )
+        == 0
+    )
+    assert "updated user alice (org 3)" in capsys.readouterr().out
+    store = UserStore.load(path)
+    assert store.users["alice"].org_id == 3
+    assert authenticate_plain(b"\0alice\0new", store.plain_lookup()) == "alice"
+
+
+@pytest.mark.parametrize(
+    ("extra", "password", "message"),
+    [
+        ((), "\n", "empty password"),
+        ((), "", "empty password"),
+        (("--iterations", "1000"), "pw\n", "--iterations"),
+        (("--group-prefix", ""), "pw\n", "--group-prefix"),
+    ],
+)
+def test_add_refuses(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    extra: tuple[str, ...],
+    password: str,
+    message: str,
+) -> None:
+    path = tmp_path / "users.json"
+    assert add(path, "alice", "--org", "1", *extra, password=password, monkeypatch=monkeypatch) == 2
+    assert message in capsys.readouterr().err
+    assert not path.exists()
+
+
+def test_prompt_without_echo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    answers = iter(["pw", "pw"])
+    monkeypatch.setattr("sys.stdin", Tty())
+    monkeypatch.setattr("getpass.getpass", lambda prompt: next(answers))
+    path = tmp_path / "users.json"
+    assert (
+        main(["users", "add", "alice", "--org", "1", "--iterations", "4096", "--file", str(path)])
+        == 0
+    )
+    answers = iter(["pw", "other"])
+    assert main(["users", "add", "bob", "--org", "1", "--file", str(path)]) == 2
+    assert "differ" in capsys.readouterr().err
+    assert set(UserStore.load(path).users) == {"alice"}
+
+
+def test_negative_org_and_broken_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "users.json"
+    assert add(path, "alice", "--org", "-1", monkeypatch=monkeypatch) == 2
+    path.write_text("[]")
+    assert main(["users", "list", "--file", str(path)]) == 2
+    assert main(["users", "remove", "x", "--file", str(path)]) == 2
+    assert add(path, "alice", "--org", "1", monkeypatch=monkeypatch) == 2
+    assert "version" in capsys.readouterr().err
