@@ -489,3 +489,18 @@ def test_api_versions_fallback_bytes() -> None:
 def test_api_versions_fallback_empty() -> None:
     frame = encode_api_versions_fallback(1, {})
     assert frame == b"\x00\x00\x00\x0a\x00\x00\x00\x01\x00\x23\x00\x00\x00\x00"
+
+
+@pytest.mark.parametrize(
+    ("key", "version", "body"),
+    [
+        # ListOffsets v1 (not flexible): replica id, then a topics array of count -1
+        (2, 1, struct.pack(">ii", -1, -1)),
+        # OffsetFetch v8 (flexible): groups as compact length 0 (null), require_stable, tags
+        (9, 8, b"\x00" + b"\x00\x00"),
+    ],
+)
+def test_a_null_non_nullable_array_is_malformed(key: int, version: int, body: bytes) -> None:
+    """kio would decode it as None, which no handler expects; Kafka refuses to parse it."""
+    with pytest.raises(MalformedRequest, match="non-nullable array is null"):
+        decode_request(RequestHeader(key, version, 1, None), body, 0)

@@ -8,7 +8,9 @@ broker. So before a frame reaches the native reader, a validator generated
 per schema class (see :func:`guard_source`) walks the same structure and
 raises :class:`MalformedRequest` for any array count larger than the bytes
 left (every element of every schema takes at least one byte, so no valid
-frame is rejected).
+frame is rejected), and for a null array where the schema allows none (kio
+would decode it as None, a value no handler expects; Kafka refuses to parse
+such a request).
 
 The walk mirrors the native reader step by step: same field order, same
 skipping of strings and bytes, nullable-struct marker ``-1`` for null, and a
@@ -69,10 +71,17 @@ def _too_long(count: int) -> MalformedRequest:
     return MalformedRequest(f"array length {count} exceeds the frame")
 
 
+def _null_array() -> MalformedRequest:
+    # Kafka refuses to parse such a request ("non-nullable field was serialized as null");
+    # kio would hand the handler None where the schema promises a tuple.
+    return MalformedRequest("a non-nullable array is null")
+
+
 _HELPERS = {
     "_uv": _uv,
     "_skip_compact": _skip_compact,
     "_too_long": _too_long,
+    "_null_array": _null_array,
     "_h": struct.Struct(">h").unpack_from,
     "_i": struct.Struct(">i").unpack_from,
 }
@@ -151,12 +160,14 @@ def _walk_field(w: _Walker, owner: type, field: Field[Any], *, is_tag: bool) -> 
             _walk_entity(w, entity)
     elif isinstance(field_class, EntityTupleField):
         entity = field_class.type_
-        _walk_array(w, flexible, _fixed_size(entity), lambda: _walk_entity(w, entity))
+        _walk_array(
+            w, flexible, _fixed_size(entity), lambda: _walk_entity(w, entity), is_optional(field)
+        )
     else:
         kafka_type = get_schema_field_type(field)
         walk_one = functools.partial(_walk_primitive, w, kafka_type, flexible)
         if isinstance(field_class, PrimitiveTupleField):
-            _walk_array(w, flexible, _FIXED_SIZES.get(kafka_type), walk_one)
+            _walk_array(w, flexible, _FIXED_SIZES.get(kafka_type), walk_one, is_optional(field))
         else:
             walk_one()
 
@@ -175,7 +186,11 @@ def _walk_primitive(w: _Walker, kafka_type: str, flexible: bool) -> None:
 
 
 def _walk_array(
-    w: _Walker, flexible: bool, item_size: int | None, walk_item: Callable[[], None]
+    w: _Walker,
+    flexible: bool,
+    item_size: int | None,
+    walk_item: Callable[[], None],
+    nullable: bool,
 ) -> None:
     count = w.module.fresh("_n")
     if flexible:  # compact length: count + 1, 0 for null; one byte is the common case
@@ -189,6 +204,8 @@ def _walk_array(
         w.stmt(f"{count} = _i(buf, pos)[0]")
         w.skip(4)
     w.stmt(f"if {count} > len(buf) - pos: raise _too_long({count})")
+    if not nullable:
+        w.stmt(f"if {count} < 0: raise _null_array()")
     if item_size is not None:
         w.stmt(f"if {count} > 0: pos += {count} * {item_size}")
         return

@@ -7,10 +7,13 @@ means "all topics"; from v1 on that is a null list, and an empty one means none.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.serial._introspect import is_optional
 
 from ...storage.topics import Topic, TopicError, validate_topic_name
 from ..context import BrokerContext, ConnectionInfo
@@ -72,6 +75,8 @@ def _lookup(ctx: BrokerContext, mod: Any, entry: Any, auto_create: bool) -> Any:
 
 
 def _error(mod: Any, name: str | None, code: ErrorCode, topic_id: uuid.UUID = _NULL_ID) -> Any:
+    if name is None and not _name_is_nullable(mod.MetadataResponseTopic):
+        name = ""  # before v12 a response topic name can't be null (the fuzzer found this)
     return make(
         mod.MetadataResponseTopic,
         error_code=code,
@@ -80,6 +85,12 @@ def _error(mod: Any, name: str | None, code: ErrorCode, topic_id: uuid.UUID = _N
         is_internal=False,
         partitions=(),
     )
+
+
+@functools.cache
+def _name_is_nullable(topic_cls: type) -> bool:
+    name = next(f for f in dataclasses.fields(topic_cls) if f.name == "name")
+    return is_optional(name)
 
 
 def _describe(mod: Any, topic: Topic, node: int) -> Any:
