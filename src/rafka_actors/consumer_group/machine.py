@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from ..group import membership
 from ..group.effects import Effects, group_record
+from ..group.offsets import delete_group
 from ..group.ops import (
     ConsumerGroupDescribeOp,
     ConsumerGroupDescribeOpResp,
@@ -38,7 +39,6 @@ from ..group.ops import (
     SyncGroupOpResp,
     TimerFired,
 )
-from ..group.records import GroupTombstone, OffsetTombstone
 from ..group.state import ClassicGroup
 from . import offsets, timers
 from .heartbeat import heartbeat, response_assignment
@@ -112,9 +112,7 @@ def _delete(group: ConsumerGroup, op: DeleteGroupOp, waiter: int, fx: Effects) -
     if group.members:
         fx.reply(waiter, DeleteGroupOpResp(ErrorCode.non_empty_group))
         return group
-    for topic, partition in sorted(group.offsets):
-        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
-    fx.records.append(GroupTombstone(group.group_id))
+    delete_group(group, fx)
     fx.reply(waiter, DeleteGroupOpResp(ErrorCode.none))
     return None
 

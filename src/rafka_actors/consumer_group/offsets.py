@@ -17,13 +17,12 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from ..group.effects import Effects
-from ..group.offsets import all_failed, fetch, store_offsets
+from ..group.offsets import all_failed, delete_unsubscribed, fetch, store_offsets
 from ..group.ops import (
     ExpireOffsetsOp,
     ExpireOffsetsOpResp,
     OffsetCommitOp,
     OffsetDeleteOp,
-    OffsetDeleteOpResp,
     OffsetFetchOp,
     OffsetFetchOpResp,
 )
@@ -74,15 +73,7 @@ def delete_offsets(
     group: ConsumerGroup, op: OffsetDeleteOp, waiter: int, fx: Effects
 ) -> ConsumerGroup:
     subscribed = subscribed_names(group.members.values(), fx.topics)
-    results = []
-    for topic, partition in op.partitions:
-        if topic in subscribed:
-            results.append((topic, partition, int(ErrorCode.group_subscribed_to_topic)))
-            continue
-        if group.offsets.pop((topic, partition), None) is not None:
-            fx.records.append(OffsetTombstone(op.group_id, topic, partition))
-        results.append((topic, partition, int(ErrorCode.none)))
-    fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
+    delete_unsubscribed(group, op, subscribed, waiter, fx)
     return group
 
 

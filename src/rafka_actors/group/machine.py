@@ -34,7 +34,7 @@ from .ops import (
     SyncGroupOp,
     TimerFired,
 )
-from .records import GroupTombstone, OffsetTombstone, Record
+from .records import Record
 from .state import ClassicGroup, GroupState
 
 AnyGroup = ClassicGroup | ConsumerGroup | None
@@ -133,9 +133,7 @@ def delete(
     if not group.is_in(GroupState.EMPTY):
         fx.reply(waiter, DeleteGroupOpResp(ErrorCode.non_empty_group))
         return group
-    for topic, partition in sorted(group.offsets):
-        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
-    fx.records.append(GroupTombstone(group.group_id))
+    offsets.delete_group(group, fx)
     fx.reply(waiter, DeleteGroupOpResp(ErrorCode.none))
     return None
 

@@ -140,6 +140,18 @@ def delete_offsets(
             return group
         for member in group.members.values():
             subscribed |= subscribed_topics(member.metadata(group.protocol_name))
+    delete_unsubscribed(group, op, subscribed, waiter, fx)
+    return group
+
+
+def delete_unsubscribed(
+    group: ClassicGroup | ConsumerGroup,
+    op: OffsetDeleteOp,
+    subscribed: set[str],
+    waiter: int,
+    fx: Effects,
+) -> None:
+    """OffsetDelete's partitions, except those of topics the group subscribes to (86)."""
     results = []
     for topic, partition in op.partitions:
         if topic in subscribed:
@@ -149,7 +161,13 @@ def delete_offsets(
             fx.records.append(OffsetTombstone(op.group_id, topic, partition))
         results.append((topic, partition, int(ErrorCode.none)))
     fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
-    return group
+
+
+def delete_group(group: ClassicGroup | ConsumerGroup, fx: Effects) -> None:
+    """The records of deleting an empty group: its offsets, then the group itself."""
+    for topic, partition in sorted(group.offsets):
+        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
+    fx.records.append(GroupTombstone(group.group_id))
 
 
 def expire_offsets(
