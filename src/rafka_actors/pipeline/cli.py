@@ -97,14 +97,23 @@ def _check(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _run_lag(args: argparse.Namespace) -> int:
+def _checked_conf(args: argparse.Namespace, job: str) -> dict[str, str] | None:
+    """The Spark settings of a job whose arguments can run; None (and why, on stderr) if not."""
     problem = _check(args)
+    conf: dict[str, str] = {}
     try:
         conf = _conf(args.conf)
     except ValueError as exc:
         problem = str(exc)
     if problem is not None:
-        print(f"rafka-actors pipeline lag: {problem}", file=sys.stderr)
+        print(f"rafka-actors pipeline {job}: {problem}", file=sys.stderr)
+        return None
+    return conf
+
+
+def _run_lag(args: argparse.Namespace) -> int:
+    conf = _checked_conf(args, "lag")
+    if conf is None:
         return 2
 
     from pyspark.sql import SparkSession
@@ -129,13 +138,8 @@ def _run_lag(args: argparse.Namespace) -> int:
 
 
 def _run_rebalances(args: argparse.Namespace) -> int:
-    problem = _check(args)
-    try:
-        conf = _conf(args.conf)
-    except ValueError as exc:
-        problem = str(exc)
-    if problem is not None:
-        print(f"rafka-actors pipeline rebalances: {problem}", file=sys.stderr)
+    conf = _checked_conf(args, "rebalances")
+    if conf is None:
         return 2
 
     from pyspark.sql import SparkSession
