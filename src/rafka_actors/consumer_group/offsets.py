@@ -17,16 +17,14 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from ..group.effects import Effects
-from ..group.offsets import all_failed, delete_unsubscribed, fetch, store_offsets
+from ..group.offsets import all_failed, delete_unsubscribed, expire, fetch, store_offsets
 from ..group.ops import (
     ExpireOffsetsOp,
-    ExpireOffsetsOpResp,
     OffsetCommitOp,
     OffsetDeleteOp,
     OffsetFetchOp,
     OffsetFetchOpResp,
 )
-from ..group.records import GroupTombstone, OffsetTombstone
 from .state import ConsumerGroup
 from .subscription import subscribed_names
 
@@ -86,12 +84,4 @@ def expire_offsets(
         for tp, committed in sorted(group.offsets.items())
         if tp[0] not in subscribed and committed.commit_timestamp_ms + op.retention_ms <= fx.now
     ]
-    for topic, partition in expired:
-        del group.offsets[(topic, partition)]
-        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
-    if group.offsets or group.members:
-        fx.reply(waiter, ExpireOffsetsOpResp(len(expired), False))
-        return group
-    fx.records.append(GroupTombstone(group.group_id))
-    fx.reply(waiter, ExpireOffsetsOpResp(len(expired), True))
-    return None
+    return expire(group, expired, bool(group.members), waiter, fx)

@@ -188,10 +188,18 @@ def expire_offsets(
         for tp, committed in sorted(group.offsets.items())
         if _retention_base(group, committed) + op.retention_ms <= fx.now
     ]
+    return expire(group, expired, bool(group.pending_members), waiter, fx)
+
+
+def expire(
+    group: GroupT, expired: list[tuple[str, int]], keep: bool, waiter: int, fx: Effects
+) -> GroupT | None:
+    """Tombstone the expired offsets; delete the group too if none are left and not `keep`."""
+    assert group is not None
     for topic, partition in expired:
         del group.offsets[(topic, partition)]
         fx.records.append(OffsetTombstone(group.group_id, topic, partition))
-    if group.offsets or group.pending_members:
+    if group.offsets or keep:
         fx.reply(waiter, ExpireOffsetsOpResp(len(expired), False))
         return group
     fx.records.append(GroupTombstone(group.group_id))
