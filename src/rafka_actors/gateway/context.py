@@ -13,6 +13,7 @@ from typing import Any
 
 from ..actors.data_plane import DataPlane
 from ..actors.registry import GroupRegistry
+from ..auth.users import User
 from ..config import BrokerConfig
 
 
@@ -37,11 +38,21 @@ class BrokerContext:
 
 @dataclass(slots=True)
 class ConnectionInfo:
+    """One client connection's identity. `org_id` and `user` are set once, at authentication
+    (never from request fields); on a listener without SASL they stay org 0 and no user."""
+
     peer_host: str
     peer_port: int
     client_id: str | None = None
-    org_id: int = 0  # fixed per connection; tenancy sets it at authentication
+    org_id: int = 0
+    user: User | None = None  # the authenticated user; None: unauthenticated, no restriction
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def may_use_group(self, group_id: str) -> bool:
+        return self.user is None or self.user.may_use_group(group_id)
+
+    def may_use_topic(self, name: str) -> bool:
+        return self.user is None or self.user.may_use_topic(name)
 
 
 Handler = Callable[[BrokerContext, ConnectionInfo, int, Any], Awaitable[Any]]
