@@ -59,6 +59,38 @@ class BrokerConfig:
     # Network.
     socket_request_max_bytes: int = field(default=104857600, metadata=_doc("largest frame"))
     connections_max_idle_ms: int = field(default=600000, metadata=_doc("idle conn close"))
+    max_connections: int = field(default=2**31 - 1, metadata=_doc("open connections in all"))
+    max_connections_per_ip: int = field(default=2**31 - 1, metadata=_doc("from one address"))
+    max_connections_per_user: int = field(
+        # not a Kafka setting (Kafka has per-IP limits and quotas); checked at authentication
+        default=2**31 - 1,
+        metadata=_doc("authenticated connections of one user"),
+    )
+    max_in_flight_requests_per_connection: int = field(
+        # 1 is Kafka's behaviour: a connection is muted until its current request is answered
+        default=1,
+        metadata=_doc("requests read ahead of the reply being awaited, +1"),
+    )
+    # Authentication (SASL) and TLS.
+    listener_security_protocol: str = field(
+        default="PLAINTEXT", metadata=_doc("PLAINTEXT|SASL_PLAINTEXT|SASL_SSL")
+    )
+    sasl_enabled_mechanisms: str = field(
+        default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", metadata=_doc("offered in SaslHandshake")
+    )
+    sasl_users_file: str = field(
+        default="",
+        metadata=_doc("users and orgs (rafka-actors users); default DATA/users.json"),
+    )
+    connection_failed_authentication_delay_ms: int = field(
+        default=100, metadata=_doc("failed logins are answered this late (slows guessing)")
+    )
+    sasl_server_max_receive_size: int = field(
+        default=524288, metadata=_doc("frame size before auth")
+    )
+    ssl_certificate_location: str = field(default="", metadata=_doc("PEM cert chain"))
+    ssl_key_location: str = field(default="", metadata=_doc("PEM private key"))
+    ssl_key_password: str = field(default="", metadata=_doc("if the key is encrypted"))
     # Consumer groups (classic protocol).
     group_initial_rebalance_delay_ms: int = field(default=3000, metadata=_doc("first join wait"))
     group_min_session_timeout_ms: int = field(default=6000, metadata=_doc("lowest session"))
@@ -94,6 +126,18 @@ class BrokerConfig:
     coordinator_log_skip_corruption: bool = field(
         default=False, metadata=_doc("start even if the middle of the log is corrupt")
     )
+
+    @property
+    def sasl_enabled(self) -> bool:
+        return self.listener_security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+    @property
+    def ssl_enabled(self) -> bool:
+        return self.listener_security_protocol == "SASL_SSL"
+
+    @property
+    def users_file(self) -> Path:
+        return Path(self.sasl_users_file) if self.sasl_users_file else self.data_dir / "users.json"
 
     @property
     def listen_host(self) -> str:
@@ -193,6 +237,7 @@ def load_config(
     if config.socket_request_max_bytes <= 0:
         raise ConfigError("socket.request.max.bytes must be positive")
     _check_consumer_group_settings(config)
+    _check_network_settings(config)
     if config.coordinator_log_fsync not in ("always", "interval", "never"):
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
     return config
@@ -215,6 +260,39 @@ def _check_consumer_group_settings(config: BrokerConfig) -> None:
             "group.consumer.heartbeat.interval.ms must be lower than "
             "group.consumer.session.timeout.ms"
         )
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _check_network_settings(config: BrokerConfig) -> None:
+    for name in (
+        "max_connections",
+        "max_connections_per_ip",
+        "max_connections_per_user",
+        "max_in_flight_requests_per_connection",
+        "sasl_server_max_receive_size",
+        "connections_max_idle_ms",
+    ):
+        if getattr(config, name) <= 0:
+            raise ConfigError(f"{kafka_key(name)} must be positive")
+    if config.connection_failed_authentication_delay_ms < 0:
+        raise ConfigError("connection.failed.authentication.delay.ms must be >= 0")
+    if config.listener_security_protocol not in SECURITY_PROTOCOLS:
+        raise ConfigError(f"listener.security.protocol must be one of {SECURITY_PROTOCOLS}")
+    mechanisms = sasl_mechanisms(config)
+    unknown = [m for m in mechanisms if m not in SASL_MECHANISMS]
+    if not mechanisms or unknown:
+        raise ConfigError(
+            f"sasl.enabled.mechanisms: {unknown or 'empty'}; known: {', '.join(SASL_MECHANISMS)}"
+        )
+    if config.ssl_enabled and not (config.ssl_certificate_location and config.ssl_key_location):
+        raise ConfigError("SASL_SSL needs ssl.certificate.location and ssl.key.location")
+
+
+def sasl_mechanisms(config: BrokerConfig) -> tuple[str, ...]:
+    return tuple(m.strip() for m in config.sasl_enabled_mechanisms.split(",") if m.strip())
 
 
 def consumer_assignors(config: BrokerConfig) -> tuple[str, ...]:

@@ -3,13 +3,20 @@
 Requests on a connection are handled one at a time, in arrival order, exactly as Kafka does
 (its network processor mutes a channel until the response to its current request is sent).
 Responses are therefore in request order without any reordering buffer, and a parked JoinGroup
-or long-polling Fetch holds back only its own connection.
+or long-polling Fetch holds back only its own connection. `max.in.flight.requests.per.connection`
+above 1 lets a reader task read that many requests ahead (still answered one at a time, in
+order); at 1 (the default) nothing is read until the current request is answered.
+
+On a SASL listener the connection starts gated: only ApiVersions and the SASL exchange are
+served, frames are bounded by `sasl.server.max.receive.size`, and anything else closes the
+connection (see apis/sasl.py).
 
 Anything we can't answer correctly closes the connection with one log line and never touches
 another connection: a frame length that is not positive or exceeds `socket.request.max.bytes`,
 a malformed header or body, an api key or version we don't serve (except ApiVersions, which
 gets Kafka's v0-format UNSUPPORTED_VERSION reply so the client retries lower), a peer that
-goes quiet for `connections.max.idle.ms`, or a peer that hangs up mid-frame.
+goes quiet for `connections.max.idle.ms`, or a peer that hangs up mid-frame. A handler that
+sets `conn.close_after_reply` (a failed authentication) has its reply sent, then the close.
 """
 
 from __future__ import annotations
@@ -79,16 +86,11 @@ async def serve_connection(
 ) -> None:
     """Answer requests on `stream` until the peer leaves or misbehaves; never raises."""
     reader = BufferedReceiveStream(stream)
-    max_bytes = ctx.config.socket_request_max_bytes
-    idle_seconds = ctx.config.connections_max_idle_ms / 1000
     try:
-        while True:
-            frame = await _read_frame(reader, max_bytes, idle_seconds)
-            if frame is None:
-                return
-            reply = await _answer(frame, ctx, apis, conn)
-            if reply is not None:
-                await stream.send_all(reply)
+        if ctx.config.max_in_flight_requests_per_connection <= 1:
+            await _one_at_a_time(reader, stream, ctx, apis, conn)
+        else:
+            await _pipelined(reader, stream, ctx, apis, conn)
     except CloseConnection as exc:
         log.warning("closing connection from %s:%d: %s", conn.peer_host, conn.peer_port, exc)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -102,6 +104,81 @@ async def serve_connection(
             await stream.aclose()
 
 
+def _frame_limit(ctx: BrokerContext, conn: ConnectionInfo) -> int:
+    """Before authentication only SASL-sized frames are read (Kafka's pre-auth bound)."""
+    if conn.gate is None:
+        return ctx.config.socket_request_max_bytes
+    return ctx.config.sasl_server_max_receive_size
+
+
+async def _one_at_a_time(
+    reader: BufferedReceiveStream,
+    stream: trio.abc.Stream,
+    ctx: BrokerContext,
+    apis: Mapping[int, Api],
+    conn: ConnectionInfo,
+) -> None:
+    idle_seconds = ctx.config.connections_max_idle_ms / 1000
+    while True:
+        frame = await _read_frame(reader, _frame_limit(ctx, conn), idle_seconds)
+        if frame is None:
+            return
+        await _reply(frame, stream, ctx, apis, conn)
+
+
+async def _reply(
+    frame: bytes,
+    stream: trio.abc.Stream,
+    ctx: BrokerContext,
+    apis: Mapping[int, Api],
+    conn: ConnectionInfo,
+) -> None:
+    reply = await _answer(frame, ctx, apis, conn)
+    if reply is not None:
+        await stream.send_all(reply)
+    if conn.close_after_reply is not None:
+        raise CloseConnection(conn.close_after_reply)
+
+
+async def _pipelined(
+    reader: BufferedReceiveStream,
+    stream: trio.abc.Stream,
+    ctx: BrokerContext,
+    apis: Mapping[int, Api],
+    conn: ConnectionInfo,
+) -> None:
+    """Read up to `max.in.flight.requests.per.connection` requests ahead; answer in order.
+
+    One request is being answered, one may wait in the reader's hands and the rest in the
+    channel. A read error travels through the channel too, so it closes the connection only
+    after every request read before it has been answered, as it would without read-ahead.
+    """
+    idle_seconds = ctx.config.connections_max_idle_ms / 1000
+    ahead = ctx.config.max_in_flight_requests_per_connection
+    send, receive = trio.open_memory_channel[bytes | CloseConnection](ahead - 2)
+
+    async def read_ahead() -> None:
+        async with send:
+            while True:
+                try:
+                    frame = await _read_frame(reader, _frame_limit(ctx, conn), idle_seconds)
+                except CloseConnection as exc:
+                    await send.send(exc)
+                    return
+                if frame is None:
+                    return
+                await send.send(frame)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read_ahead)
+        async with receive:
+            async for item in receive:
+                if isinstance(item, CloseConnection):
+                    raise item
+                await _reply(item, stream, ctx, apis, conn)
+        nursery.cancel_scope.cancel()
+
+
 async def _answer(
     frame: bytes, ctx: BrokerContext, apis: Mapping[int, Api], conn: ConnectionInfo
 ) -> bytes | None:
@@ -112,6 +189,8 @@ async def _answer(
     api = apis.get(header.api_key)
     if api is None:
         raise CloseConnection(f"unknown api key {header.api_key}")
+    if conn.gate is not None and header.api_key not in conn.gate:
+        raise CloseConnection(f"{api.name} before authentication")
     if not api.supports(header.api_version):
         if header.api_key == API_VERSIONS_KEY:
             ranges = {a.key: (a.min_version, a.max_version) for a in apis.values()}

@@ -11,10 +11,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import trio
+
 from ..actors.data_plane import DataPlane
 from ..actors.registry import GroupRegistry
-from ..auth.users import User
+from ..auth.session import SaslSession
+from ..auth.users import User, UserStore
 from ..config import BrokerConfig
+from .limits import ConnectionLimits
 
 
 @dataclass(slots=True)
@@ -25,15 +29,43 @@ class BrokerContext:
     advertised_port: int
     apis: Mapping[int, Api] = field(default_factory=dict)
     groups: GroupRegistry | None = None  # None only in gateway tests that serve no groups
+    limits: ConnectionLimits = field(
+        default_factory=lambda: ConnectionLimits(2**31 - 1, 2**31 - 1, 2**31 - 1)
+    )
+    sasl: SaslSetup | None = None  # set on a SASL listener
 
     def registry(self) -> GroupRegistry:
         if self.groups is None:
             raise RuntimeError("this broker context has no group registry")
         return self.groups
 
+    def security(self) -> SaslSetup:
+        if self.sasl is None:
+            raise RuntimeError("this listener has no SASL")
+        return self.sasl
+
+    def new_sasl_session(self) -> SaslSession | None:
+        if self.sasl is None:
+            return None
+        return SaslSession(
+            self.sasl.mechanisms, self.sasl.users, fake_salt_key=self.sasl.fake_salt_key
+        )
+
     @property
     def node_id(self) -> int:
         return self.config.node_id
+
+
+# What may be asked before authentication on a SASL listener: ApiVersions and the exchange.
+PRE_AUTH_APIS = frozenset({18, 17, 36})
+
+
+@dataclass(frozen=True, slots=True)
+class SaslSetup:
+    mechanisms: tuple[str, ...]
+    users: UserStore
+    fake_salt_key: bytes  # makes an unknown user's SCRAM salt stable (auth/scram.py)
+    hash_limiter: trio.CapacityLimiter  # worker threads hashing PLAIN passwords
 
 
 @dataclass(slots=True)
@@ -46,6 +78,9 @@ class ConnectionInfo:
     client_id: str | None = None
     org_id: int = 0
     user: User | None = None  # the authenticated user; None: unauthenticated, no restriction
+    sasl: SaslSession | None = None  # the exchange in progress, on a SASL listener
+    gate: frozenset[int] | None = None  # api keys served before authentication; None: all
+    close_after_reply: str | None = None  # why, when the reply being sent is the last
     extra: dict[str, Any] = field(default_factory=dict)
 
     def may_use_group(self, group_id: str) -> bool:

@@ -10,7 +10,12 @@ connection is closed unanswered, which clients retry), then the logs are flushed
 from __future__ import annotations
 
 import logging
+import os
+import secrets
+import ssl
 from functools import partial
+from pathlib import Path
+from typing import Any
 
 import trio
 from tricycle import open_service_nursery
@@ -18,13 +23,17 @@ from tricycle import open_service_nursery
 from ..actors.data_plane import DataPlane
 from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
-from ..config import BrokerConfig, consumer_assignors
+from ..auth.users import UsersFileError, UserStore
+from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
 from ..group.effects import GroupConfig
 from .apis import API_TABLE
 from .connection import serve_connection
-from .context import BrokerContext, ConnectionInfo
+from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
+from .limits import ConnectionLimits
 
 log = logging.getLogger(__name__)
+
+PASSWORD_HASH_THREADS = 2  # PLAIN hashing may use this many cores at most (of a 2-core box)
 
 
 async def run_broker(
@@ -36,8 +45,9 @@ async def run_broker(
     data = DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
     try:
         coordinator = open_coordinator_log(config)
-        listeners = await trio.open_tcp_listeners(config.listen_port, host=config.listen_host)
-        host, port = listeners[0].socket.getsockname()[:2]
+        sasl = sasl_setup(config)
+        listeners = await open_listeners(config)
+        host, port = _bound_address(listeners[0])
         # Shutdown runs inside out: the gateway stops first, then the actors answer what they
         # still hold, then the coordinator log flushes and closes, then the partition logs.
         async with open_service_nursery() as storage:
@@ -65,11 +75,19 @@ async def run_broker(
                     advertised_port=config.kafka_client_port or port,
                     apis=API_TABLE,
                     groups=registry,
+                    limits=ConnectionLimits(
+                        config.max_connections,
+                        config.max_connections_per_ip,
+                        config.max_connections_per_user,
+                    ),
+                    sasl=sasl,
                 )
                 async with trio.open_nursery() as gateway:
                     serve = partial(trio.serve_listeners, partial(_serve, ctx), listeners)
                     await gateway.start(serve)
-                    log.info("listening on %s:%d", host, port)
+                    log.info(
+                        "listening on %s:%d (%s)", host, port, config.listener_security_protocol
+                    )
                     task_status.started((host, port))
     finally:
         data.close()
@@ -103,13 +121,109 @@ def group_config(config: BrokerConfig) -> GroupConfig:
     )
 
 
-async def _serve(ctx: BrokerContext, stream: trio.SocketStream) -> None:
+async def open_listeners(config: BrokerConfig) -> list[trio.abc.Listener[Any]]:
+    if not config.ssl_enabled:
+        tcp = await trio.open_tcp_listeners(config.listen_port, host=config.listen_host)
+        return list(tcp)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
-        peer_host, peer_port = stream.socket.getpeername()[:2]
+        context.load_cert_chain(
+            config.ssl_certificate_location,
+            config.ssl_key_location,
+            password=config.ssl_key_password or None,
+        )
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"can't load the TLS certificate or key: {exc}") from exc
+    tls = await trio.open_ssl_over_tcp_listeners(
+        config.listen_port, context, host=config.listen_host
+    )
+    return list(tls)
+
+
+def _bound_address(listener: trio.abc.Listener[Any]) -> tuple[str, int]:
+    if isinstance(listener, trio.SSLListener):
+        listener = listener.transport_listener
+    assert isinstance(listener, trio.SocketListener)
+    host, port = listener.socket.getsockname()[:2]
+    return host, port
+
+
+def sasl_setup(config: BrokerConfig) -> SaslSetup | None:
+    """The users and secrets a SASL listener needs, read once at start-up."""
+    if not config.sasl_enabled:
+        return None
+    try:
+        users = UserStore.load(config.users_file)
+    except UsersFileError as exc:
+        raise ConfigError(f"sasl.users.file: {exc}") from exc
+    log.info("SASL users: %d from %s", len(users.users), config.users_file)
+    return SaslSetup(
+        mechanisms=sasl_mechanisms(config),
+        users=users,
+        fake_salt_key=_broker_secret(config.data_dir),
+        hash_limiter=trio.CapacityLimiter(PASSWORD_HASH_THREADS),
+    )
+
+
+def _broker_secret(data_dir: Path) -> bytes:
+    """32 random bytes kept in the data dir: an unknown user's SCRAM salt stays the same
+    across restarts, so a restart doesn't reveal which user names exist."""
+    path = data_dir / "sasl-secret"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
+            f.flush()
+            os.fsync(f.fileno())
+    return path.read_bytes()
+
+
+async def _serve(ctx: BrokerContext, stream: trio.abc.Stream) -> None:
+    try:
+        peer_host, peer_port = _peer(stream)
     except OSError:  # already gone
         await stream.aclose()
         return
-    await serve_connection(stream, ctx, ctx.apis, ConnectionInfo(peer_host, peer_port))
+    refused = ctx.limits.admit(peer_host)
+    if refused is not None:
+        _refusals.note(peer_host, refused)
+        await trio.aclose_forcefully(stream)
+        return
+    conn = ConnectionInfo(peer_host, peer_port)
+    if ctx.sasl is not None:
+        conn.sasl = ctx.new_sasl_session()
+        conn.gate = PRE_AUTH_APIS
+    try:
+        await serve_connection(stream, ctx, ctx.apis, conn)
+    finally:
+        ctx.limits.release(peer_host, conn.user.name if conn.user is not None else None)
+
+
+def _peer(stream: trio.abc.Stream) -> tuple[str, int]:
+    transport = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
+    assert isinstance(transport, trio.SocketStream)
+    host, port = transport.socket.getpeername()[:2]
+    return host, port
+
+
+class _RefusalLog:
+    """One warning per interval for refused connections, not one per connection: a flood
+    against a limit must not become a flood of log lines."""
+
+    def __init__(self, interval_s: float = 10.0) -> None:
+        self._interval = interval_s
+        self._last = -float("inf")
+        self._count = 0
+
+    def note(self, peer: str, reason: str) -> None:
+        self._count += 1
+        now = trio.current_time()
+        if now - self._last >= self._interval:
+            log.warning("refused %d connection(s), latest from %s: %s", self._count, peer, reason)
+            self._last, self._count = now, 0
+
+
+_refusals = _RefusalLog()
 
 
 async def _flush_periodically(data: DataPlane, interval_ms: int) -> None:

@@ -20,6 +20,7 @@ from . import (
     metadata,
     offsets,
     produce,
+    sasl,
     topics_admin,
 )
 
@@ -39,10 +40,12 @@ API_TABLE: dict[int, Api] = {
         Api(14, "SyncGroup", 0, 5, groups.sync_group),
         Api(15, "DescribeGroups", 0, 5, group_admin.describe_groups),
         Api(16, "ListGroups", 0, 5, group_admin.list_groups),
+        Api(17, "SaslHandshake", 1, 1, sasl.sasl_handshake),
         Api(18, "ApiVersions", 0, 4, api_versions.handle),
         Api(19, "CreateTopics", 2, 7, topics_admin.create_topics),
         Api(20, "DeleteTopics", 1, 6, topics_admin.delete_topics),
         Api(22, "InitProducerId", 0, 5, init_producer_id.handle),
+        Api(36, "SaslAuthenticate", 0, 2, sasl.sasl_authenticate),
         Api(42, "DeleteGroups", 0, 2, group_admin.delete_groups),
         Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete),
         Api(68, "ConsumerGroupHeartbeat", 0, 1, consumer_groups.consumer_group_heartbeat),
