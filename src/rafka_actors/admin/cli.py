@@ -21,13 +21,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..config import ConfigError
 from . import calls, groups, render
 from .client import DEFAULT_BOOTSTRAP, AdminError, KafkaClient
 from .model import CLASSIC, CONSUMER
+from .security import load_command_config
 
 Command = Callable[[KafkaClient, argparse.Namespace], int]
 
@@ -63,6 +66,13 @@ def _common_options() -> argparse.ArgumentParser:
     common.add_argument(
         "--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (default 30)"
     )
+    common.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="client properties for a SASL listener (security.protocol, sasl.mechanism, "
+        "sasl.username, sasl.password, ssl.ca.location)",
+    )
     return common
 
 
@@ -84,7 +94,12 @@ def _runner(command: Command) -> Callable[[argparse.Namespace], int]:
         if check is not None:
             check(args)  # usage errors before connecting: argparse's message, status 2
         try:
-            with KafkaClient(args.bootstrap, args.timeout) as client:
+            security = load_command_config(args.command_config)
+        except ConfigError as exc:
+            print(f"error: --command-config: {exc}", file=sys.stderr)
+            return 2
+        try:
+            with KafkaClient(args.bootstrap, args.timeout, security) as client:
                 return command(client, args)
         except AdminError as exc:
             print(f"error: {exc}", file=sys.stderr)

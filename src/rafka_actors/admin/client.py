@@ -30,9 +30,13 @@ from typing import Any
 from kio.schema.api_versions.v3 import request as api_versions_v3
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
+from kio.schema.sasl_authenticate.v2 import request as sasl_authenticate_v2
+from kio.schema.sasl_handshake.v1 import request as sasl_handshake_v1
 
+from ..auth.client import ClientAuthError, client_exchange
 from ..protocol.codec import decode_response, encode_request
 from ..protocol.errors import ProtocolError
+from .security import ClientSecurity
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 CLIENT_ID = "rafka-actors-admin"
@@ -96,9 +100,15 @@ def parse_addresses(bootstrap: str) -> list[tuple[str, int]]:
 class KafkaClient:
     """One connection to a broker. Use as a context manager; `call` sends a request."""
 
-    def __init__(self, bootstrap: str = DEFAULT_BOOTSTRAP, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        bootstrap: str = DEFAULT_BOOTSTRAP,
+        timeout: float = 30.0,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.bootstrap = bootstrap
         self.timeout = timeout
+        self.security = security or ClientSecurity()
         self.versions: dict[int, tuple[int, int]] = {}
         self._sock: socket.socket | None = None
         self._address = ""
@@ -120,7 +130,7 @@ class KafkaClient:
         failures = []
         for host, port in addresses:
             try:
-                self._sock = socket.create_connection((host, port), timeout=self.timeout)
+                self._sock = self._open(host, port)
                 self._address = f"{host}:{port}"
                 break
             except OSError as exc:
@@ -128,6 +138,40 @@ class KafkaClient:
         else:
             raise ConnectionFailed("cannot connect to the broker at " + "; ".join(failures))
         self._learn_versions()
+        if self.security.sasl:
+            self._authenticate()
+
+    def _open(self, host: str, port: int) -> socket.socket:
+        sock = socket.create_connection((host, port), timeout=self.timeout)
+        tls = self.security.tls_context()
+        if tls is None:
+            return sock
+        try:
+            return tls.wrap_socket(sock, server_hostname=host)
+        except OSError:
+            sock.close()
+            raise
+
+    def _authenticate(self) -> None:
+        """SaslHandshake, then SaslAuthenticate until the exchange completes."""
+        mechanism = self.security.mechanism
+        shake = self._exchange(sasl_handshake_v1.SaslHandshakeRequest(mechanism=mechanism))
+        if shake.error_code != ErrorCode.none:
+            offered = ", ".join(shake.mechanisms) or "none"
+            raise BrokerError(shake.error_code, f"SASL {mechanism}", f"the broker offers {offered}")
+        exchange = client_exchange(mechanism, self.security.username, self.security.password)
+        token: bytes | None = exchange.first()
+        try:
+            while token is not None:
+                request = sasl_authenticate_v2.SaslAuthenticateRequest(auth_bytes=token)
+                answer = self._exchange(request)
+                if answer.error_code != ErrorCode.none:
+                    raise BrokerError(
+                        answer.error_code, "SASL authentication", answer.error_message or ""
+                    )
+                token = exchange.next(answer.auth_bytes)
+        except ClientAuthError as exc:
+            raise ConnectionFailed(f"{self._address}: {exc}") from exc
 
     def _learn_versions(self) -> None:
         request = api_versions_v3.ApiVersionsRequest(
