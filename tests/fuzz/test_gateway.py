@@ -4,6 +4,11 @@ tests/gateway). Each example sends a few frames (mutated requests of every serve
 forged size prefixes) on one connection; the server must answer with well-framed responses or
 close that connection, log no internal error, and a well-formed ApiVersions and Metadata on a
 NEW connection must still be answered.
+
+The hostile connection is one of three kinds: unauthenticated on a plain listener (org 0),
+not yet authenticated on a SASL listener (the pre-auth gate and the SASL exchange), or
+authenticated as a user of org 1 restricted to the group prefix `g` and the topic prefix `t`
+(the authorization paths).
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ from kio.schema.metadata.v12.response import MetadataResponse
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.actors.data_plane import DataPlane
 from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.auth.scram import Mechanism, derive_credential
+from rafka_actors.auth.users import User, UserStore
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import serve_connection
-from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
+from rafka_actors.gateway.context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
 from rafka_actors.group.effects import GroupConfig
 
 from ..wire import parse_response, request_frame
@@ -88,10 +95,25 @@ def _frames(data: bytes) -> list[bytes]:
     return frames
 
 
-async def _session(ctx: BrokerContext, payload: bytes) -> None:
+CREDENTIALS = {m: derive_credential(m, "pw", iterations=4096) for m in Mechanism}
+RESTRICTED = User("fuzzer", 1, ("g",), ("t",), CREDENTIALS)
+KINDS = ("plaintext", "sasl-before-auth", "restricted-user")
+
+
+def _hostile_conn(ctx: BrokerContext, kind: str) -> ConnectionInfo:
+    conn = ConnectionInfo("fuzz", 1)
+    if kind == "sasl-before-auth":
+        conn.sasl, conn.gate = ctx.new_sasl_session(), PRE_AUTH_APIS
+    elif kind == "restricted-user":
+        conn.user, conn.org_id = RESTRICTED, RESTRICTED.org_id
+    return conn
+
+
+async def _session(ctx: BrokerContext, payload: bytes, kind: str) -> None:
     client, server = trio.testing.memory_stream_pair()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve_connection, server, ctx, API_TABLE, ConnectionInfo("fuzz", 1))
+        conn = _hostile_conn(ctx, kind)
+        nursery.start_soon(serve_connection, server, ctx, API_TABLE, conn)
         await client.send_all(payload)
         await client.send_eof()
         with trio.fail_after(3600):  # mock time: the idle timeout closes a stalled connection
@@ -118,15 +140,23 @@ async def _still_serving(ctx: BrokerContext) -> None:
         await client.aclose()
 
 
-def _run(data: DataPlane, root: Path, payload: bytes) -> None:
+def _run(data: DataPlane, root: Path, payload: bytes, kind: str = "plaintext") -> None:
     async def main() -> None:
         config = BrokerConfig(data_dir=root, socket_request_max_bytes=MAX_BYTES)
+        sasl = SaslSetup(
+            ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+            UserStore({RESTRICTED.name: RESTRICTED}),
+            b"k" * 32,
+            trio.CapacityLimiter(1),
+        )
         async with trio.open_nursery() as nursery:
             registry = GroupRegistry(
                 nursery, GroupConfig(initial_rebalance_delay_ms=0), MemoryCoordinatorLog()
             )
-            ctx = BrokerContext(config, data, "127.0.0.1", 9092, API_TABLE, groups=registry)
-            await _session(ctx, payload)
+            ctx = BrokerContext(
+                config, data, "127.0.0.1", 9092, API_TABLE, groups=registry, sasl=sasl
+            )
+            await _session(ctx, payload, kind)
             await _still_serving(ctx)
             nursery.cancel_scope.cancel()
 
@@ -139,15 +169,18 @@ DATA.create_topic("t", 2)
 
 
 @fuzz_settings(150, deadline_ms=None)
-@given(wire_input())
-def test_hostile_connection_is_answered_or_closed_and_broker_serves_on(payload: bytes) -> None:
+@given(wire_input(), st.sampled_from(KINDS))
+def test_hostile_connection_is_answered_or_closed_and_broker_serves_on(
+    payload: bytes, kind: str
+) -> None:
     errors = ErrorLog()
     logger = logging.getLogger("rafka_actors")
     logger.addHandler(errors)
     try:
         COUNTS["gateway: connections"] += 1
+        COUNTS[f"gateway: connections {kind}"] += 1
         COUNTS["gateway: bytes sent"] += len(payload)
-        _run(DATA, ROOT, payload)
+        _run(DATA, ROOT, payload, kind)
     finally:
         logger.removeHandler(errors)
     assert not errors.records, [r.getMessage() for r in errors.records]
