@@ -11,6 +11,7 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.actors import group_actor
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.actors.group_actor import Envelope, GroupActor
 from rafka_actors.actors.registry import GroupRegistry
@@ -22,6 +23,7 @@ from rafka_actors.group.ops import (
     HeartbeatOp,
     JoinGroupOp,
     JoinGroupOpResp,
+    LeaveGroupOp,
     OffsetCommitOp,
     OffsetFetchOp,
     SyncGroupOp,
@@ -244,3 +246,30 @@ async def test_empty_groups_are_passivated_and_rebuilt_from_the_log(
     joined = await join_and_sync(registry)  # a live group keeps its actor
     assert K in registry._actors
     assert (await registry.ask(K, DescribeGroupOp("g"))).members[0][0] == joined.member_id
+
+
+async def test_cgp_id_is_minted_once_and_survives_passivation_and_rejoin(
+    registry: GroupRegistry,
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A `cgp_` id is minted only when a step starts without a group, not per request."""
+    minted: list[str] = []
+
+    def mint() -> str:
+        minted.append(f"cgp_{len(minted):026d}")
+        return minted[-1]
+
+    monkeypatch.setattr(group_actor, "mint_group_uuid", mint)
+    await registry.ask(K, DescribeGroupOp("g"))  # no group: asked, but nothing created
+    joined = await join_and_sync(registry)
+    for _ in range(5):
+        await registry.ask(K, HeartbeatOp("g", joined.member_id, joined.generation_id))
+    await registry.ask(K, LeaveGroupOp("g", ((joined.member_id, None, None),)))
+    await trio.sleep(0.1)
+    assert K not in registry._actors  # passivated: the next ask rebuilds it from the log
+    rejoined = await join_and_sync(registry)
+    described = await registry.ask(K, DescribeGroupOp("g"))
+    assert rejoined.generation_id > joined.generation_id
+    assert minted == ["cgp_" + "0" * 26, "cgp_" + "0" * 25 + "1"]  # the describe, the create
+    assert described.cgp_id == minted[1]

@@ -1,6 +1,7 @@
 """`rafka-actors groups list | describe | offsets` against the real broker, real groups.
 
 * list shows classic and KIP-848 consumer groups with their type and state, and filters;
+* list and describe show each group's `cgp_` id and RRL (issue #7), the same in both;
 * describe shows a classic group's protocol, assignor and decoded member assignments, and a
   consumer group's epochs, assignor and current and target assignments;
 * offsets shows exact CURRENT-OFFSET, LOG-END-OFFSET and LAG, "-" where nothing was
@@ -49,14 +50,38 @@ def test_list_shows_classic_and_consumer_groups_with_state(
     assert only_consumer.code == 0
     groups = {g["group"]: g for g in only_consumer.json()}
     assert active_groups.consumer in groups and active_groups.classic not in groups
+    consumer_cgp_id = groups[active_groups.consumer]["cgp_id"]
     assert groups[active_groups.consumer] == {
         "group": active_groups.consumer,
         "type": "consumer",
         "state": "Stable",
         "protocol_type": "consumer",
+        "cgp_id": consumer_cgp_id,
+        "rrl": f"0/consumer-groups/{active_groups.consumer}",
     }
+    assert consumer_cgp_id.startswith("cgp_") and len(consumer_cgp_id) == 4 + 26
     empty = {r["GROUP"] for r in cli("list", "--state", "Empty").rows()}
     assert simple in empty and active_groups.classic not in empty
+
+    identities = {r["GROUP"]: (r["CGP-ID"], r["RRL"]) for r in result.rows()}
+    assert identities[simple][1] == f"0/consumer-groups/{simple}"
+    assert identities[active_groups.consumer][0] == consumer_cgp_id
+    assert len({cgp_id for cgp_id, _ in identities.values()}) == len(identities)  # one each
+
+
+def test_list_and_describe_agree_on_identity_and_slug_the_rrl(
+    cli: Any, broker: BrokerProcess, active_groups: ActiveGroups
+) -> None:
+    topic, odd = make_topic(broker), unique("Team.A/Orders")  # no blank: tables split on them
+    commit_simple(broker, odd, topic, {0: 1})
+    listed = {g["group"]: g for g in cli("list", "--output", "json").json()}
+    for group in (odd, active_groups.classic, active_groups.consumer):
+        (state, *_) = cli("describe", group).tables()
+        described = cli("describe", group, "--output", "json").json()
+        assert state[0]["CGP-ID"] == described["cgp_id"] == listed[group]["cgp_id"]
+        assert state[0]["RRL"] == described["rrl"] == listed[group]["rrl"]
+    slug = odd.lower().replace("/", "-")
+    assert listed[odd]["rrl"] == f"0/consumer-groups/{slug}"  # "team.a-orders-<hex>"
 
 
 def test_describe_classic_group(cli: Any, active_groups: ActiveGroups) -> None:
@@ -71,8 +96,11 @@ def test_describe_classic_group(cli: Any, active_groups: ActiveGroups) -> None:
             "PROTOCOL-TYPE": "consumer",
             "ASSIGNMENT-STRATEGY": "range",
             "#MEMBERS": "1",
+            "CGP-ID": state[0]["CGP-ID"],
+            "RRL": f"0/consumer-groups/{active_groups.classic}",
         }
     ]
+    assert state[0]["CGP-ID"].startswith("cgp_")
     (member,) = members
     assert member["CONSUMER-ID"] == active_groups.classic_member.member_id
     assert member["CLIENT-ID"] == "rdkafka"
@@ -96,6 +124,8 @@ def test_describe_consumer_group(cli: Any, active_groups: ActiveGroups) -> None:
 
     described = cli("describe", active_groups.consumer, "--output", "json").json()
     assert described["type"] == "consumer" and described["assignor"] == "uniform"
+    assert described["cgp_id"] == state["CGP-ID"] and described["cgp_id"].startswith("cgp_")
+    assert described["rrl"] == state["RRL"] == f"0/consumer-groups/{active_groups.consumer}"
     (m,) = described["members"]
     assert m["subscribed_topics"] == [active_groups.topic]
     assert m["assignment"] == m["target_assignment"] == {active_groups.topic: [0, 1, 2]}
@@ -209,4 +239,11 @@ def test_list_as_a_real_subprocess(broker: BrokerProcess, active_groups: ActiveG
     table = subprocess.run(
         [sys.executable, "-m", "rafka_actors", *argv], capture_output=True, text=True, timeout=60
     )
-    assert table.stdout.split("\n")[0].split() == ["GROUP", "TYPE", "STATE", "PROTOCOL-TYPE"]
+    assert table.stdout.split("\n")[0].split() == [
+        "GROUP",
+        "TYPE",
+        "STATE",
+        "PROTOCOL-TYPE",
+        "CGP-ID",
+        "RRL",
+    ]

@@ -29,10 +29,12 @@ from rafka_actors.protocol.api_versions_error import encode_api_versions_fallbac
 from rafka_actors.protocol.codec import (
     decode_request,
     decode_response,
+    decode_tagged_response,
     encode_request,
     encode_response,
 )
 from rafka_actors.protocol.errors import MalformedRequest, UnsupportedVersion
+from rafka_actors.protocol.group_identity import GROUP_IDENTITY_TAG
 from rafka_actors.protocol.headers import RequestHeader, parse_request_header, read_uvarint
 
 SECONDS = datetime.timedelta(seconds=10)
@@ -504,3 +506,52 @@ def test_a_null_non_nullable_array_is_malformed(key: int, version: int, body: by
     """kio would decode it as None, which no handler expects; Kafka refuses to parse it."""
     with pytest.raises(MalformedRequest, match="non-nullable array is null"):
         decode_request(RequestHeader(key, version, 1, None), body, 0)
+
+
+# --- header tags (our group-identity tag) -----------------------------------------
+
+
+def test_response_header_tags_are_encoded_and_read_back() -> None:
+    from kio.schema.list_groups.v5 import response as list5
+
+    response = list5.ListGroupsResponse(
+        throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, groups=()
+    )
+    header = RequestHeader(16, 5, 7, "admin", group_identities=True)
+    plain = encode_response(header, response)
+    tagged = encode_response(header, response, {GROUP_IDENTITY_TAG: b"payload"})
+    section = b"\x01" + b"\xc1\xa4\x01" + b"\x07" + b"payload"
+    assert tagged == struct.pack(">ii", len(plain) - 4 + len(section) - 1, 7) + section + plain[9:]
+    assert decode_tagged_response(16, 5, tagged[4:]) == (
+        7,
+        response,
+        {GROUP_IDENTITY_TAG: b"payload"},
+    )
+    assert decode_tagged_response(16, 5, plain[4:]) == (7, response, {})
+    assert decode_response(16, 5, tagged[4:]) == (7, response)  # a reader that skips it
+
+
+def test_header_tags_need_a_flexible_version() -> None:
+    from kio.schema.list_groups.v2 import request as list_req2
+    from kio.schema.list_groups.v2 import response as list2
+
+    response = list2.ListGroupsResponse(
+        throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, groups=()
+    )
+    with pytest.raises(ValueError):
+        encode_response(RequestHeader(16, 2, 1, None), response, {GROUP_IDENTITY_TAG: b""})
+    with pytest.raises(ValueError):
+        encode_request(list_req2.ListGroupsRequest(), 1, "c", {GROUP_IDENTITY_TAG: b""})
+
+
+def test_request_header_tags_are_parsed_as_asking_for_identities() -> None:
+    from kio.schema.describe_groups.v5 import request as describe5
+
+    request = describe5.DescribeGroupsRequest(groups=("g",), include_authorized_operations=False)
+    frame = encode_request(request, 3, "admin", {GROUP_IDENTITY_TAG: b""})
+    header, offset = parse_request_header(frame[4:])
+    assert header == RequestHeader(15, 5, 3, "admin", group_identities=True)
+    assert decode_request(header, frame[4:], offset) == request
+    plain = encode_request(request, 3, "admin")
+    assert len(frame) == len(plain) + 4  # one tag of 3 varint bytes and an empty value
+    assert not parse_request_header(plain[4:])[0].group_identities

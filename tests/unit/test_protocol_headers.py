@@ -5,10 +5,23 @@ from __future__ import annotations
 import pickle
 import struct
 
+import cbor2
 import pytest
 
 from rafka_actors.protocol.errors import MalformedRequest, ProtocolError, UnsupportedVersion
-from rafka_actors.protocol.headers import RequestHeader, parse_request_header, read_uvarint
+from rafka_actors.protocol.group_identity import (
+    GROUP_IDENTITY_TAG,
+    decode_identities,
+    encode_identities,
+)
+from rafka_actors.protocol.headers import (
+    RequestHeader,
+    encode_tagged_fields,
+    parse_request_header,
+    read_tagged_fields,
+    read_uvarint,
+    write_uvarint,
+)
 from rafka_actors.protocol.messages import (
     is_flexible_request,
     known_versions,
@@ -153,3 +166,56 @@ def test_response_header_version(key: int, version: int, expected: int) -> None:
 def test_response_header_version_unknown_key() -> None:
     with pytest.raises(UnsupportedVersion):
         response_header_version(999, 0)
+
+
+# -- our private header tag (protocol/group_identity.py) ---------------------------------
+def test_identity_tag_is_noticed_among_other_tags() -> None:
+    assert GROUP_IDENTITY_TAG == 0x5241
+    tags = encode_tagged_fields({3: b"abc", GROUP_IDENTITY_TAG: b"", 0x6000: b"z"})
+    frame = header_v1(16, 5, 8, b"admin") + tags + BODY  # ListGroups v5: flexible
+    header, offset = parse_request_header(frame)
+    assert header == RequestHeader(16, 5, 8, "admin", group_identities=True)
+    assert frame[offset:] == BODY
+
+
+@pytest.mark.parametrize(
+    "tags", [b"\x00", encode_tagged_fields({3: b"abc"}), encode_tagged_fields({0x5240: b""})]
+)
+def test_no_identity_tag_means_no_identities(tags: bytes) -> None:
+    frame = header_v1(15, 5, 8, b"c") + tags + BODY
+    header, offset = parse_request_header(frame)
+    assert not header.group_identities
+    assert header == RequestHeader(15, 5, 8, "c")  # the default: equal to a 4-field header
+    assert frame[offset:] == BODY
+
+
+def test_identity_tag_in_a_non_flexible_header_is_body() -> None:
+    # Header v1 has no tagged fields: the bytes are the body's, and nobody asked for anything.
+    frame = header_v1(16, 2, 8, b"c") + encode_tagged_fields({GROUP_IDENTITY_TAG: b""})
+    header, offset = parse_request_header(frame)
+    assert not header.group_identities and offset == 8 + 2 + 1
+
+
+def test_tagged_fields_roundtrip_in_ascending_order() -> None:
+    fields = {GROUP_IDENTITY_TAG: b"x" * 200, 0: b"", 7: b"seven"}
+    section = encode_tagged_fields(fields)
+    assert section[:3] == b"\x03\x00\x00"  # count 3, then tag 0 (empty) comes first
+    assert read_tagged_fields(section + BODY, 0) == (fields, len(section))
+    with pytest.raises(MalformedRequest):
+        read_tagged_fields(section[:-1], 0)
+
+
+def test_write_uvarint() -> None:
+    for value in (0, 1, 127, 128, 150, 0x5241, 2**32 - 1):
+        encoded = write_uvarint(value)
+        assert read_uvarint(encoded, 0) == (value, len(encoded))
+    assert write_uvarint(0x5241) == b"\xc1\xa4\x01"
+
+
+def test_identities_payload_roundtrip_and_validation() -> None:
+    identities = {"g": ("cgp_01", "1/consumer-groups/g"), "Ä b": ("cgp_02", "1/consumer-groups/b")}
+    assert decode_identities(encode_identities(identities)) == identities
+    assert decode_identities(encode_identities({})) == {}
+    for bad in (b"\xff", cbor2.dumps([1]), cbor2.dumps({"g": ["only one"]}), cbor2.dumps({1: []})):
+        with pytest.raises(ValueError):
+            decode_identities(bad)

@@ -1,5 +1,10 @@
 """The data plane: topics, appends and the wake-ups that long-polling fetches wait for.
 
+Topics are per organisation: `topics_for(org_id)` is that org's `TopicStore` (storage/topics.py
+has the layout), a dict lookup per request. Start-up opens every org's store found on disk; an
+org seen for the first time gets an empty store in memory, written to disk at its first topic.
+Topic ids are random UUIDs, so the keys below (topic id, partition) never collide across orgs.
+
 Partition logs are plain synchronous files (writes land in the OS page cache and cost
 microseconds), so appends run inline on the trio thread, in the order requests arrive. What
 needs trio is the Fetch long poll: a fetch that found too little data parks one `trio.Event`
@@ -18,15 +23,16 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import trio
 
+from ..consumer_group.topic_image import TopicImage
 from ..storage.partition_log import PartitionLog
 from ..storage.producer_ids import ProducerIdAllocator
 from ..storage.record_batch import BatchHeader, parse_header
-from ..storage.topics import Topic, TopicStore
+from ..storage.topics import Topic, TopicStore, stored_orgs, topics_dir
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +41,18 @@ _DEDUP_DEPTH = 5  # Kafka keeps the last five batches per producer
 
 
 class DataPlane:
-    def __init__(self, topics: TopicStore, producer_ids: ProducerIdAllocator) -> None:
-        self.topics = topics
+    def __init__(
+        self,
+        data_dir: Path,
+        stores: Mapping[int, TopicStore],
+        producer_ids: ProducerIdAllocator,
+        *,
+        segment_bytes: int,
+    ) -> None:
+        self._data_dir = data_dir
+        self._segment_bytes = segment_bytes
+        self._stores = dict(stores)
+        self.topics = self.topics_for(0)  # org 0's: a listener without SASL sees only these
         self.producer_ids = producer_ids
         self._watchers: dict[PartitionKey, set[trio.Event]] = {}
         self._recent: dict[tuple[int, PartitionKey], deque[tuple[int, int, int]]] = {}
@@ -44,17 +60,42 @@ class DataPlane:
 
     @classmethod
     def open(cls, data_dir: Path, *, segment_bytes: int) -> DataPlane:
-        topics = TopicStore.open(data_dir, segment_bytes=segment_bytes)
-        return cls(topics, ProducerIdAllocator(data_dir / "producer-ids"))
+        stores = {
+            org_id: TopicStore.open(data_dir, segment_bytes=segment_bytes, org_id=org_id)
+            for org_id in (0, *stored_orgs(data_dir))
+        }
+        allocator = ProducerIdAllocator(data_dir / "producer-ids")
+        return cls(data_dir, stores, allocator, segment_bytes=segment_bytes)
 
     # -- topics ---------------------------------------------------------------------------
-    def create_topic(
-        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
-    ) -> Topic:
-        return self.topics.create(name, partitions, configs)
+    def topics_for(self, org_id: int) -> TopicStore:
+        """Org `org_id`'s topics; an org without any gets an empty store (no disk access)."""
+        store = self._stores.get(org_id)
+        if store is None:
+            root = topics_dir(self._data_dir, org_id)
+            store = TopicStore(root, segment_bytes=self._segment_bytes, org_id=org_id)
+            self._stores[org_id] = store
+        return store
 
-    def delete_topic(self, name: str) -> Topic | None:
-        topic = self.topics.delete(name)
+    def image_of(self, org_id: int) -> TopicImage:
+        """What org `org_id`'s KIP-848 groups may see (the group actors' topic provider)."""
+        return self.topics_for(org_id).image()
+
+    def orgs(self) -> Iterator[int]:
+        return iter(sorted(self._stores))
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str] | None = None,
+        *,
+        org_id: int = 0,
+    ) -> Topic:
+        return self.topics_for(org_id).create(name, partitions, configs)
+
+    def delete_topic(self, name: str, *, org_id: int = 0) -> Topic | None:
+        topic = self.topics_for(org_id).delete(name)
         if topic is not None:
             for index, partition in enumerate(topic.partitions):
                 self._dirty.discard(partition)
@@ -96,7 +137,8 @@ class DataPlane:
             partition.flush()
 
     def close(self) -> None:
-        self.topics.close()
+        for store in self._stores.values():
+            store.close()
 
     # -- long-poll wake-ups ---------------------------------------------------------------
     def _wake(self, key: PartitionKey) -> None:

@@ -14,6 +14,11 @@ Faults stay inside: if the machine raises, the actor logs it, answers every requ
 with COORDINATOR_NOT_AVAILABLE (retriable: clients look the coordinator up again and retry)
 and rebuilds the group from its stored records, like a coordinator failover. When the actor
 stops, everything still queued is answered the same way, so no caller waits forever.
+
+Every log line and span that names the group also carries its identity: the `cgp_` id
+(attribute `rafka.group.cgp_id`; empty while the group does not exist) and the RRL
+(`rafka.group.rrl`). A `cgp_` id is minted only for a step that starts without a group, the
+only case in which the state machine reads it (it creates the group then): not per request.
 """
 
 from __future__ import annotations
@@ -33,11 +38,14 @@ from ..group.effects import GroupConfig, MemberFenced, RebalanceCompleted, Targe
 from ..group.machine import AnyGroup
 from ..group.ops import TimerFired
 from ..group.state import ClassicGroup
-from ..ids import GroupKey, mint_group_uuid
+from ..ids import GroupKey, mint_group_uuid, rrl
 from .coordinator_log import CoordinatorLog, now_ms, stored_group, trio_time
 from .errors import error_response
 
 log = logging.getLogger(__name__)
+
+CGP_ID_ATTRIBUTE = "rafka.group.cgp_id"
+RRL_ATTRIBUTE = "rafka.group.rrl"
 
 
 @dataclass(slots=True)
@@ -73,6 +81,7 @@ class GroupActor:
         topics: Callable[[], TopicImage] = lambda: EMPTY_IMAGE,
     ) -> None:
         self.key = key
+        self.rrl = rrl(key.org_id, key.group_id)
         self.config = config
         self.log = coordinator_log
         self.group = group
@@ -81,6 +90,18 @@ class GroupActor:
         self._waiters: dict[int, trio.MemorySendChannel[Any]] = {}
         self._pending_ops: dict[int, Any] = {}
         self._next_token = 1
+
+    @property
+    def cgp_id(self) -> str:
+        """The group's `cgp_` id; "" while there is no group."""
+        return "" if self.group is None else self.group.cgp_id
+
+    def _identity(self) -> dict[str, str]:
+        return {CGP_ID_ATTRIBUTE: self.cgp_id, RRL_ATTRIBUTE: self.rrl}
+
+    def _name(self) -> str:
+        """The group as log lines name it: `<group id> (<cgp_ id> <RRL>)`."""
+        return f"{self.key.group_id} ({self.cgp_id or 'no cgp_ id'} {self.rrl})"
 
     @property
     def idle(self) -> bool:
@@ -130,16 +151,20 @@ class GroupActor:
                 _SPANS.get(type(op), "rafka.broker.group.timer"),
                 group_id=self.key.group_id,
                 org_id=self.key.org_id,
-            ):
+                **self._identity(),
+            ) as span:
                 result = machine.handle(
                     self.group,
                     op,
                     now,
                     token,
                     config=self.config,
-                    fresh_cgp_id=mint_group_uuid(),
+                    # read only to create the group, so minted only when there is none
+                    fresh_cgp_id=mint_group_uuid() if self.group is None else "",
                     topics=self._topics(),
                 )
+                if self.group is None and result.group is not None:  # created just now
+                    span.set_attribute(CGP_ID_ATTRIBUTE, result.group.cgp_id)
                 if result.records:
                     await self.log.append(self.key, result.records)
         except Exception:
@@ -147,7 +172,7 @@ class GroupActor:
             # acknowledged. Fail what we hold and rebuild from what the log has.
             log.exception(
                 "group %s: failed on %s; restarting from its log",
-                self.key.group_id,
+                self._name(),
                 type(op).__name__,
             )
             self._fail_all_waiters()
@@ -200,10 +225,11 @@ class GroupActor:
                 assignment_epoch=event.assignment_epoch,
                 assignor=event.assignor,
                 members=event.members,
+                **self._identity(),
             ):
                 log.info(
                     "group %s: target assignment for epoch %d by %s over %d members",
-                    event.group_id,
+                    self._name(),
                     event.assignment_epoch,
                     event.assignor,
                     event.members,
@@ -211,7 +237,7 @@ class GroupActor:
         elif isinstance(event, MemberFenced):
             log.info(
                 "group %s: member %s fenced (%s); group epoch %d",
-                event.group_id,
+                self._name(),
                 event.member_id,
                 event.reason,
                 event.group_epoch,
@@ -223,10 +249,11 @@ class GroupActor:
                 generation_id=event.generation,
                 leader_id=event.leader_id or "",
                 members=event.members,
+                **self._identity(),
             ):
                 log.info(
                     "group %s: generation %d with %d members, leader %s",
-                    event.group_id,
+                    self._name(),
                     event.generation,
                     event.members,
                     event.leader_id,

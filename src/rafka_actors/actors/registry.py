@@ -11,6 +11,7 @@ each actor after every command, so ListGroups never has to visit every actor.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ class GroupSummary:
     state: str
     protocol_type: str
     group_type: str  # "classic" or "consumer" (KIP-848), as ListGroups v5 reports it
+    cgp_id: str = ""  # the group's stable identity, for our admin tool (not in ListGroups)
 
 
 class GroupRegistry:
@@ -46,8 +48,12 @@ class GroupRegistry:
         *,
         mailbox_size: int = 1024,
         topics: Callable[[], TopicImage] = lambda: EMPTY_IMAGE,
+        topics_of_org: Callable[[int], TopicImage] | None = None,
     ) -> None:
+        # KIP-848 groups see topics: with `topics_of_org` (the broker) each group only its own
+        # org's; `topics` alone gives every group the same image (single-org tests).
         self._topics = topics
+        self._topics_of_org = topics_of_org
         self._nursery = nursery
         self._config = config
         self._log = coordinator_log
@@ -75,7 +81,11 @@ class GroupRegistry:
             self._log,
             mailbox_size=self._mailbox_size,
             group=group,
-            topics=self._topics,
+            topics=(
+                self._topics
+                if self._topics_of_org is None
+                else functools.partial(self._topics_of_org, key.org_id)
+            ),
         )
         self._actors[key] = actor
         self._nursery.start_soon(self._supervise, actor)
@@ -144,10 +154,16 @@ class GroupRegistry:
                 else stored_group(self._log, key, now, self._config)
             )
             if isinstance(group, ConsumerGroup):
-                yield GroupSummary(key.group_id, group.state.value, "consumer", "consumer")
+                yield GroupSummary(
+                    key.group_id, group.state.value, "consumer", "consumer", group.cgp_id
+                )
             elif group is not None:
                 yield GroupSummary(
-                    key.group_id, group.state.value, group.protocol_type or "", "classic"
+                    key.group_id,
+                    group.state.value,
+                    group.protocol_type or "",
+                    "classic",
+                    group.cgp_id,
                 )
 
     def __len__(self) -> int:

@@ -13,6 +13,10 @@ A classic member's assignment is the consumer protocol's bytes when the group's 
 is "consumer" (decoded with `group.consumer_protocol`); other protocol types (Connect, say)
 are opaque and shown as unknown.
 
+Listing and describing also ask for each group's `cgp_` id and RRL, with this broker's private
+request-header tag (protocol/group_identity.py); a broker that ignores the tag (Kafka) simply
+leaves them unknown.
+
 Every error code in an answer becomes a `BrokerError` naming what was asked, except where an
 error is an answer (DeleteGroups reports one per group; the caller decides).
 """
@@ -36,7 +40,8 @@ from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.static.primitive import i8, i32, i64
 
 from ..group.consumer_protocol import decode_assignment
-from .client import BrokerError, KafkaClient
+from ..protocol.group_identity import GROUP_IDENTITY_TAG, decode_identities
+from .client import BrokerError, ConnectionFailed, KafkaClient
 from .model import (
     CLASSIC,
     CONSUMER,
@@ -49,6 +54,8 @@ from .model import (
 
 LATEST, EARLIEST = -1, -2  # ListOffsets timestamps
 CONSUMER_GROUP_DESCRIBE = 69
+ASK_IDENTITIES = {GROUP_IDENTITY_TAG: b""}
+NO_IDENTITY: tuple[str | None, str | None] = (None, None)
 
 
 def list_groups(
@@ -58,14 +65,32 @@ def list_groups(
     request = list_groups_v5.ListGroupsRequest(
         states_filter=tuple(states), types_filter=tuple(types)
     )
-    response = client.call(request)
+    response, tags = client.call_tagged(request, ASK_IDENTITIES)
     if response.error_code != ErrorCode.none:
         raise BrokerError(response.error_code, "listing groups")
+    identities = _identities(tags)
     listed = (
-        GroupListing(g.group_id, g.group_type, g.group_state, g.protocol_type)
+        GroupListing(
+            g.group_id,
+            g.group_type,
+            g.group_state,
+            g.protocol_type,
+            *identities.get(g.group_id, NO_IDENTITY),
+        )
         for g in response.groups
     )
     return sorted(listed, key=lambda g: g.group_id)
+
+
+def _identities(tags: dict[int, bytes]) -> dict[str, tuple[str, str]]:
+    """{group id: (cgp_ id, RRL)} from a response header; {} if the broker sent none."""
+    raw = tags.get(GROUP_IDENTITY_TAG)
+    if raw is None:
+        return {}
+    try:
+        return decode_identities(raw)
+    except ValueError as exc:
+        raise ConnectionFailed(f"cannot read the group identities in the answer: {exc}") from exc
 
 
 def describe_group(client: KafkaClient, group_id: str) -> GroupDescription:
@@ -74,21 +99,23 @@ def describe_group(client: KafkaClient, group_id: str) -> GroupDescription:
         request = cg_describe.ConsumerGroupDescribeRequest(
             group_ids=(GroupId(group_id),), include_authorized_operations=False
         )
-        (group,) = client.call(request).groups
+        response, tags = client.call_tagged(request, ASK_IDENTITIES)
+        (group,) = response.groups
         if group.error_code == ErrorCode.none:
-            return _consumer_group(group)
+            return _consumer_group(group, _identities(tags).get(group.group_id, NO_IDENTITY))
         if group.error_code != ErrorCode.group_id_not_found:
             raise BrokerError(group.error_code, f"describing group {group_id!r}")
     classic_request = describe.DescribeGroupsRequest(
         groups=(GroupId(group_id),), include_authorized_operations=False
     )
-    (classic,) = client.call(classic_request).groups
+    response, tags = client.call_tagged(classic_request, ASK_IDENTITIES)
+    (classic,) = response.groups
     if classic.error_code != ErrorCode.none:
         raise BrokerError(classic.error_code, f"describing group {group_id!r}")
-    return _classic_group(classic)
+    return _classic_group(classic, _identities(tags).get(classic.group_id, NO_IDENTITY))
 
 
-def _consumer_group(group: Any) -> GroupDescription:
+def _consumer_group(group: Any, identity: tuple[str | None, str | None]) -> GroupDescription:
     members = tuple(
         Member(
             member_id=m.member_id,
@@ -112,6 +139,8 @@ def _consumer_group(group: Any) -> GroupDescription:
         members=members,
         group_epoch=group.group_epoch,
         assignment_epoch=group.assignment_epoch,
+        cgp_id=identity[0],
+        rrl=identity[1],
     )
 
 
@@ -119,7 +148,7 @@ def _named(assignment: Any) -> Assignment:
     return {t.topic_name: tuple(sorted(t.partitions)) for t in assignment.topic_partitions}
 
 
-def _classic_group(group: Any) -> GroupDescription:
+def _classic_group(group: Any, identity: tuple[str | None, str | None]) -> GroupDescription:
     consumer = group.protocol_type == "consumer"
     members = tuple(
         Member(
@@ -138,6 +167,8 @@ def _classic_group(group: Any) -> GroupDescription:
         protocol_type=group.protocol_type,
         assignor=group.protocol_data,
         members=members,
+        cgp_id=identity[0],
+        rrl=identity[1],
     )
 
 

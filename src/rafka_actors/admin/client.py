@@ -7,6 +7,10 @@ header v1 or v2) and `decode_response` reads the answer, whose header version fo
 request's api key and version. Correlation ids count up from 1 and every answer is checked
 against the request it belongs to.
 
+`call_tagged` also sends tagged fields in the request header and returns those of the response
+header (KIP-482): how the tools ask this broker for group identities (`cgp_` id and RRL,
+protocol/group_identity.py), which Kafka's responses have no field for.
+
 On connecting the client asks ApiVersions (v3) which versions the broker serves; a call with a
 version outside the broker's range fails before anything is sent, with a message naming the
 API and the range, instead of the broker closing the connection on us.
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.api_versions.v3 import request as api_versions_v3
@@ -34,7 +39,7 @@ from kio.schema.sasl_authenticate.v2 import request as sasl_authenticate_v2
 from kio.schema.sasl_handshake.v1 import request as sasl_handshake_v1
 
 from ..auth.client import ClientAuthError, client_exchange
-from ..protocol.codec import decode_response, encode_request
+from ..protocol.codec import decode_tagged_response, encode_request
 from ..protocol.errors import ProtocolError
 from .security import ClientSecurity
 
@@ -188,6 +193,12 @@ class KafkaClient:
 
     def call(self, request: object) -> Any:
         """Send `request` (a kio request entity) and return the broker's response entity."""
+        return self.call_tagged(request)[0]
+
+    def call_tagged(
+        self, request: object, tags: Mapping[int, bytes] | None = None
+    ) -> tuple[Any, dict[int, bytes]]:
+        """`call`, with `tags` in the request header; also returns the response header's."""
         cls: Any = type(request)
         key, version = cls.__api_key__, cls.__version__
         if not self.supports(key, version):
@@ -196,16 +207,23 @@ class KafkaClient:
             raise UnsupportedByBroker(
                 f"the broker at {self._address} cannot answer {api_name(key)} v{version} ({range_})"
             )
-        return self._exchange(request)
+        return self._exchange_tagged(request, tags)
 
     def _exchange(self, request: Any) -> Any:
+        return self._exchange_tagged(request, None)[0]
+
+    def _exchange_tagged(
+        self, request: Any, tags: Mapping[int, bytes] | None
+    ) -> tuple[Any, dict[int, bytes]]:
         cls: Any = type(request)
         self._correlation += 1
-        frame = encode_request(request, self._correlation, CLIENT_ID)
+        frame = encode_request(request, self._correlation, CLIENT_ID, tags)
         try:
             self._socket().sendall(frame)
             answer = self._read_frame()
-            correlation, response = decode_response(cls.__api_key__, cls.__version__, answer)
+            correlation, response, header_tags = decode_tagged_response(
+                cls.__api_key__, cls.__version__, answer
+            )
         except TimeoutError as exc:
             raise ConnectionFailed(
                 f"no answer from {self._address} within {self.timeout:g}s"
@@ -218,7 +236,7 @@ class KafkaClient:
             raise ConnectionFailed(
                 f"{self._address} answered request {correlation}, expected {self._correlation}"
             )
-        return response
+        return response, header_tags
 
     def _socket(self) -> socket.socket:
         if self._sock is None:

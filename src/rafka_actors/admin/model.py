@@ -7,6 +7,9 @@ subscriptions) are None for classic groups, where the protocol name (the assigno
 agreed on, e.g. "range") fills `assignor`.
 
 A group that does not exist is described with Kafka's state name for that, "Dead".
+
+`cgp_id` and `rrl` are the group's identity (ids.py), which this broker sends in a private
+header tag when asked (protocol/group_identity.py); None from a broker that does not.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ class GroupListing:
     group_type: str
     state: str
     protocol_type: str
+    cgp_id: str | None = None
+    rrl: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class GroupDescription:
     members: tuple[Member, ...] = ()
     group_epoch: int | None = None
     assignment_epoch: int | None = None
+    cgp_id: str | None = None
+    rrl: str | None = None
 
     @property
     def exists(self) -> bool:

@@ -9,10 +9,13 @@ stderr, which `note` and `progress` write.
 JSON has the same content with stable keys; a value that does not exist is null. Each
 command's shape:
 
-* list: `[{group, type, state, protocol_type}]`
+* list: `[{group, type, state, protocol_type, cgp_id, rrl}]`
 * describe: `{group, type, state, protocol_type, assignor, group_epoch, assignment_epoch,
-  members: [{member_id, instance_id, client_id, host, assignment: {topic: [partition]},
-  member_epoch, target_assignment, subscribed_topics, subscribed_regex}]}`
+  cgp_id, rrl, members: [{member_id, instance_id, client_id, host, assignment: {topic:
+  [partition]}, member_epoch, target_assignment, subscribed_topics, subscribed_regex}]}`
+
+`cgp_id` and `rrl` (columns CGP-ID and RRL, after Kafka's) are the group's identity, which
+this broker sends when asked; another broker leaves them null ("-").
 * offsets: `[{group, type, state, partitions: [{topic, partition, current_offset,
   log_end_offset, lag, consumer_id, host, client_id}]}]`
 * reset-offsets: `{group, state, executed, partitions: [{topic, partition, current_offset,
@@ -75,12 +78,17 @@ def listing(groups: Sequence[GroupListing], output: str) -> str:
                     "type": g.group_type,
                     "state": g.state,
                     "protocol_type": g.protocol_type,
+                    "cgp_id": g.cgp_id,
+                    "rrl": g.rrl,
                 }
                 for g in groups
             ]
         )
-    rows = [(g.group_id, g.group_type, g.state, g.protocol_type or None) for g in groups]
-    return table(("GROUP", "TYPE", "STATE", "PROTOCOL-TYPE"), rows)
+    rows = [
+        (g.group_id, g.group_type, g.state, g.protocol_type or None, g.cgp_id, g.rrl)
+        for g in groups
+    ]
+    return table(("GROUP", "TYPE", "STATE", "PROTOCOL-TYPE", "CGP-ID", "RRL"), rows)
 
 
 # -- describe -----------------------------------------------------------------------------
@@ -94,7 +102,8 @@ def description(group: GroupDescription, output: str) -> str:
     if kip848:
         headers += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
         row += [group.group_epoch, group.assignment_epoch]
-    text = table([*headers, "#MEMBERS"], [[*row, len(group.members)]])
+    headers += ["#MEMBERS", "CGP-ID", "RRL"]
+    text = table(headers, [[*row, len(group.members), group.cgp_id, group.rrl]])
     if group.members:
         text += "\n\n" + _members_table(group)
     return text
@@ -136,6 +145,8 @@ def _group_json(group: GroupDescription) -> dict[str, Any]:
         "assignor": group.assignor,
         "group_epoch": group.group_epoch,
         "assignment_epoch": group.assignment_epoch,
+        "cgp_id": group.cgp_id,
+        "rrl": group.rrl,
         "members": [_member_json(m) for m in group.members],
     }
 

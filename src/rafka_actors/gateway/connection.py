@@ -33,6 +33,7 @@ from ..protocol.codec import decode_request, encode_response
 from ..protocol.errors import ProtocolError
 from ..protocol.headers import RequestHeader, parse_request_header
 from .context import Api, BrokerContext, ConnectionInfo
+from .identities import WithGroupIdentities
 
 log = logging.getLogger(__name__)
 
@@ -218,4 +219,10 @@ async def _dispatch(
     response = await api.handler(ctx, conn, header.api_version, request)
     if response is None:
         return None
+    if type(response) is WithGroupIdentities:
+        # Identities only for a request that asked (our admin tool): real clients get
+        # exactly Kafka's bytes.
+        if header.group_identities:
+            return encode_response(header, response.response, response.header_tags())
+        response = response.response
     return encode_response(header, response)

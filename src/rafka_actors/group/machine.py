@@ -74,6 +74,9 @@ def handle(
     fresh_cgp_id: str = "",
     topics: TopicImage = EMPTY_IMAGE,
 ) -> Result:
+    """`fresh_cgp_id` is the id of a group this op creates; it is read only when `group` is
+    None (an existing group keeps its id, even when it changes type), so a caller need not
+    mint one otherwise."""
     fx = Effects(now_ms, config, fresh_cgp_id, topics)
     new_group: AnyGroup
     if isinstance(group, ConsumerGroup) or type(op) in consumer_machine.CONSUMER_OPS:

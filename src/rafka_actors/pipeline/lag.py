@@ -10,8 +10,9 @@ time (the batch's max timestamp, see partition_index.py) is at or before t, or 0
 Computed without a range join: the batches' (time, end) and the distinct commit times of a
 topic-partition are merged into one stream sorted by time (batches first at equal times), and a
 running maximum of ``end`` over it gives each commit time its log end; one sort per
-topic-partition, whatever the number of groups. Topics are matched by name (the data dir has
-one namespace of topics for all orgs). lag = max(0, log end - committed offset).
+topic-partition, whatever the number of groups. Each org has its own topics, so a commit is
+matched with its own org's partition: the join is on (org, topic, partition), never on the name
+alone. lag = max(0, log end - committed offset).
 
 ``partition_status``: Burrow's evaluation (burrow.py) of each (org, group, topic, partition)
 over its *live* commits: those after the last deletion of that offset (an OffsetTombstone) or of
@@ -58,6 +59,7 @@ __all__ = [
 
 PARTITION_KEY = ("org_id", "group_id", "topic", "partition")
 GROUP_KEY = ("org_id", "group_id")
+TOPIC_PARTITION = ("org_id", "topic", "partition")  # a partition log: topics are per org
 _EVALUATED_SCHEMA = (
     "org_id int, group_id string, topic string, partition int, status string, "
     "status_code int, current_lag long, log_end_offset long, commits long, complete double, "
@@ -90,7 +92,7 @@ def read_commits(spark: SparkSession, data_dir: str | Path) -> DataFrame:
 
 def read_index(spark: SparkSession, data_dir: str | Path) -> DataFrame:
     register(spark)
-    return spark.read.format(PARTITION_INDEX).load(str(data_dir))
+    return spark.read.format(PARTITION_INDEX).option("orgs", "all").load(str(data_dir))
 
 
 def compute_lag(
@@ -125,29 +127,26 @@ def lag_history(commits: DataFrame, index: DataFrame) -> DataFrame:
         "time_ms", F.unix_millis("commit_time")
     )
     batches = index.where(F.col("append_time").isNotNull()).select(
-        "topic",
-        "partition",
+        *TOPIC_PARTITION,
         F.unix_millis("append_time").alias("time_ms"),
         (F.col("last_offset") + 1).alias("end"),
         F.lit(0).alias("kind"),
     )
     asks = done.select(
-        "topic",
-        "partition",
+        *TOPIC_PARTITION,
         "time_ms",
         F.lit(None).cast("long").alias("end"),
         F.lit(1).alias("kind"),
     ).distinct()
     running = (
-        Window.partitionBy("topic", "partition")
+        Window.partitionBy(*TOPIC_PARTITION)
         .orderBy("time_ms", "kind")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     log_ends = (
         batches.unionByName(asks)
         .select(
-            "topic",
-            "partition",
+            *TOPIC_PARTITION,
             "time_ms",
             "kind",
             F.coalesce(F.max("end").over(running), F.lit(0)).alias("log_end_offset"),
@@ -155,7 +154,7 @@ def lag_history(commits: DataFrame, index: DataFrame) -> DataFrame:
         .where(F.col("kind") == 1)
         .drop("kind")
     )
-    return done.join(log_ends, ["topic", "partition", "time_ms"], "left").select(
+    return done.join(log_ends, [*TOPIC_PARTITION, "time_ms"], "left").select(
         *PARTITION_KEY,
         "commit_time",
         F.col("offset").alias("committed_offset"),
@@ -198,10 +197,10 @@ def partition_statuses(
     lag: DataFrame, commits: DataFrame, index: DataFrame, now_ms: int, settings: LagSettings
 ) -> DataFrame:
     """Burrow's verdict per partition, over its live commits."""
-    log_end_now = index.groupBy("topic", "partition").agg(
+    log_end_now = index.groupBy(*TOPIC_PARTITION).agg(
         (F.max("last_offset") + 1).alias("log_end_now")
     )
-    live = _live(lag, commits).join(log_end_now, ["topic", "partition"], "left")
+    live = _live(lag, commits).join(log_end_now, list(TOPIC_PARTITION), "left")
     judged = (
         live.select(
             *PARTITION_KEY,

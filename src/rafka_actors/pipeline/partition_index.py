@@ -6,9 +6,13 @@ executors, one task per segment file.
 Layout (storage/topics.py, storage/partition_log.py): ``<data_dir>/topics/<name>/topic.json``
 gives the topic's partition count, and ``<data_dir>/topics/<name>/<partition>/*.log`` are the
 partition's segments, each a plain run of Kafka v2 record batches with their offsets, named by
-the base offset of their first batch. A batch's 61-byte header (storage/record_batch.py) says
-where the next one starts (``batchLength + 12`` bytes on), so the reader hops from header to
-header with ``pread`` and never reads a record body: the cost is one small read per batch.
+the base offset of their first batch. That is org 0; org N's topics are the same under
+``<data_dir>/orgs/<N>/``. Each org has its own topics, so a partition is known by (org, topic,
+partition): `org_partition_segments` lists every org's, `partition_segments` one org's.
+
+A batch's 61-byte header (storage/record_batch.py) says where the next one starts
+(``batchLength + 12`` bytes on), so the reader hops from header to header with ``pread`` and
+never reads a record body: the cost is one small read per batch.
 
 What "append time" means: batches are stored as the producer sent them, so the header's max
 timestamp is the producer's CreateTime of the batch's newest record (Kafka's default
@@ -32,9 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from ..storage.record_batch import HEADER_SIZE, MAGIC, MIN_BATCH_LENGTH, parse_header
+from ..storage.topics import stored_orgs, topics_dir
 from .coordinator_rows import SEGMENT_SUFFIX, at
 
-__all__ = ["INDEX_SCHEMA", "batch_rows", "partition_segments"]
+__all__ = [
+    "INDEX_SCHEMA",
+    "ORG_INDEX_SCHEMA",
+    "batch_rows",
+    "org_partition_segments",
+    "partition_segments",
+]
 
 log = logging.getLogger(__name__)
 
@@ -42,18 +53,29 @@ INDEX_SCHEMA = (
     "topic string, partition int, base_offset long, last_offset long, "
     "append_time timestamp, segment string"
 )
+ORG_INDEX_SCHEMA = "org_id int, " + INDEX_SCHEMA  # every org's batches (sources.py)
 _DELETED_SUFFIX = ".deleted"
 
 Row = tuple[Any, ...]
 
 
-def partition_segments(data_dir: str | Path) -> list[tuple[str, int, Path]]:
-    """(topic, partition, segment file) of every partition log, by topic, partition, offset.
+def org_partition_segments(data_dir: str | Path) -> list[tuple[int, str, int, Path]]:
+    """(org, topic, partition, segment file) of every org's partition logs, in that order."""
+    data_dir = Path(data_dir)
+    return [
+        (org_id, *found)
+        for org_id in (0, *stored_orgs(data_dir))
+        for found in partition_segments(data_dir, org_id)
+    ]
+
+
+def partition_segments(data_dir: str | Path, org_id: int = 0) -> list[tuple[str, int, Path]]:
+    """(topic, partition, segment file) of an org's partition logs, by topic, partition, offset.
 
     Topics are the directories with a ``topic.json`` (others are half-created or being
     deleted); partitions are those it counts.
     """
-    root = Path(data_dir) / "topics"
+    root = topics_dir(Path(data_dir), org_id)
     if not root.is_dir():
         return []
     found: list[tuple[str, int, Path]] = []

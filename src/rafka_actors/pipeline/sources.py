@@ -3,7 +3,8 @@
     register(spark)
     spark.read.format("rafka-coordinator-log").load(data_dir)                 # commits
     spark.read.format("rafka-coordinator-log").option("records", "groups").load(data_dir)
-    spark.read.format("rafka-partition-index").load(data_dir)
+    spark.read.format("rafka-partition-index").load(data_dir)                 # org 0's topics
+    spark.read.format("rafka-partition-index").option("orgs", "all").load(data_dir)
 
 Each reader plans one `InputPartition` per segment file, listed on the driver; Spark runs one
 task per partition, and the task (on an executor, in a Python worker) reads that one file with
@@ -13,7 +14,10 @@ shared filesystem on a cluster), and the executors' Python must be able to impor
 ``rafka_actors`` (Spark pickles these classes by reference).
 
 The schemas are fixed (``schema()`` returns them as DDL): see coordinator_rows.py and
-partition_index.py, and docs/pipeline.md.
+partition_index.py, and docs/pipeline.md. Each org has its own topics; the partition index
+reads org 0's (the single-tenant layout, and its historical schema) unless ``orgs`` is ``all``:
+then every org's, with a leading ``org_id`` column so that a topic name in two orgs stays two
+topics (the lag job joins on it).
 """
 
 from __future__ import annotations
@@ -34,7 +38,13 @@ from .coordinator_rows import (
     coordinator_segments,
     rows_of,
 )
-from .partition_index import INDEX_SCHEMA, batch_rows, partition_segments
+from .partition_index import (
+    INDEX_SCHEMA,
+    ORG_INDEX_SCHEMA,
+    batch_rows,
+    org_partition_segments,
+    partition_segments,
+)
 
 __all__ = ["CoordinatorLogSource", "PartitionIndexSource", "register"]
 
@@ -58,9 +68,11 @@ def _data_dir(options: Any) -> str:
 class _Segment(InputPartition):
     """One segment file to read (picklable: it travels to an executor)."""
 
-    def __init__(self, path: str, topic: str | None = None, partition: int = -1) -> None:
+    def __init__(
+        self, path: str, topic: str | None = None, partition: int = -1, org_id: int = 0
+    ) -> None:
         super().__init__(path)
-        self.path, self.topic, self.partition = path, topic, partition
+        self.path, self.topic, self.partition, self.org_id = path, topic, partition, org_id
 
 
 class CoordinatorLogSource(DataSource):
@@ -96,26 +108,41 @@ class _CoordinatorLogReader(DataSourceReader):
 
 
 class PartitionIndexSource(DataSource):
-    """``rafka-partition-index``: one row per record batch of every partition log."""
+    """``rafka-partition-index``: one row per record batch of every partition log of org 0,
+    or, with option ``orgs`` = ``all``, of every org (and an ``org_id`` column)."""
 
     @classmethod
     def name(cls) -> str:
         return PARTITION_INDEX
 
+    def _all_orgs(self) -> bool:
+        orgs = str(self.options.get("orgs", "0")).lower()
+        if orgs not in ("0", "all"):
+            raise ValueError(f"option orgs={orgs!r}: expected 0 or all")
+        return orgs == "all"
+
     def schema(self) -> str:
-        return INDEX_SCHEMA
+        return ORG_INDEX_SCHEMA if self._all_orgs() else INDEX_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return _PartitionIndexReader(_data_dir(self.options))
+        return _PartitionIndexReader(_data_dir(self.options), self._all_orgs())
 
 
 class _PartitionIndexReader(DataSourceReader):
-    def __init__(self, data_dir: str) -> None:
-        self.data_dir = data_dir
+    def __init__(self, data_dir: str, all_orgs: bool) -> None:
+        self.data_dir, self.all_orgs = data_dir, all_orgs
 
     def partitions(self) -> list[InputPartition]:
-        return [_Segment(str(p), t, n) for t, n, p in partition_segments(self.data_dir)]
+        if self.all_orgs:
+            found = org_partition_segments(self.data_dir)
+        else:
+            found = [(0, *s) for s in partition_segments(self.data_dir)]
+        return [_Segment(str(p), t, n, org_id) for org_id, t, n, p in found]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         if isinstance(partition, _Segment) and partition.topic is not None:
-            yield from batch_rows(partition.topic, partition.partition, Path(partition.path))
+            rows = batch_rows(partition.topic, partition.partition, Path(partition.path))
+            if self.all_orgs:
+                yield from ((partition.org_id, *row) for row in rows)
+            else:
+                yield from rows

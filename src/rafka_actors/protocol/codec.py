@@ -15,13 +15,15 @@ response header are packed once the size is known, and one ``join`` builds
 the frame: record batches are copied exactly once.
 
 Response header v0 is just the correlation id; v1 (flexible versions, except
-ApiVersions whose responses are always v0) adds an empty tagged-field section.
+ApiVersions whose responses are always v0) adds a tagged-field section, empty unless the
+caller passes header tags (only our own group-identity tag, see :mod:`.group_identity`;
+requests may carry header tags the same way, for our admin client).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kio.serial import entity_reader
@@ -31,7 +33,7 @@ from ._codegen import PartsEncoder
 from .errors import MalformedRequest
 from .fast_encoder import parts_encoder
 from .frame_guard import frame_guard
-from .headers import RequestHeader, skip_tagged_fields
+from .headers import RequestHeader, encode_tagged_fields, read_tagged_fields
 from .messages import API_VERSIONS_KEY, request_class, response_class
 from .tolerant_decoder import Reader, tolerant_reader
 
@@ -100,11 +102,14 @@ def _response_plan(cls: type[Any]) -> tuple[PartsEncoder, bool]:
     return plan
 
 
-def encode_response(header: RequestHeader, response: object) -> bytes:
+def encode_response(
+    header: RequestHeader, response: object, tags: Mapping[int, bytes] | None = None
+) -> bytes:
     """The complete response frame: size prefix, response header and body.
 
     The response must be of the request's API and version; the only exception
     is ApiVersions, which may answer with v0 (see :mod:`.api_versions_error`).
+    `tags` go into the tagged fields of response header v1 (flexible versions only).
     """
     cls: type[Any] = type(response)
     key, version = cls.__api_key__, cls.__version__
@@ -117,20 +122,33 @@ def encode_response(header: RequestHeader, response: object) -> bytes:
     parts: list[bytes] = [b""]
     encode_into(response, parts)
     size = sum(map(len, parts))
-    if header_v1:
+    if tags:
+        if not header_v1:
+            raise ValueError(f"{cls.__qualname__} has response header v0: no tagged fields")
+        section = encode_tagged_fields(tags)
+        parts[0] = _SIZE_HEADER_V0.pack(size + 4 + len(section), header.correlation_id) + section
+    elif header_v1:
         parts[0] = _SIZE_HEADER_V1.pack(size + 5, header.correlation_id, 0)
     else:
         parts[0] = _SIZE_HEADER_V0.pack(size + 4, header.correlation_id)
     return b"".join(parts)
 
 
-def encode_request(request: object, correlation_id: int, client_id: str | None) -> bytes:
-    """A complete request frame (size prefix, header v1/v2, body), for clients and tests."""
+def encode_request(
+    request: object,
+    correlation_id: int,
+    client_id: str | None,
+    tags: Mapping[int, bytes] | None = None,
+) -> bytes:
+    """A complete request frame (size prefix, header v1/v2, body), for clients and tests;
+    `tags` go into the tagged fields of request header v2 (flexible versions only)."""
     cls: type[Any] = type(request)
     client = None if client_id is None else client_id.encode()
     parts: list[bytes] = [b"", client or b""]
     if cls.__flexible__:
-        parts.append(b"\x00")  # header v2: empty tagged-field section
+        parts.append(encode_tagged_fields(tags) if tags else b"\x00")
+    elif tags:
+        raise ValueError(f"{cls.__qualname__} has request header v1: no tagged fields")
     parts_encoder(cls)(request, parts)
     size = sum(map(len, parts)) + _SIZE_REQUEST_HEADER.size - 4
     key, version = cls.__api_key__, cls.__version__
@@ -145,19 +163,29 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
     For clients and tests; the response header version follows the same rules
     as :func:`encode_response`.
     """
+    correlation_id, entity, _ = decode_tagged_response(api_key, api_version, frame)
+    return correlation_id, entity
+
+
+def decode_tagged_response(
+    api_key: int, api_version: int, frame: bytes
+) -> tuple[int, object, dict[int, bytes]]:
+    """(correlation_id, entity, response header tags) of a response frame."""
     cls = response_class(api_key, api_version)
     if len(frame) < _CORRELATION.size:
         raise MalformedRequest("response header truncated")
     (correlation_id,) = _CORRELATION.unpack_from(frame, 0)
     offset = _CORRELATION.size
+    tags: dict[int, bytes] = {}
     if cls.__flexible__ and api_key != API_VERSIONS_KEY:
-        offset = skip_tagged_fields(frame, offset)
-    return correlation_id, _decode(cls, frame, offset)
+        tags, offset = read_tagged_fields(frame, offset)
+    return correlation_id, _decode(cls, frame, offset), tags
 
 
 __all__ = [
     "decode_request",
     "decode_response",
+    "decode_tagged_response",
     "encode_request",
     "encode_response",
 ]

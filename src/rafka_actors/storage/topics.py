@@ -1,9 +1,12 @@
 """The topic catalogue: which topics exist, their ids and their partition logs.
 
-Layout under the data dir::
+One `TopicStore` per organisation: each org has its own namespace of topic names (and ids).
+Org 0 (every connection of a listener without SASL) keeps the single-tenant layout, so data
+dirs written before organisations existed open unchanged; org N > 0 lives under ``orgs/<N>/``::
 
-    topics/<name>/topic.json          {"id": "<uuid>", "partitions": N, "configs": {...}}
-    topics/<name>/<partition>/*.log   the partition's segments (see partition_log.py)
+    topics/<name>/topic.json                 {"id": "<uuid>", "partitions": N, "configs": {...}}
+    topics/<name>/<partition>/*.log          the partition's segments (see partition_log.py)
+    orgs/<N>/topics/<name>/...               the same, for org N
 
 `topic.json` is written atomically (temp file, fsync, rename, fsync of the directory) and only
 after the partition directories exist, so a crash mid-create leaves either no topic or a whole
@@ -74,11 +77,36 @@ def _write_atomically(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
-class TopicStore:
-    """All topics of the broker, by name and by id."""
+def topics_dir(data_dir: Path, org_id: int) -> Path:
+    """Where org `org_id`'s topics live (see the module docstring)."""
+    if org_id == 0:
+        return data_dir / "topics"
+    return data_dir / "orgs" / str(org_id) / "topics"
 
-    def __init__(self, root: Path, *, segment_bytes: int) -> None:
+
+def stored_orgs(data_dir: Path) -> list[int]:
+    """The orgs N > 0 that have a topic directory, in order (start-up opens each one)."""
+    orgs = data_dir / "orgs"
+    if not orgs.is_dir():
+        return []
+    found = []
+    for entry in orgs.iterdir():
+        # Only the canonical spelling: "01" would be a second directory for org 1.
+        name = entry.name
+        if name.isascii() and name.isdigit() and str(int(name)) == name and int(name) > 0:
+            if (entry / "topics").is_dir():
+                found.append(int(name))
+        else:
+            log.warning("ignoring %s: not an organisation's directory", entry)
+    return sorted(found)
+
+
+class TopicStore:
+    """One organisation's topics, by name and by id."""
+
+    def __init__(self, root: Path, *, segment_bytes: int, org_id: int = 0) -> None:
         self._root = root
+        self._org_id = org_id  # for the log lines
         self._segment_bytes = segment_bytes
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
@@ -86,8 +114,8 @@ class TopicStore:
         self._image: TopicImage | None = None
 
     @classmethod
-    def open(cls, data_dir: Path, *, segment_bytes: int = 1 << 30) -> TopicStore:
-        store = cls(data_dir / "topics", segment_bytes=segment_bytes)
+    def open(cls, data_dir: Path, *, segment_bytes: int = 1 << 30, org_id: int = 0) -> TopicStore:
+        store = cls(topics_dir(data_dir, org_id), segment_bytes=segment_bytes, org_id=org_id)
         store._root.mkdir(parents=True, exist_ok=True)
         for entry in sorted(store._root.iterdir()):
             store._load(entry)
@@ -130,10 +158,11 @@ class TopicStore:
             raise TopicExists(f"topic {name!r} already exists")
         if partitions < 1 or partitions > 100_000:
             raise InvalidPartitionCount(f"can't create {partitions} partitions")
+        self._make_root()
         directory = self._root / name
         if directory.exists():  # leftover of a crashed create
             shutil.rmtree(directory)
-        directory.mkdir(parents=True)
+        directory.mkdir()
         logs = [
             PartitionLog.open(directory / str(p), segment_bytes=self._segment_bytes)
             for p in range(partitions)
@@ -143,8 +172,24 @@ class TopicStore:
         _write_atomically(directory / "topic.json", json.dumps(meta).encode())
         topic = Topic(name, topic_id, logs, dict(configs or {}))
         self._register(topic)
-        log.info("created topic %s (%d partitions, id %s)", name, partitions, topic_id)
+        log.info(
+            "created topic %s of org %d (%d partitions, id %s)",
+            name,
+            self._org_id,
+            partitions,
+            topic_id,
+        )
         return topic
+
+    def _make_root(self) -> None:
+        # An org's store is made on disk at its first topic; the new directories' entries must
+        # be durable before topic.json is, or a crash could lose a topic that was acknowledged.
+        if self._root.is_dir():
+            return
+        missing = [self._root, *(p for p in self._root.parents if not p.exists())]
+        self._root.mkdir(parents=True)
+        for directory in missing:
+            fsync_dir(directory.parent)
 
     def delete(self, name: str) -> Topic | None:
         topic = self._by_name.pop(name, None)
@@ -159,7 +204,7 @@ class TopicStore:
         os.replace(directory, graveyard)
         fsync_dir(self._root)
         shutil.rmtree(graveyard, ignore_errors=True)
-        log.info("deleted topic %s (id %s)", name, topic.topic_id)
+        log.info("deleted topic %s of org %d (id %s)", name, self._org_id, topic.topic_id)
         return topic
 
     def by_name(self, name: str) -> Topic | None:

@@ -27,6 +27,17 @@ image: there is no name to report, and the member loses those partitions at its 
 reconciliation anyway. Authorized operations are reported when asked for, and only for groups
 described without an error (KafkaApis does the same); an entry with an error carries Kafka's
 defaults (empty state and assignor, epochs 0, no members).
+
+Authorization, as in KafkaApis, before any actor is asked (groups.denied): a heartbeat to a
+group the user may not use is GROUP_AUTHORIZATION_FAILED; then, as Kafka 4.0 does
+(KAFKA-18813), a heartbeat whose `subscribed_topic_names` name a topic the user may not use
+is TOPIC_AUTHORIZATION_FAILED as a whole, before the request is validated. A regular
+expression is resolved by the state machine against the organisation's topics, and is NOT
+narrowed by the user's topic prefixes (Kafka filters the topics a regex resolves to by the
+ACLs of the member whose heartbeat refreshed it; that would need the prefixes in the
+group's state). ConsumerGroupDescribe answers GROUP_AUTHORIZATION_FAILED in a denied group's
+entry, and puts those entries first. Described groups' `cgp_` ids go beside the response
+(gateway/identities.py), sent only to a request that asked for them.
 """
 
 from __future__ import annotations
@@ -46,9 +57,11 @@ from ...group.ops import (
     TopicPartitions,
 )
 from ..context import BrokerContext, ConnectionInfo
+from ..identities import WithGroupIdentities
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
 from .group_admin import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
-from .groups import ask_group
+from .groups import DENIED, ask_group, denied
+from .offsets import TOPIC_DENIED
 
 HEARTBEAT_KEY = 68
 DESCRIBE_KEY = 69
@@ -69,6 +82,10 @@ async def consumer_group_heartbeat(
         mod = schema(HEARTBEAT_KEY, version)
         if group_id is None:
             response = ConsumerGroupHeartbeatOpResp(ErrorCode.invalid_group_id)
+        elif denied(conn, group_id):
+            response = ConsumerGroupHeartbeatOpResp(DENIED)
+        elif not all(map(conn.may_use_topic, request.subscribed_topic_names or ())):
+            response = ConsumerGroupHeartbeatOpResp(TOPIC_DENIED)
         elif _blank(group_id):
             response = ConsumerGroupHeartbeatOpResp(
                 ErrorCode.invalid_request, _empty_id_message(version, request)
@@ -150,21 +167,29 @@ async def consumer_group_describe(
     with telemetry.span("rafka.gateway.group.consumer-describe", version=version):
         mod = schema(DESCRIBE_KEY, version)
         wanted = request.include_authorized_operations
-        groups = []
+        refused, groups, cgp_ids = [], [], {}
         for group_id in request.group_ids:
+            if denied(conn, group_id):
+                no_group = ConsumerGroupDescribeOpResp(DENIED)
+                refused.append(_described(ctx, conn.org_id, mod, group_id, no_group, wanted))
+                continue
             if not group_id:
                 described = ConsumerGroupDescribeOpResp(ErrorCode.invalid_group_id)
             else:
                 op = ConsumerGroupDescribeOp(group_id)
                 described = await ask_group(ctx, conn, group_id, op)
-            groups.append(_described(ctx, mod, group_id or "", described, wanted))
-        return make(
-            mod.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(groups)
+                if described.cgp_id:
+                    cgp_ids[group_id] = described.cgp_id
+            groups.append(_described(ctx, conn.org_id, mod, group_id or "", described, wanted))
+        response = make(
+            mod.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=(*refused, *groups)
         )
+        return WithGroupIdentities(response, conn.org_id, cgp_ids)
 
 
 def _described(
     ctx: BrokerContext,
+    org_id: int,
     mod: Any,
     group_id: str,
     group: ConsumerGroupDescribeOpResp,
@@ -194,8 +219,8 @@ def _described(
             client_host=client_host,
             subscribed_topic_names=topic_names,
             subscribed_topic_regex=topic_regex,
-            assignment=_assignment(ctx, mod, assigned),
-            target_assignment=_assignment(ctx, mod, target),
+            assignment=_assignment(ctx, org_id, mod, assigned),
+            target_assignment=_assignment(ctx, org_id, mod, target),
             member_type=CONSUMER_MEMBER_TYPE,  # v1+
         )
         for (
@@ -227,11 +252,13 @@ def _described(
     )
 
 
-def _assignment(ctx: BrokerContext, mod: Any, partitions: TopicPartitions) -> Any:
-    """Topic ids with their names; ids no longer known are left out (see the docstring)."""
+def _assignment(ctx: BrokerContext, org_id: int, mod: Any, partitions: TopicPartitions) -> Any:
+    """Topic ids with their names (the group's org's topics); ids no longer known are left
+    out (see the docstring)."""
+    topics = ctx.data.topics_for(org_id)
     named = []
     for topic_id, indexes in partitions:
-        topic = ctx.data.topics.by_id(topic_id)
+        topic = topics.by_id(topic_id)
         if topic is not None:
             named.append(
                 mod.TopicPartitions(topic_id=topic_id, topic_name=topic.name, partitions=indexes)

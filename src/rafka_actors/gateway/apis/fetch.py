@@ -8,6 +8,10 @@ and returns at least one whole batch even when it exceeds the limits (KIP-74). I
 
 Fetch sessions (KIP-227) are not kept: we answer session id 0, which tells the client to send
 full fetch requests, as a broker whose session cache is full does.
+
+Names and ids resolve in the connection's org only (an id of another org's topic is unknown
+here). A topic outside the user's prefixes gets TOPIC_AUTHORIZATION_FAILED per partition, after
+an unknown id's UNKNOWN_TOPIC_ID and before any other check, in the order of Kafka's KafkaApis.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from ...actors.data_plane import PartitionKey
-from ...storage.topics import Topic
+from ...storage.topics import Topic, TopicStore
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema, to_ms
 
@@ -29,7 +33,7 @@ async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request
     mod = schema(KEY, version)
     deadline = trio.current_time() + max(0, to_ms(request.max_wait)) / 1000
     while True:
-        topics, found_bytes, errors, keys = _read(ctx, mod, version, request)
+        topics, found_bytes, errors, keys = _read(ctx, conn, mod, version, request)
         done = found_bytes >= request.min_bytes or errors or trio.current_time() >= deadline
         if done or not keys:
             return make(
@@ -43,17 +47,22 @@ async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request
 
 
 def _read(
-    ctx: BrokerContext, mod: Any, version: int, request: Any
+    ctx: BrokerContext, conn: ConnectionInfo, mod: Any, version: int, request: Any
 ) -> tuple[list[Any], int, bool, list[PartitionKey]]:
     budget = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
     total, errors, keys, topics = 0, False, [], []
+    store = ctx.data.topics_for(conn.org_id)
     for wanted in request.topics:
-        topic = _find(ctx, wanted, version)
+        topic = _find(store, wanted, version)
+        refusal = _refusal(conn, topic, wanted, version)
         parts = []
         for p in wanted.partitions:
-            code, records, hw, start = _read_partition(topic, p, budget - total, first=total == 0)
-            if topic is None and version >= 13:
-                code = ErrorCode.unknown_topic_id
+            if refusal is None:
+                code, records, hw, start = _read_partition(
+                    topic, p, budget - total, first=total == 0
+                )
+            else:
+                code, records, hw, start = refusal, b"", -1, -1
             total += len(records)
             errors = errors or code is not ErrorCode.none
             if code is ErrorCode.none and topic is not None:
@@ -70,10 +79,20 @@ def _read(
     return topics, total, errors, keys
 
 
-def _find(ctx: BrokerContext, wanted: Any, version: int) -> Topic | None:
+def _find(store: TopicStore, wanted: Any, version: int) -> Topic | None:
     if version >= 13:
-        return ctx.data.topics.by_id(wanted.topic_id)
-    return ctx.data.topics.by_name(wanted.topic)
+        return store.by_id(wanted.topic_id)
+    return store.by_name(wanted.topic)
+
+
+def _refusal(
+    conn: ConnectionInfo, topic: Topic | None, wanted: Any, version: int
+) -> ErrorCode | None:
+    """Why none of this topic's partitions is read: an unknown id, or a topic not allowed."""
+    if topic is None and version >= 13:
+        return ErrorCode.unknown_topic_id
+    name = wanted.topic if topic is None else topic.name
+    return None if conn.may_use_topic(name) else ErrorCode.topic_authorization_failed
 
 
 def _read_partition(

@@ -1,6 +1,11 @@
 """FindCoordinator (10): the gateway is the coordinator endpoint, so it answers with itself.
 
 v0-v3 carry one key; v4+ a batch of `coordinator_keys`. No broker round trip (design note 000).
+
+A group key the user may not use is GROUP_AUTHORIZATION_FAILED with Kafka's "no node" (id -1,
+host "", port -1), as KafkaApis answers a principal without DESCRIBE on the group: per key
+from v4 on, else as the whole answer with the error's message (Kafka's prepareOldResponse).
+Transaction keys are not checked: users have no transactional-id prefixes.
 """
 
 from __future__ import annotations
@@ -14,6 +19,16 @@ from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
 
 KEY = 10
+GROUP_KEY_TYPE = 0
+# Kafka's Node.noNode() with the error; before v4 with the error's message too.
+_DENIED: dict[str, Any] = {
+    "node_id": -1,
+    "host": "",
+    "port": -1,
+    "error_code": ErrorCode.group_authorization_failed,
+    "error_message": None,
+}
+_DENIED_ONE_KEY = {**_DENIED, "error_message": "Group authorization failed."}
 
 
 async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
@@ -26,11 +41,20 @@ async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request
             "error_code": ErrorCode.none,
             "error_message": None,
         }
+        key_type = getattr(request, "key_type", GROUP_KEY_TYPE)  # v1+
         if version < 4:
-            return make(mod.FindCoordinatorResponse, throttle_time=NO_THROTTLE, **endpoint)
+            answer = _DENIED_ONE_KEY if _denied(conn, key_type, request.key) else endpoint
+            return make(mod.FindCoordinatorResponse, throttle_time=NO_THROTTLE, **answer)
         coordinators = tuple(
-            make(mod.Coordinator, key=key, **endpoint) for key in request.coordinator_keys
+            make(
+                mod.Coordinator, key=key, **(_DENIED if _denied(conn, key_type, key) else endpoint)
+            )
+            for key in request.coordinator_keys
         )
         return make(
             mod.FindCoordinatorResponse, throttle_time=NO_THROTTLE, coordinators=coordinators
         )
+
+
+def _denied(conn: ConnectionInfo, key_type: int, key: str) -> bool:
+    return key_type == GROUP_KEY_TYPE and not conn.may_use_group(key)

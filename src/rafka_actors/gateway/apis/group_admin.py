@@ -20,6 +20,17 @@ OffsetDelete checks topics at the gateway as KafkaApis does (unknown topic or pa
 UNKNOWN_TOPIC_OR_PARTITION, not sent to the actor) and always asks the actor, which validates
 the group even when no partition is left. A group-level error replaces the whole answer,
 like Kafka's OffsetDeleteResponse.Builder.merge.
+
+Authorization, as in KafkaApis, before any actor is asked (groups.denied): DescribeGroups
+answers GROUP_AUTHORIZATION_FAILED in a denied group's entry (Kafka's groupError: empty
+state, protocol type and protocol, operations omitted), and puts those entries first, then
+the described ones; DeleteGroups gives a denied group that error after the others' results;
+OffsetDelete answers it as the top-level error, and TOPIC_AUTHORIZATION_FAILED for the
+partitions of a topic the user may not use (checked before existence); ListGroups lists only
+the groups the user may use (Kafka lists those the principal may DESCRIBE).
+
+DescribeGroups and ListGroups return the groups' `cgp_` ids beside the response (see
+gateway/identities.py), which the connection sends only to a request that asked for them.
 """
 
 from __future__ import annotations
@@ -38,9 +49,10 @@ from ...group.ops import (
     OffsetDeleteOpResp,
 )
 from ..context import BrokerContext, ConnectionInfo
+from ..identities import WithGroupIdentities
 from ._build import NO_THROTTLE, make, schema
-from .groups import ask_group
-from .offsets import partition_exists, partition_results
+from .groups import DENIED, ask_group, denied
+from .offsets import TOPIC_DENIED, partition_exists, partition_results
 
 DESCRIBE_KEY = 15
 LIST_KEY = 16
@@ -61,14 +73,23 @@ async def describe_groups(
         mod = schema(DESCRIBE_KEY, version)
         wanted = getattr(request, "include_authorized_operations", False)  # v3+
         operations = GROUP_OPERATIONS if wanted else AUTHORIZED_OPERATIONS_OMITTED
-        groups = []
+        refused, groups, cgp_ids = [], [], {}
         for group_id in request.groups:
+            if denied(conn, group_id):
+                no_group = DescribeGroupOpResp(DENIED, "")
+                refused.append(_described(mod, group_id, no_group, AUTHORIZED_OPERATIONS_OMITTED))
+                continue
             if group_id is None:
                 described = DescribeGroupOpResp(ErrorCode.invalid_group_id, "")
             else:
                 described = await ask_group(ctx, conn, group_id, DescribeGroupOp(group_id))
+                if described.cgp_id:
+                    cgp_ids[group_id] = described.cgp_id
             groups.append(_described(mod, group_id or "", described, operations))
-        return make(mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
+        response = make(
+            mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=(*refused, *groups)
+        )
+        return WithGroupIdentities(response, conn.org_id, cgp_ids)
 
 
 def _described(mod: Any, group_id: str, group: DescribeGroupOpResp, operations: int) -> Any:
@@ -107,6 +128,7 @@ async def list_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, re
             for s in ctx.registry().summaries(conn.org_id)
             if (not states or s.state.lower() in states)
             and (not types or s.group_type.lower() in types)
+            and conn.may_use_group(s.group_id)
         ]
         listed = tuple(
             make(
@@ -118,12 +140,14 @@ async def list_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, re
             )
             for s in summaries
         )
-        return make(
+        response = make(
             mod.ListGroupsResponse,
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.none,
             groups=listed,
         )
+        cgp_ids = {s.group_id: s.cgp_id for s in summaries if s.cgp_id}
+        return WithGroupIdentities(response, conn.org_id, cgp_ids)
 
 
 # -- DeleteGroups -------------------------------------------------------------------------
@@ -132,8 +156,11 @@ async def delete_groups(
 ) -> Any:
     with telemetry.span("rafka.gateway.group.delete", version=version):
         mod = schema(DELETE_KEY, version)
-        results = []
+        results, refused = [], []
         for group_id in request.groups_names:
+            if denied(conn, group_id):
+                refused.append(make(mod.DeletableGroupResult, group_id=group_id, error_code=DENIED))
+                continue
             if group_id is None:
                 code: int = ErrorCode.invalid_group_id
             else:
@@ -144,7 +171,9 @@ async def delete_groups(
             results.append(
                 make(mod.DeletableGroupResult, group_id=group_id or "", error_code=ErrorCode(code))
             )
-        return make(mod.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+        return make(
+            mod.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=(*results, *refused)
+        )
 
 
 # -- OffsetDelete -------------------------------------------------------------------------
@@ -156,28 +185,39 @@ async def offset_delete(
         "rafka.gateway.group.offset-delete", version=version, group_id=group_id or ""
     ):
         mod = schema(OFFSET_DELETE_KEY, version)
-        if not group_id:
+        if denied(conn, group_id):
+            response = OffsetDeleteOpResp(DENIED)
+        elif not group_id:
             response = OffsetDeleteOpResp(ErrorCode.invalid_group_id)
         else:
             partitions = tuple(
                 (t.name, p.partition_index)
                 for t in request.topics
+                if conn.may_use_topic(t.name)
                 for p in t.partitions
-                if partition_exists(ctx, t.name, p.partition_index)
+                if partition_exists(ctx, conn, t.name, p.partition_index)
             )
             response = await ask_group(ctx, conn, group_id, OffsetDeleteOp(group_id, partitions))
         code = ErrorCode(response.error_code)
-        topics = () if code != ErrorCode.none else _offset_delete_topics(mod, request, response)
+        topics = (
+            () if code != ErrorCode.none else _offset_delete_topics(mod, conn, request, response)
+        )
         return make(
             mod.OffsetDeleteResponse, error_code=code, throttle_time=NO_THROTTLE, topics=topics
         )
 
 
-def _offset_delete_topics(mod: Any, request: Any, response: OffsetDeleteOpResp) -> tuple[Any, ...]:
+def _offset_delete_topics(
+    mod: Any, conn: ConnectionInfo, request: Any, response: OffsetDeleteOpResp
+) -> tuple[Any, ...]:
+    results = {(t, p): e for t, p, e in response.results}
+    for t in request.topics:
+        if not conn.may_use_topic(t.name):
+            results.update(((t.name, p.partition_index), TOPIC_DENIED) for p in t.partitions)
     return partition_results(
         mod.OffsetDeleteResponseTopic,
         mod.OffsetDeleteResponsePartition,
         request.topics,
-        {(t, p): e for t, p, e in response.results},
+        results,
         ErrorCode.unknown_topic_or_partition,  # the actor did not see it: checked here
     )

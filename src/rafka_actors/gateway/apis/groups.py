@@ -11,6 +11,12 @@ The gateway supplies what the pure state machine may not make up itself: the mem
 member would get (`<instance id or client id>-<uuid>`), the client id and host for
 DescribeGroups, and `require_known_member_id` (JoinGroup v4+, where a new dynamic member is
 first answered MEMBER_ID_REQUIRED with its id and rejoins with it).
+
+Authorization comes first, as in KafkaApis (after SyncGroup's mandatory-field check, which
+Kafka does before it): a user whose group prefixes exclude the group id gets
+GROUP_AUTHORIZATION_FAILED, Kafka's answer to a principal without READ on the group, in the
+API's error response, and the group's actor is never asked (`denied`, shared by every group
+API of the gateway). A null id is left to the INVALID_GROUP_ID check.
 """
 
 from __future__ import annotations
@@ -40,8 +46,18 @@ LEAVE_KEY = 13
 SYNC_KEY = 14
 
 
+DENIED = ErrorCode.group_authorization_failed
+
+
+def denied(conn: ConnectionInfo, group_id: str | None) -> bool:
+    """The connection's user may not use this group (Kafka: no ACL for it). One prefix check
+    per group named; a null id is not checked (it is INVALID_GROUP_ID)."""
+    return group_id is not None and not conn.may_use_group(group_id)
+
+
 async def ask_group(ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: Any) -> Any:
-    """The OpResp of the group's actor (groups are keyed by the connection's organisation)."""
+    """The OpResp of the group's actor (groups are keyed by the connection's organisation).
+    Callers check `denied` first: a denied group never reaches its actor."""
     return await ctx.registry().ask(GroupKey(conn.org_id, group_id), op)
 
 
@@ -50,6 +66,8 @@ async def join_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, req
     group_id = request.group_id
     with telemetry.span("rafka.gateway.group.join", version=version, group_id=group_id or ""):
         mod = schema(JOIN_KEY, version)
+        if denied(conn, group_id):
+            return _join_response(mod, version, JoinGroupOpResp(DENIED))
         if not group_id:
             invalid = JoinGroupOpResp(ErrorCode.invalid_group_id, member_id=request.member_id)
             return _join_response(mod, version, invalid)
@@ -109,6 +127,8 @@ async def sync_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, req
         if version >= 5 and (protocol_type is None or protocol_name is None):
             # KafkaApis: mandatory from v5 on
             return _sync_response(mod, SyncGroupOpResp(ErrorCode.inconsistent_group_protocol))
+        if denied(conn, group_id):
+            return _sync_response(mod, SyncGroupOpResp(DENIED))
         if not group_id:
             return _sync_response(mod, SyncGroupOpResp(ErrorCode.invalid_group_id))
         op = SyncGroupOp(
@@ -139,8 +159,10 @@ async def heartbeat(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
     group_id = request.group_id
     with telemetry.span("rafka.gateway.group.heartbeat", version=version, group_id=group_id or ""):
         mod = schema(HEARTBEAT_KEY, version)
-        if not group_id:
-            code: int = ErrorCode.invalid_group_id
+        if denied(conn, group_id):
+            code: int = DENIED
+        elif not group_id:
+            code = ErrorCode.invalid_group_id
         else:
             op = HeartbeatOp(
                 group_id=group_id,
@@ -167,7 +189,9 @@ async def leave_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, re
                 (m.member_id, m.group_instance_id, getattr(m, "reason", None))
                 for m in request.members
             )
-        if not group_id:
+        if denied(conn, group_id):
+            response = LeaveGroupOpResp(DENIED)
+        elif not group_id:
             response = LeaveGroupOpResp(ErrorCode.invalid_group_id)
         else:
             response = await ask_group(ctx, conn, group_id, LeaveGroupOp(group_id, members))

@@ -3,6 +3,8 @@
 Without transactions the last stable offset equals the high watermark, so read_committed and
 read_uncommitted get the same answer. Timestamps resolve at batch granularity: the first batch
 whose max timestamp reaches the asked one (clients then skip earlier records themselves).
+Topics are the connection's org's; one outside the user's prefixes gets
+TOPIC_AUTHORIZATION_FAILED per partition, whether or not it exists (Kafka: DESCRIBE denied).
 """
 
 from __future__ import annotations
@@ -21,12 +23,16 @@ LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
+    store = ctx.data.topics_for(conn.org_id)
     topics = []
     for wanted in request.topics:
-        topic = ctx.data.topics.by_name(wanted.name)
+        allowed = conn.may_use_topic(wanted.name)
+        topic = store.by_name(wanted.name) if allowed else None
         results = []
         for p in wanted.partitions:
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+            if not allowed:
+                code, timestamp, offset = ErrorCode.topic_authorization_failed, -1, -1
+            elif topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 code, timestamp, offset = ErrorCode.unknown_topic_or_partition, -1, -1
             else:
                 code = ErrorCode.none

@@ -3,6 +3,11 @@
 Every partition is led by this broker (node id from `node.id`) at leader epoch 0. Topic ids
 are stable non-zero UUIDs (librdkafka fetches by id from Fetch v13). In v0 an empty topic list
 means "all topics"; from v1 on that is a null list, and an empty one means none.
+
+Topics are the connection's org's (data_plane.py). A user whose topic prefixes exclude a topic
+is answered as Kafka answers a principal without DESCRIBE: "all topics" leaves it out, a topic
+asked for by name gets TOPIC_AUTHORIZATION_FAILED whether or not it exists (and is never
+auto-created), one asked for by id gets it with its id and a null name.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.serial._introspect import is_optional
 
-from ...storage.topics import Topic, TopicError, validate_topic_name
+from ...storage.topics import Topic, TopicError, TopicStore, validate_topic_name
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
 
@@ -25,13 +30,14 @@ _NULL_ID = uuid.UUID(int=0)
 
 async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
+    store = ctx.data.topics_for(conn.org_id)
     if request.topics is None or (version == 0 and not request.topics):
-        topics = [_describe(mod, t, ctx.node_id) for t in ctx.data.topics]
+        topics = [_describe(mod, t, ctx.node_id) for t in store if conn.may_use_topic(t.name)]
     else:
         auto_create = ctx.config.auto_create_topics_enable and getattr(
             request, "allow_auto_topic_creation", True
         )
-        topics = [_lookup(ctx, mod, entry, auto_create) for entry in request.topics]
+        topics = [_lookup(ctx, conn, store, mod, e, auto_create) for e in request.topics]
     broker = make(
         mod.MetadataResponseBroker,
         node_id=ctx.node_id,
@@ -50,15 +56,27 @@ async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request
     )
 
 
-def _lookup(ctx: BrokerContext, mod: Any, entry: Any, auto_create: bool) -> Any:
+def _lookup(
+    ctx: BrokerContext,
+    conn: ConnectionInfo,
+    store: TopicStore,
+    mod: Any,
+    entry: Any,
+    auto_create: bool,
+) -> Any:
     name = entry.name
     topic_id = getattr(entry, "topic_id", None)
     if name is None and topic_id not in (None, _NULL_ID):
-        found = ctx.data.topics.by_id(topic_id)
+        found = store.by_id(topic_id)
         if found is None:
             return _error(mod, None, ErrorCode.unknown_topic_id, topic_id)
+        if not conn.may_use_topic(found.name):  # ids are not secret; the name is
+            return _error(mod, None, ErrorCode.topic_authorization_failed, topic_id)
         return _describe(mod, found, ctx.node_id)
-    topic = ctx.data.topics.by_name(name) if name is not None else None
+    if name is not None and not conn.may_use_topic(name):
+        # Checked before existence, so the answer does not disclose whether it exists.
+        return _error(mod, name, ErrorCode.topic_authorization_failed)
+    topic = store.by_name(name) if name is not None else None
     if topic is not None:
         return _describe(mod, topic, ctx.node_id)
     try:
@@ -68,7 +86,7 @@ def _lookup(ctx: BrokerContext, mod: Any, entry: Any, auto_create: bool) -> Any:
     if not auto_create:
         return _error(mod, name, ErrorCode.unknown_topic_or_partition)
     try:
-        topic = ctx.data.create_topic(name, ctx.config.num_partitions)
+        topic = ctx.data.create_topic(name, ctx.config.num_partitions, org_id=conn.org_id)
     except TopicError:
         return _error(mod, name, ErrorCode.unknown_topic_or_partition)
     return _describe(mod, topic, ctx.node_id)

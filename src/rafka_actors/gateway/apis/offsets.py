@@ -17,6 +17,14 @@ From v9 on each group of the request may name a member id and member epoch: a KI
 consumer fetching its group's offsets, which the state machine checks as it checks a commit
 (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; these come back as the group's error code). Admin
 clients and classic consumers send a null member id and epoch -1, as do all older versions.
+
+Authorization, as in KafkaApis: a group the user may not use (groups.denied) fails the whole
+request without asking the actor: every partition of an OffsetCommit, the group's error of
+an OffsetFetch, GROUP_AUTHORIZATION_FAILED. Then topics: a partition of a topic the user may
+not use is TOPIC_AUTHORIZATION_FAILED in an OffsetCommit (checked before existence, and the
+allowed ones are still committed) and in an OffsetFetch that names it (appended after the
+allowed topics, as Kafka does, offset -1); an OffsetFetch of every offset simply leaves such
+topics out. The actor never hears of them.
 """
 
 from __future__ import annotations
@@ -30,7 +38,9 @@ from ... import telemetry
 from ...group.ops import OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp, OffsetFetchOpResp
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
-from .groups import ask_group
+from .groups import DENIED, ask_group, denied
+
+TOPIC_DENIED = ErrorCode.topic_authorization_failed
 
 COMMIT_KEY = 8
 FETCH_KEY = 9
@@ -38,8 +48,11 @@ FETCH_KEY = 9
 FetchRow = tuple[str, int, int, int, str | None, int]  # as in OffsetFetchOpResp.offsets
 
 
-def partition_exists(ctx: BrokerContext, topic_name: str, partition: int) -> bool:
-    topic = ctx.data.topics.by_name(topic_name)
+def partition_exists(
+    ctx: BrokerContext, conn: ConnectionInfo, topic_name: str, partition: int
+) -> bool:
+    """Whether the partition exists among the connection's org's topics."""
+    topic = ctx.data.topics_for(conn.org_id).by_name(topic_name)
     return topic is not None and 0 <= partition < len(topic.partitions)
 
 
@@ -54,8 +67,10 @@ async def offset_commit(
         mod = schema(COMMIT_KEY, version)
         if group_id is None:
             return _commit_response(mod, request, {}, ErrorCode.invalid_group_id)
-        offsets = _known_offsets(ctx, request)
-        results: dict[tuple[str, int], int] = {}
+        if denied(conn, group_id):
+            return _commit_response(mod, request, {}, DENIED)
+        offsets = _known_offsets(ctx, conn, request)
+        results = _denied_partitions(conn, request.topics)
         if offsets:
             op = OffsetCommitOp(
                 group_id=group_id,
@@ -66,13 +81,24 @@ async def offset_commit(
                 api_version=version,
             )
             response: OffsetCommitOpResp = await ask_group(ctx, conn, group_id, op)
-            results = {(t, p): e for t, p, e in response.results}
+            results.update(((t, p), e) for t, p, e in response.results)
         return _commit_response(mod, request, results, ErrorCode.unknown_topic_or_partition)
 
 
+def _denied_partitions(conn: ConnectionInfo, topics: Any) -> dict[tuple[str, int], int]:
+    """TOPIC_AUTHORIZATION_FAILED for each partition of a topic the user may not use."""
+    return {
+        (t.name, p.partition_index): TOPIC_DENIED
+        for t in topics
+        if not conn.may_use_topic(t.name)
+        for p in t.partitions
+    }
+
+
 def _known_offsets(
-    ctx: BrokerContext, request: Any
+    ctx: BrokerContext, conn: ConnectionInfo, request: Any
 ) -> tuple[tuple[str, int, int, int, str | None], ...]:
+    """The offsets of partitions that exist, of topics the user may use."""
     return tuple(
         (
             t.name,
@@ -82,8 +108,9 @@ def _known_offsets(
             p.committed_metadata,
         )
         for t in request.topics
+        if conn.may_use_topic(t.name)
         for p in t.partitions
-        if partition_exists(ctx, t.name, p.partition_index)
+        if partition_exists(ctx, conn, t.name, p.partition_index)
     )
 
 
@@ -162,30 +189,48 @@ async def _fetch_group(
     ctx: BrokerContext, conn: ConnectionInfo, mod: Any, version: int, wanted: Any, stable: bool
 ) -> tuple[ErrorCode, tuple[Any, ...]]:
     """(group error, response topics) for one group: the request (v1-v7) or a v8+ group."""
-    partitions = (
-        None
-        if wanted.topics is None
-        else tuple((t.name, p) for t in wanted.topics for p in t.partition_indexes)
-    )
-    if wanted.group_id is None:
-        response = OffsetFetchOpResp(ErrorCode.invalid_group_id)
-    else:
-        op = OffsetFetchOp(
-            wanted.group_id,
-            partitions,
-            require_stable=stable,
-            member_id=getattr(wanted, "member_id", None),  # v9+
-            member_epoch=getattr(wanted, "member_epoch", -1),
-        )
-        response = await ask_group(ctx, conn, wanted.group_id, op)
+    if wanted.topics is None:  # every committed offset
+        response = await _fetch_response(ctx, conn, wanted, None, stable)
+        code = ErrorCode(response.error_code)
+        every = () if code != ErrorCode.none else response.offsets
+        return code, _topics_of_rows(mod, version, (r for r in every if conn.may_use_topic(r[0])))
+    allowed: list[Any] = []
+    refused: list[Any] = []
+    for t in wanted.topics:
+        (allowed if conn.may_use_topic(t.name) else refused).append(t)
+    response = await _fetch_response(ctx, conn, wanted, allowed, stable)
     code = ErrorCode(response.error_code)
-    rows: Iterable[FetchRow] = response.offsets
+    requested = allowed + refused  # Kafka appends the refused topics
     if code != ErrorCode.none:
         # v1 has no group-level error: each requested partition carries it.
-        rows = ((t, p, -1, -1, "", int(code)) for t, p in partitions or ())
-    if partitions is None:
-        return code, _topics_of_rows(mod, version, rows)
-    return code, _topics_as_requested(mod, version, wanted.topics, rows)
+        rows: Iterable[FetchRow] = _rows(requested, int(code))
+    else:
+        rows = [*response.offsets, *_rows(refused, TOPIC_DENIED)]
+    return code, _topics_as_requested(mod, version, requested, rows)
+
+
+async def _fetch_response(
+    ctx: BrokerContext, conn: ConnectionInfo, wanted: Any, topics: list[Any] | None, stable: bool
+) -> OffsetFetchOpResp:
+    """The actor's answer for `topics` (None: all), unless the group id is null or denied."""
+    if wanted.group_id is None:
+        return OffsetFetchOpResp(ErrorCode.invalid_group_id)
+    if denied(conn, wanted.group_id):
+        return OffsetFetchOpResp(DENIED)
+    op = OffsetFetchOp(
+        wanted.group_id,
+        None if topics is None else tuple((t.name, p) for t in topics for p in t.partition_indexes),
+        require_stable=stable,
+        member_id=getattr(wanted, "member_id", None),  # v9+
+        member_epoch=getattr(wanted, "member_epoch", -1),
+    )
+    response: OffsetFetchOpResp = await ask_group(ctx, conn, wanted.group_id, op)
+    return response
+
+
+def _rows(topics: list[Any], error: int) -> list[FetchRow]:
+    """No offset, and `error`, for each partition of `topics`."""
+    return [(t.name, p, -1, -1, "", error) for t in topics for p in t.partition_indexes]
 
 
 def _topics_as_requested(

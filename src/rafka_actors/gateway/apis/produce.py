@@ -4,6 +4,10 @@ Batches are stored as received: the broker checks the framing and CRC-32C and as
 compression is opaque to it. acks=0 gets no response at all (the client expects none);
 acks=1 and acks=-1 mean the same here (one replica) and are answered once the batches are in
 the OS page cache, which survives a kill of the broker process.
+
+Topics are the connection's org's; a topic outside the user's prefixes gets
+TOPIC_AUTHORIZATION_FAILED on each of its partitions, before anything else is checked (Kafka's
+answer when WRITE is denied).
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ KEY = 0
 async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     acks_ok = request.acks in (-1, 0, 1)
-    if request.transactional_id is not None:
+    txn_id = request.transactional_id
+    if txn_id is not None:
         acks_ok = False  # transactions are not served; see init_producer_id
     topics = []
     for topic_data in request.topic_data:
         partitions = tuple(
-            _produce_partition(ctx, mod, topic_data.name, p, acks_ok, request.transactional_id)
+            _produce_partition(ctx, conn, mod, topic_data.name, p, acks_ok, txn_id)
             for p in topic_data.partition_data
         )
         topics.append(
@@ -39,9 +44,15 @@ async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request
 
 
 def _produce_partition(
-    ctx: BrokerContext, mod: Any, name: str, data: Any, acks_ok: bool, txn_id: str | None
+    ctx: BrokerContext,
+    conn: ConnectionInfo,
+    mod: Any,
+    name: str,
+    data: Any,
+    acks_ok: bool,
+    txn_id: str | None,
 ) -> Any:
-    code, base_offset, log_start = _append(ctx, name, data, acks_ok, txn_id)
+    code, base_offset, log_start = _append(ctx, conn, name, data, acks_ok, txn_id)
     return make(
         mod.PartitionProduceResponse,
         index=data.index,
@@ -55,14 +66,21 @@ def _produce_partition(
 
 
 def _append(
-    ctx: BrokerContext, name: str, data: Any, acks_ok: bool, txn_id: str | None
+    ctx: BrokerContext,
+    conn: ConnectionInfo,
+    name: str,
+    data: Any,
+    acks_ok: bool,
+    txn_id: str | None,
 ) -> tuple[ErrorCode, int, int]:
+    if not conn.may_use_topic(name):
+        return ErrorCode.topic_authorization_failed, -1, -1
     if not acks_ok:
         code = (
             ErrorCode.invalid_txn_state if txn_id is not None else ErrorCode.invalid_required_acks
         )
         return code, -1, -1
-    topic = ctx.data.topics.by_name(name)
+    topic = ctx.data.topics_for(conn.org_id).by_name(name)
     if topic is None or not 0 <= data.index < len(topic.partitions):
         return ErrorCode.unknown_topic_or_partition, -1, -1
     log_start = topic.partitions[data.index].log_start_offset

@@ -3,6 +3,11 @@
 One broker, so the only replication factor is 1 (-1 means the default, also 1); explicit
 replica assignments are accepted when they name this broker alone. Topic configs are stored
 verbatim with the topic; none of them changes how the log behaves yet.
+
+Topics are created in, and deleted from, the connection's org (data_plane.py). A topic outside
+the user's prefixes gets TOPIC_AUTHORIZATION_FAILED before any other check, so the answer says
+nothing about whether it exists; a topic deleted by id that the user may not use is answered
+with its id and a null name (Kafka: ids are not secret, names are).
 """
 
 from __future__ import annotations
@@ -27,22 +32,24 @@ async def create_topics(
     ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
 ) -> Any:
     mod = schema(CREATE_KEY, version)
-    results = tuple(_create_one(ctx, mod, t, request.validate_only) for t in request.topics)
+    results = tuple(_create_one(ctx, conn, mod, t, request.validate_only) for t in request.topics)
     return make(mod.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=results)
 
 
-def _create_one(ctx: BrokerContext, mod: Any, wanted: Any, validate_only: bool) -> Any:
+def _create_one(
+    ctx: BrokerContext, conn: ConnectionInfo, mod: Any, wanted: Any, validate_only: bool
+) -> Any:
     partitions = wanted.num_partitions
     if wanted.assignments:
         partitions = len(wanted.assignments)
     elif partitions == -1:
         partitions = ctx.config.num_partitions
-    code, message = _check_create(ctx, wanted, partitions)
+    code, message = _check_create(ctx, conn, wanted, partitions)
     created = None
     if code is ErrorCode.none and not validate_only:
         configs = {c.name: c.value for c in wanted.configs if c.value is not None}
         try:
-            created = ctx.data.create_topic(wanted.name, partitions, configs)
+            created = ctx.data.create_topic(wanted.name, partitions, configs, org_id=conn.org_id)
         except TopicExists as exc:
             code, message = ErrorCode.topic_already_exists, str(exc)
     ok = code is ErrorCode.none
@@ -52,19 +59,24 @@ def _create_one(ctx: BrokerContext, mod: Any, wanted: Any, validate_only: bool) 
         topic_id=created.topic_id if created else None,
         error_code=code,
         error_message=message,
-        topic_config_error_code=0,
+        # Kafka also refuses DESCRIBE_CONFIGS there (the same prefixes decide both)
+        topic_config_error_code=code if code is ErrorCode.topic_authorization_failed else 0,
         num_partitions=partitions if ok else -1,
         replication_factor=1 if ok else -1,
         configs=() if ok else None,
     )
 
 
-def _check_create(ctx: BrokerContext, wanted: Any, partitions: int) -> tuple[ErrorCode, str | None]:
+def _check_create(
+    ctx: BrokerContext, conn: ConnectionInfo, wanted: Any, partitions: int
+) -> tuple[ErrorCode, str | None]:
+    if not conn.may_use_topic(wanted.name):
+        return ErrorCode.topic_authorization_failed, "Authorization failed."
     try:
         validate_topic_name(wanted.name)
     except InvalidTopicName as exc:
         return ErrorCode.invalid_topic_exception, str(exc)
-    if ctx.data.topics.by_name(wanted.name) is not None:
+    if ctx.data.topics_for(conn.org_id).by_name(wanted.name) is not None:
         return ErrorCode.topic_already_exists, f"Topic '{wanted.name}' already exists."
     if wanted.replication_factor not in (-1, 1):
         return (
@@ -87,28 +99,33 @@ async def delete_topics(
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    results = tuple(_delete_one(ctx, mod, name, topic_id) for name, topic_id in wanted)
+    results = tuple(_delete_one(ctx, conn, mod, name, topic_id) for name, topic_id in wanted)
     return make(mod.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=results)
 
 
-def _delete_one(ctx: BrokerContext, mod: Any, name: str | None, topic_id: Any) -> Any:
-    topic = ctx.data.topics.by_name(name) if name else None
+def _delete_one(
+    ctx: BrokerContext, conn: ConnectionInfo, mod: Any, name: str | None, topic_id: Any
+) -> Any:
+    if name and not conn.may_use_topic(name):
+        return _deleted(mod, name, topic_id, ErrorCode.topic_authorization_failed)
+    store = ctx.data.topics_for(conn.org_id)
+    topic = store.by_name(name) if name else None
     if topic is None and topic_id is not None and topic_id.int:
-        topic = ctx.data.topics.by_id(topic_id)
+        topic = store.by_id(topic_id)
+        if topic is not None and not conn.may_use_topic(topic.name):
+            return _deleted(mod, None, topic_id, ErrorCode.topic_authorization_failed)
     if topic is None:
         code = ErrorCode.unknown_topic_id if name is None else ErrorCode.unknown_topic_or_partition
-        return make(
-            mod.DeletableTopicResult,
-            name=name,
-            topic_id=topic_id,
-            error_code=code,
-            error_message=None,
-        )
-    ctx.data.delete_topic(topic.name)
+        return _deleted(mod, name, topic_id, code)
+    ctx.data.delete_topic(topic.name, org_id=conn.org_id)
+    return _deleted(mod, topic.name, topic.topic_id, ErrorCode.none)
+
+
+def _deleted(mod: Any, name: str | None, topic_id: Any, code: ErrorCode) -> Any:
     return make(
         mod.DeletableTopicResult,
-        name=topic.name,
-        topic_id=topic.topic_id,
-        error_code=ErrorCode.none,
+        name=name,
+        topic_id=topic_id,
+        error_code=code,
         error_message=None,
     )
