@@ -117,6 +117,8 @@ class UserStore:
             raise UsersFileError(f"{path}: {exc.strerror or exc}") from exc
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise UsersFileError(f"{path}: not valid JSON: {exc}") from exc
+        except RecursionError:  # found by fuzzing: JSON nested deeper than Python's stack
+            raise UsersFileError(f"{path}: JSON nested too deeply") from None
         try:
             return cls.from_json(document)
         except UsersFileError as exc:
@@ -153,7 +155,11 @@ class UserStore:
 
 
 def check_name(name: str) -> None:
-    if not name or len(name.encode()) > MAX_NAME_BYTES:
+    try:
+        encoded = name.encode()
+    except UnicodeEncodeError:  # found by fuzzing: a lone surrogate is not UTF-8
+        raise UsersFileError(f"user name {name!r} is not valid UTF-8") from None
+    if not name or len(encoded) > MAX_NAME_BYTES:
         raise UsersFileError(f"user name must be 1..{MAX_NAME_BYTES} bytes")
     if not name.isprintable():
         raise UsersFileError(f"user name {name!r} has control characters")
@@ -221,7 +227,7 @@ def _b64(mechanism_name: str, key: str, value: Any) -> bytes:
         raise UsersFileError(f"{mechanism_name}: {key} must be a base64 string")
     try:
         return base64.b64decode(value, validate=True)
-    except binascii.Error:
+    except (binascii.Error, ValueError):  # ValueError: non-ASCII text (found by fuzzing)
         raise UsersFileError(f"{mechanism_name}: {key} is not valid base64") from None
 
 
