@@ -59,6 +59,12 @@ class BrokerConfig:
     # Network.
     socket_request_max_bytes: int = field(default=104857600, metadata=_doc("largest frame"))
     connections_max_idle_ms: int = field(default=600000, metadata=_doc("idle conn close"))
+    queued_max_request_bytes: int = field(
+        # Kafka's default is -1 (no bound); a Python broker reading a few 100 MiB frames at once
+        # would stall and could run out of memory, so we bound it (-1 still means no bound)
+        default=209715200,
+        metadata=_doc("bytes of big frames (> 1 MiB) held at once, broker-wide"),
+    )
     max_connections: int = field(default=2**31 - 1, metadata=_doc("open connections in all"))
     max_connections_per_ip: int = field(default=2**31 - 1, metadata=_doc("from one address"))
     max_connections_per_user: int = field(
@@ -277,6 +283,8 @@ def _check_network_settings(config: BrokerConfig) -> None:
     ):
         if getattr(config, name) <= 0:
             raise ConfigError(f"{kafka_key(name)} must be positive")
+    if config.queued_max_request_bytes == 0 or config.queued_max_request_bytes < -1:
+        raise ConfigError("queued.max.request.bytes must be positive or -1 (no bound)")
     if config.connection_failed_authentication_delay_ms < 0:
         raise ConfigError("connection.failed.authentication.delay.ms must be >= 0")
     if config.listener_security_protocol not in SECURITY_PROTOCOLS:

@@ -1,5 +1,6 @@
 """200 random garbage frames and 300 half-open connections leave the broker serving a real
-client, and every bad connection is closed with a log line rather than crashing anything."""
+client, and bad connections are closed with log lines (up to a budget per interval) rather than
+crashing anything."""
 
 from __future__ import annotations
 
@@ -66,4 +67,6 @@ def test_garbage_and_half_open_connections(broker: BrokerProcess) -> None:
         for sock in half_open:
             sock.close()
     assert "Traceback" not in broker.log_text()
-    assert broker.log_text().count("closing connection") >= 100
+    # Closes are logged 50 per 10 s, the rest counted (gateway/log_budget.py): a garbage flood
+    # must not flood the log.
+    assert broker.log_text().count("closing connection") >= 50

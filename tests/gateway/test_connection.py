@@ -200,3 +200,83 @@ async def test_idle_connection_is_closed(
             assert await client.read_frame() is None
         assert trio.current_time() - start == pytest.approx(600, abs=1)
     assert "idle for 600s" in caplog.text
+
+
+async def test_silence_inside_a_frame_is_idleness_too(
+    ctx: BrokerContext, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    ctx.config = ctx.config.with_values(
+        connections_max_idle_ms=5_000, socket_request_max_bytes=8 << 20
+    )
+    async with trio.open_nursery() as nursery:
+        small, big = await connect(nursery, ctx), await connect(nursery, ctx)
+        await small.send(struct.pack(">i", 100) + b"\x00\x03")  # then nothing
+        await big.send(struct.pack(">i", 3 << 20) + b"\x00" * 1000)
+        start = trio.current_time()
+        with trio.fail_after(60):
+            assert await small.read_frame() is None
+            assert await big.read_frame() is None
+        assert trio.current_time() - start == pytest.approx(5, abs=1)
+    assert caplog.text.count("idle for 5s inside a frame") == 2
+    assert ctx.frame_bytes.used == 0
+
+
+async def test_a_peer_that_never_reads_its_replies_is_closed(
+    ctx: BrokerContext, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    ctx.config = ctx.config.with_values(connections_max_idle_ms=5_000)
+    client_end, server_end = trio.testing.lockstep_stream_pair()  # send blocks until read
+    metadata = MetadataRequest(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client_end.send_all, request_frame(metadata))
+        with trio.fail_after(60):  # returns once it has closed the connection
+            await serve_connection(server_end, ctx, API_TABLE, ConnectionInfo("t", 1))
+    assert "peer has not read its reply for 5s" in caplog.text
+
+
+async def test_big_frames_wait_for_room_in_queued_max_request_bytes(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Two 3 MiB frames with room for 4 MiB: the second body is read only once the first
+    request is answered; every byte of the budget comes back, however a frame ends."""
+    config = BrokerConfig(
+        data_dir=tmp_path, socket_request_max_bytes=8 << 20, queued_max_request_bytes=4 << 20
+    )
+    data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
+    answered: list[int] = []
+    release = trio.Event()
+
+    async def slow(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+        answered.append(ctx.frame_bytes.used)
+        await release.wait()
+        return None  # acks=0 style: nothing to send
+
+    slow_apis = {18: API_TABLE[18], 3: Api(3, "Metadata", 0, 13, slow)}
+    ctx = BrokerContext(config, data, "127.0.0.1", 9092, slow_apis)
+    big = MetadataRequest(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    frame = request_frame(big)
+    padded = struct.pack(">i", 3 << 20) + frame[4:] + b"\x00" * ((3 << 20) - len(frame) + 4)
+    async with trio.open_nursery() as nursery:
+        first, second = (
+            await connect(nursery, ctx, slow_apis),
+            await connect(nursery, ctx, slow_apis),
+        )
+        await first.send(padded)
+        await trio.sleep(1)
+        await second.send(padded)
+        await trio.sleep(1)
+        assert answered == [3 << 20]  # the second waits for room, its body unread
+        release.set()
+        await trio.sleep(1)
+        assert answered == [3 << 20, 3 << 20]
+        cut = await connect(nursery, ctx, slow_apis)
+        await cut.send(struct.pack(">i", 3 << 20) + b"\x00" * 100)
+        await cut.stream.aclose()  # hangs up mid-frame
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    assert ctx.frame_bytes.used == 0
+    data.close()

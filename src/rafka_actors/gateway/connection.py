@@ -34,6 +34,8 @@ from ..protocol.errors import ProtocolError
 from ..protocol.headers import RequestHeader, parse_request_header
 from .context import Api, BrokerContext, ConnectionInfo
 from .identities import WithGroupIdentities
+from .limits import ByteBudget
+from .log_budget import LogBudget
 
 log = logging.getLogger(__name__)
 
@@ -45,22 +47,26 @@ class CloseConnection(Exception):
     """The connection must end; the message says why (logged once)."""
 
 
-_CHUNK = 1 << 20  # read big frames piecewise: one recv never allocates more than this
+_CHUNK = 1 << 20  # frames up to this are read in one piece; bigger ones hold ByteBudget room
+_closes = LogBudget(log, per_interval=50)
 
 
 async def _read_frame(
-    stream: BufferedReceiveStream, max_bytes: int, idle_seconds: float
+    stream: BufferedReceiveStream, max_bytes: int, idle_seconds: float, budget: ByteBudget
 ) -> bytes | None:
-    """The next frame's bytes, or None on a clean hang-up between frames."""
+    """The next frame's bytes, or None on a clean hang-up between frames. A frame bigger
+    than _CHUNK holds `len(frame)` bytes of `budget`: release them once it is answered."""
     try:
-        return await _read_frame_or_eof(stream, max_bytes, idle_seconds)
+        return await _read_frame_or_eof(stream, max_bytes, idle_seconds, budget)
     except ValueError as exc:  # tricycle's word for an EOF inside a frame
         raise CloseConnection(f"peer hung up mid-frame ({exc})") from exc
 
 
 async def _read_frame_or_eof(
-    stream: BufferedReceiveStream, max_bytes: int, idle_seconds: float
+    stream: BufferedReceiveStream, max_bytes: int, idle_seconds: float, budget: ByteBudget
 ) -> bytes | None:
+    # connections.max.idle.ms bounds every wait for the peer, inside a frame too (a length
+    # prefix followed by silence must not hold a connection forever)
     with trio.move_on_after(idle_seconds) as idle:
         prefix = await stream.receive_all_or_none(4)
     if idle.cancelled_caught:
@@ -71,12 +77,30 @@ async def _read_frame_or_eof(
     if length <= 0 or length > max_bytes:
         raise CloseConnection(f"frame length {length} outside 1..{max_bytes}")
     if length <= _CHUNK:
-        # kio's native decoder wants an immutable buffer; tricycle hands out bytearrays
-        return bytes(await stream.receive_exactly(length))
-    frame = bytearray()
-    while len(frame) < length:
-        frame += await stream.receive_exactly(min(_CHUNK, length - len(frame)))
-    return bytes(frame)
+        with trio.move_on_after(idle_seconds):
+            # kio's native decoder wants an immutable buffer; tricycle hands out bytearrays
+            return bytes(await stream.receive_exactly(length))
+        raise CloseConnection(f"idle for {idle_seconds:.0f}s inside a frame")
+    await budget.acquire(length)
+    try:
+        return await _read_big_body(stream, length, idle_seconds)
+    except BaseException:
+        budget.release(length)
+        raise
+
+
+async def _read_big_body(stream: BufferedReceiveStream, length: int, idle_seconds: float) -> bytes:
+    # Chunks joined once at the end: one copy of the whole frame, not one per chunk.
+    chunks, left = [], length
+    while left:
+        chunk = b""
+        with trio.move_on_after(idle_seconds):
+            chunk = await stream.receive_exactly(min(_CHUNK, left))
+        if not chunk:
+            raise CloseConnection(f"idle for {idle_seconds:.0f}s inside a frame")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 async def serve_connection(
@@ -93,7 +117,7 @@ async def serve_connection(
         else:
             await _pipelined(reader, stream, ctx, apis, conn)
     except CloseConnection as exc:
-        log.warning("closing connection from %s:%d: %s", conn.peer_host, conn.peer_port, exc)
+        _closes.warning("closing connection from %s:%d: %s", conn.peer_host, conn.peer_port, exc)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         log.debug("connection from %s:%d dropped", conn.peer_host, conn.peer_port)
     except Exception:  # a bug in a handler: this connection ends, the broker carries on
@@ -121,7 +145,7 @@ async def _one_at_a_time(
 ) -> None:
     idle_seconds = ctx.config.connections_max_idle_ms / 1000
     while True:
-        frame = await _read_frame(reader, _frame_limit(ctx, conn), idle_seconds)
+        frame = await _read_frame(reader, _frame_limit(ctx, conn), idle_seconds, ctx.frame_bytes)
         if frame is None:
             return
         await _reply(frame, stream, ctx, apis, conn)
@@ -134,9 +158,16 @@ async def _reply(
     apis: Mapping[int, Api],
     conn: ConnectionInfo,
 ) -> None:
-    reply = await _answer(frame, ctx, apis, conn)
+    try:
+        reply = await _answer(frame, ctx, apis, conn)
+    finally:
+        _release(ctx, frame)
     if reply is not None:
-        await stream.send_all(reply)
+        idle_seconds = ctx.config.connections_max_idle_ms / 1000
+        with trio.move_on_after(idle_seconds) as stuck:
+            await stream.send_all(reply)
+        if stuck.cancelled_caught:
+            raise CloseConnection(f"peer has not read its reply for {idle_seconds:.0f}s")
     if conn.close_after_reply is not None:
         raise CloseConnection(conn.close_after_reply)
 
@@ -162,22 +193,42 @@ async def _pipelined(
         async with send:
             while True:
                 try:
-                    frame = await _read_frame(reader, _frame_limit(ctx, conn), idle_seconds)
+                    frame = await _read_frame(
+                        reader, _frame_limit(ctx, conn), idle_seconds, ctx.frame_bytes
+                    )
                 except CloseConnection as exc:
                     await send.send(exc)
                     return
                 if frame is None:
                     return
-                await send.send(frame)
+                try:
+                    await send.send(frame)
+                except BaseException:
+                    _release(ctx, frame)
+                    raise
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(read_ahead)
         async with receive:
-            async for item in receive:
-                if isinstance(item, CloseConnection):
-                    raise item
-                await _reply(item, stream, ctx, apis, conn)
+            try:
+                async for item in receive:
+                    if isinstance(item, CloseConnection):
+                        raise item
+                    await _reply(item, stream, ctx, apis, conn)
+            finally:  # frames read ahead but never answered give their budget back
+                while True:
+                    try:
+                        item = receive.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    if not isinstance(item, CloseConnection):
+                        _release(ctx, item)
         nursery.cancel_scope.cancel()
+
+
+def _release(ctx: BrokerContext, frame: bytes) -> None:
+    if len(frame) > _CHUNK:
+        ctx.frame_bytes.release(len(frame))
 
 
 async def _answer(

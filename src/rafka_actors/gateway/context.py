@@ -18,7 +18,7 @@ from ..actors.registry import GroupRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
-from .limits import ConnectionLimits
+from .limits import ByteBudget, ConnectionLimits
 
 
 @dataclass(slots=True)
@@ -33,6 +33,11 @@ class BrokerContext:
         default_factory=lambda: ConnectionLimits(2**31 - 1, 2**31 - 1, 2**31 - 1)
     )
     sasl: SaslSetup | None = None  # set on a SASL listener
+    frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
+
+    def __post_init__(self) -> None:
+        capacity = self.config.queued_max_request_bytes
+        self.frame_bytes = ByteBudget(capacity if capacity > 0 else 2**63)
 
     def registry(self) -> GroupRegistry:
         if self.groups is None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+import trio
+
 
 @dataclass(slots=True)
 class ConnectionLimits:
@@ -51,3 +53,25 @@ def _decrement(counts: Counter[str], key: str) -> None:
         del counts[key]
     else:
         counts[key] -= 1
+
+
+class ByteBudget:
+    """Kafka's `queued.max.request.bytes`: bytes of big request frames being read or waiting
+    for their answer, broker-wide. A connection waits for room before it reads a big frame's
+    body (so a flood of maximum-size frames is read a few at a time, not all at once into
+    memory); one frame always fits when nothing else is held, however big."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0
+        self._freed = trio.Event()
+
+    async def acquire(self, size: int) -> None:
+        while self.used and self.used + size > self.capacity:
+            await self._freed.wait()
+        self.used += size
+
+    def release(self, size: int) -> None:
+        self.used -= size
+        self._freed.set()
+        self._freed = trio.Event()

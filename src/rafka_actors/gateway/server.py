@@ -30,6 +30,7 @@ from .apis import API_TABLE
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
 from .limits import ConnectionLimits
+from .log_budget import LogBudget
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +187,7 @@ async def _serve(ctx: BrokerContext, stream: trio.abc.Stream) -> None:
         return
     refused = ctx.limits.admit(peer_host)
     if refused is not None:
-        _refusals.note(peer_host, refused)
+        _refusals.warning("refused a connection from %s: %s", peer_host, refused)
         await trio.aclose_forcefully(stream)
         return
     conn = ConnectionInfo(peer_host, peer_port)
@@ -206,24 +207,8 @@ def _peer(stream: trio.abc.Stream) -> tuple[str, int]:
     return host, port
 
 
-class _RefusalLog:
-    """One warning per interval for refused connections, not one per connection: a flood
-    against a limit must not become a flood of log lines."""
-
-    def __init__(self, interval_s: float = 10.0) -> None:
-        self._interval = interval_s
-        self._last = -float("inf")
-        self._count = 0
-
-    def note(self, peer: str, reason: str) -> None:
-        self._count += 1
-        now = trio.current_time()
-        if now - self._last >= self._interval:
-            log.warning("refused %d connection(s), latest from %s: %s", self._count, peer, reason)
-            self._last, self._count = now, 0
-
-
-_refusals = _RefusalLog()
+# a flood against a limit must not become a flood of log lines
+_refusals = LogBudget(log, per_interval=1)
 
 
 async def _flush_periodically(data: DataPlane, interval_ms: int) -> None:
