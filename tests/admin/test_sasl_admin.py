@@ -3,17 +3,15 @@ organisation's groups only, and a wrong password is a clear error, not a traceba
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import confluent_kafka
 import pytest
-import trustme
 
 from ..broker_process import BrokerProcess
+from ..e2e.sasl_setup import Tls, UserSpec, broker_settings, make_tls, write_users
 
 pytestmark = pytest.mark.e2e
 
@@ -21,64 +19,44 @@ USERS = {"alice": (1, "alice-pw"), "bob": (2, "bob-pw")}
 
 
 @pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    directory = tmp_path_factory.mktemp("tls")
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    paths = {name: str(directory / f"{name}.pem") for name in ("ca", "cert", "key")}
-    ca.cert_pem.write_to_path(paths["ca"])
-    cert.private_key_pem.write_to_path(paths["key"])
-    for i, pem in enumerate(cert.cert_chain_pems):
-        pem.write_to_path(paths["cert"], append=i > 0)
-    return paths
+def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
+    return make_tls(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module")
-def broker(
-    tmp_path_factory: pytest.TempPathFactory, tls: dict[str, str]
-) -> Iterator[BrokerProcess]:
+def broker(tmp_path_factory: pytest.TempPathFactory, tls: Tls) -> Iterator[BrokerProcess]:
     directory = tmp_path_factory.mktemp("sasl-admin")
-    users = directory / "users.json"
-    for name, (org, password) in USERS.items():
-        subprocess.run(
-            [sys.executable, "-m", "rafka_actors", "users", "add", name, "--org", str(org),
-             "--password", password, "--iterations", "4096", "--file", str(users)],
-            check=True,
-            capture_output=True,
-        )  # fmt: skip
-    process = BrokerProcess(
-        directory / "data",
-        "listener.security.protocol=SASL_SSL",
-        f"sasl.users.file={users}",
-        f"ssl.certificate.location={tls['cert']}",
-        f"ssl.key.location={tls['key']}",
-    ).start()
+    users = write_users(
+        directory / "users.json",
+        [UserSpec(name, org, password) for name, (org, password) in USERS.items()],
+    )
+    process = BrokerProcess(directory / "data", *broker_settings("SASL_SSL", users, tls)).start()
     yield process
     if process.alive():
         process.kill()
 
 
-def client_config(broker: BrokerProcess, tls: dict[str, str], user: str) -> dict[str, Any]:
+def client_config(broker: BrokerProcess, tls: Tls, user: str) -> dict[str, Any]:
     return {
         "bootstrap.servers": broker.bootstrap,
         "security.protocol": "SASL_SSL",
         "sasl.mechanism": "SCRAM-SHA-256",
         "sasl.username": user,
         "sasl.password": USERS[user][1],
-        "ssl.ca.location": tls["ca"],
+        "ssl.ca.location": str(tls.ca),
     }
 
 
-def command_config(tmp_path: Path, tls: dict[str, str], user: str, password: str) -> str:
+def command_config(tmp_path: Path, tls: Tls, user: str, password: str) -> str:
     path = tmp_path / f"{user}.properties"
     path.write_text(
         "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
-        f"sasl.username={user}\nsasl.password={password}\nssl.ca.location={tls['ca']}\n"
+        f"sasl.username={user}\nsasl.password={password}\nssl.ca.location={tls.ca}\n"
     )
     return str(path)
 
 
-def commit(broker: BrokerProcess, tls: dict[str, str], user: str, offset: int) -> None:
+def commit(broker: BrokerProcess, tls: Tls, user: str, offset: int) -> None:
     consumer = confluent_kafka.Consumer(
         {**client_config(broker, tls, user), "group.id": "payments", "enable.auto.commit": False}
     )
@@ -91,7 +69,7 @@ def commit(broker: BrokerProcess, tls: dict[str, str], user: str, offset: int) -
 
 
 def test_each_user_lists_only_its_orgs_group_and_offsets(
-    broker: BrokerProcess, tls: dict[str, str], tmp_path: Path, cli: Any
+    broker: BrokerProcess, tls: Tls, tmp_path: Path, cli: Any
 ) -> None:
     producer = confluent_kafka.Producer(client_config(broker, tls, "alice"))
     for i in range(5):
@@ -118,7 +96,7 @@ def test_each_user_lists_only_its_orgs_group_and_offsets(
 
 
 def test_wrong_password_is_a_clear_error(
-    broker: BrokerProcess, tls: dict[str, str], tmp_path: Path, cli: Any
+    broker: BrokerProcess, tls: Tls, tmp_path: Path, cli: Any
 ) -> None:
     result = cli("list", "--command-config", command_config(tmp_path, tls, "alice", "nope"))
     assert result.code == 1
