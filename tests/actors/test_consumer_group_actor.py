@@ -42,7 +42,7 @@ async def log() -> MemoryCoordinatorLog:
 @pytest.fixture
 async def registry(log: MemoryCoordinatorLog) -> AsyncIterator[GroupRegistry]:
     async with trio.open_nursery() as nursery:
-        yield GroupRegistry(nursery, CONFIG, log, topics=lambda: IMAGE)
+        yield GroupRegistry(nursery, CONFIG, log, topics=lambda _org: IMAGE)
         nursery.cancel_scope.cancel()
 
 
@@ -116,11 +116,11 @@ async def test_restart_from_the_log_resumes_the_group(
     log: MemoryCoordinatorLog, autojump_clock: trio.testing.MockClock
 ) -> None:
     async with trio.open_nursery() as nursery:
-        registry = GroupRegistry(nursery, CONFIG, log, topics=lambda: IMAGE)
+        registry = GroupRegistry(nursery, CONFIG, log, topics=lambda _org: IMAGE)
         await registry.ask(K, hb("m1", 0, instance_id="i1"))
         nursery.cancel_scope.cancel()
     async with trio.open_nursery() as nursery:
-        registry = GroupRegistry(nursery, CONFIG, log, topics=lambda: IMAGE)
+        registry = GroupRegistry(nursery, CONFIG, log, topics=lambda _org: IMAGE)
         assert registry.resume() == 1
         resp = await registry.ask(K, hb("m1", 1, owned=((FOO, (0, 1, 2, 3)),)))
         assert (resp.error_code, resp.member_epoch) == (0, 1)

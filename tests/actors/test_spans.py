@@ -76,7 +76,7 @@ async def test_target_assignment_span_of_a_consumer_group(
     image = TopicImage.of(1, [TopicInfo("t", uuid.UUID(int=1), 2)])
     async with trio.open_nursery() as nursery:
         registry = GroupRegistry(
-            nursery, GroupConfig(), MemoryCoordinatorLog(), topics=lambda: image
+            nursery, GroupConfig(), MemoryCoordinatorLog(), topics=lambda _org: image
         )
         op = ConsumerGroupHeartbeatOp(
             "g", "m1", 0, rebalance_timeout_ms=1000, subscribed_topic_names=("t",), owned=()

@@ -23,17 +23,13 @@ import trio.testing
 from kio.schema.errors import ErrorCode
 from trio.testing import MockClock
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
-from rafka_actors.actors.data_plane import DataPlane
-from rafka_actors.actors.registry import GroupRegistry
-from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE, consumer_groups
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
-from rafka_actors.group.effects import GroupConfig
 from rafka_actors.protocol.messages import response_class
 
 from ..wire import parse_response, request_frame
+from .serving import serving_groups
 from .test_group_apis import Client, commit_req, committed, join_and_sync, nested, req
 
 CG_HEARTBEAT, CG_DESCRIBE = 68, 69
@@ -47,20 +43,8 @@ NO_OPERATIONS = -(2**31)
 async def ctx(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> AsyncIterator[BrokerContext]:
-    config = BrokerConfig(data_dir=tmp_path, socket_request_max_bytes=1 << 20)
-    data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
-    data.create_topic("t", 2)
-    data.create_topic("u", 3)
-    async with trio.open_nursery() as nursery:
-        registry = GroupRegistry(
-            nursery,
-            GroupConfig(initial_rebalance_delay_ms=0),
-            MemoryCoordinatorLog(),
-            topics=data.topics.image,
-        )
-        yield BrokerContext(config, data, "127.0.0.1", 9092, API_TABLE, groups=registry)
-        nursery.cancel_scope.cancel()
-    data.close()
+    async with serving_groups(tmp_path, ((0, "t", 2), (0, "u", 3))) as ctx:
+        yield ctx
 
 
 @pytest.fixture

@@ -23,19 +23,15 @@ import trio.testing
 from kio.schema.errors import ErrorCode
 from trio.testing import MockClock
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
-from rafka_actors.actors.data_plane import DataPlane
-from rafka_actors.actors.registry import GroupRegistry
-from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE, groups
 from rafka_actors.gateway.apis._build import make
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.group.consumer_protocol import encode_assignment, encode_subscription
-from rafka_actors.group.effects import GroupConfig
 from rafka_actors.protocol.messages import request_class, response_class
 
 from ..wire import parse_response, request_frame
+from .serving import serving_groups
 
 JOIN, HEARTBEAT, LEAVE, SYNC = 11, 12, 13, 14
 COMMIT, FETCH, DESCRIBE, LIST, DELETE, OFFSET_DELETE = 8, 9, 15, 16, 42, 47
@@ -49,16 +45,8 @@ NO_OPERATIONS = -(2**31)
 async def ctx(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> AsyncIterator[BrokerContext]:
-    config = BrokerConfig(data_dir=tmp_path, socket_request_max_bytes=1 << 20)
-    data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
-    data.create_topic("t", 2)
-    async with trio.open_nursery() as nursery:
-        registry = GroupRegistry(
-            nursery, GroupConfig(initial_rebalance_delay_ms=0), MemoryCoordinatorLog()
-        )
-        yield BrokerContext(config, data, "127.0.0.1", 9092, API_TABLE, groups=registry)
-        nursery.cancel_scope.cancel()
-    data.close()
+    async with serving_groups(tmp_path, ((0, "t", 2),)) as ctx:
+        yield ctx
 
 
 # -- a tiny client ------------------------------------------------------------------------

@@ -22,19 +22,15 @@ import trio.testing
 from kio.schema.errors import ErrorCode
 from trio.testing import MockClock
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
-from rafka_actors.actors.data_plane import DataPlane
-from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.auth.users import User
-from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.apis._build import make
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
-from rafka_actors.group.effects import GroupConfig
 from rafka_actors.ids import GroupKey
 from rafka_actors.protocol.messages import request_class
 
+from .serving import serving_groups
 from .test_group_apis import (
     Client,
     commit_req,
@@ -68,18 +64,10 @@ Connect = Callable[[User | None], Awaitable[Client]]
 async def ctx(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> AsyncIterator[BrokerContext]:
-    config = BrokerConfig(data_dir=tmp_path, socket_request_max_bytes=1 << 20)
-    data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
-    for org in (0, 1, 2):  # the same names in every organisation's namespace
-        for name in ("a.t", "b.t"):
-            data.create_topic(name, 2, org_id=org)
-    async with trio.open_nursery() as nursery:
-        registry = GroupRegistry(
-            nursery, GroupConfig(initial_rebalance_delay_ms=0), MemoryCoordinatorLog()
-        )
-        yield BrokerContext(config, data, "127.0.0.1", 9092, API_TABLE, groups=registry)
-        nursery.cancel_scope.cancel()
-    data.close()
+    async with serving_groups(
+        tmp_path, [(org, name, 2) for org in (0, 1, 2) for name in ("a.t", "b.t")]
+    ) as ctx:
+        yield ctx
 
 
 @pytest.fixture

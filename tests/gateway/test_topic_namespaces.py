@@ -298,7 +298,7 @@ async def group_ctx(
             nursery,
             GroupConfig(initial_rebalance_delay_ms=0),
             MemoryCoordinatorLog(),
-            topics_of_org=ctx.data.image_of,
+            topics=ctx.data.image_of,
         )
         yield ctx
         nursery.cancel_scope.cancel()

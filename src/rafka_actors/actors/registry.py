@@ -47,13 +47,10 @@ class GroupRegistry:
         coordinator_log: CoordinatorLog,
         *,
         mailbox_size: int = 1024,
-        topics: Callable[[], TopicImage] = lambda: EMPTY_IMAGE,
-        topics_of_org: Callable[[int], TopicImage] | None = None,
+        topics: Callable[[int], TopicImage] = lambda _org: EMPTY_IMAGE,
     ) -> None:
-        # KIP-848 groups see topics: with `topics_of_org` (the broker) each group only its own
-        # org's; `topics` alone gives every group the same image (single-org tests).
+        # KIP-848 groups see topics: `topics(org_id)` is the image of that org's topics only.
         self._topics = topics
-        self._topics_of_org = topics_of_org
         self._nursery = nursery
         self._config = config
         self._log = coordinator_log
@@ -81,11 +78,7 @@ class GroupRegistry:
             self._log,
             mailbox_size=self._mailbox_size,
             group=group,
-            topics=(
-                self._topics
-                if self._topics_of_org is None
-                else functools.partial(self._topics_of_org, key.org_id)
-            ),
+            topics=functools.partial(self._topics, key.org_id),
         )
         self._actors[key] = actor
         self._nursery.start_soon(self._supervise, actor)

@@ -56,7 +56,7 @@ async def run_broker(
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
                 registry = GroupRegistry(
-                    services, group_config(config), coordinator, topics_of_org=data.image_of
+                    services, group_config(config), coordinator, topics=data.image_of
                 )
                 services.start_soon(
                     registry.expire_offsets_periodically,

@@ -1,0 +1,41 @@
+"""A BrokerContext that serves groups, for the gateway tests: a real DataPlane in a temp dir,
+a GroupRegistry on a MemoryCoordinatorLog (no initial rebalance delay), and the topics asked
+for, each `(org_id, name, partitions)`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
+from rafka_actors.actors.data_plane import DataPlane
+from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.config import BrokerConfig
+from rafka_actors.gateway.apis import API_TABLE
+from rafka_actors.gateway.context import BrokerContext
+from rafka_actors.group.effects import GroupConfig
+
+
+@asynccontextmanager
+async def serving_groups(
+    tmp_path: Path, topics: Iterable[tuple[int, str, int]]
+) -> AsyncIterator[BrokerContext]:
+    config = BrokerConfig(data_dir=tmp_path, socket_request_max_bytes=1 << 20)
+    data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
+    for org_id, name, partitions in topics:
+        data.create_topic(name, partitions, org_id=org_id)
+    try:
+        async with trio.open_nursery() as nursery:
+            registry = GroupRegistry(
+                nursery,
+                GroupConfig(initial_rebalance_delay_ms=0),
+                MemoryCoordinatorLog(),
+                topics=data.image_of,
+            )
+            yield BrokerContext(config, data, "127.0.0.1", 9092, API_TABLE, groups=registry)
+            nursery.cancel_scope.cancel()
+    finally:
+        data.close()
