@@ -1,0 +1,51 @@
+"""The shared vocabulary of the benchmark: targets, options, figures and workloads.
+
+A `Workload` runs against one `Target` (a broker reachable at `bootstrap`) and returns
+`Figure`s, one value per figure per run; the runner repeats it `runs` times and the report
+shows min / median / max of each figure per target, and each peer's median as a ratio of
+rafka-actors' (oriented so that > 1.0 means rafka-actors is better).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    name: str  # "rafka-actors", "noida-db", "tansu", or "external"
+    bootstrap: str  # HOST:PORT
+    pid: int | None = None  # the broker process, for memory figures (None: not ours to see)
+    kip848: bool = False  # serves ConsumerGroupHeartbeat (group.protocol=consumer)
+    data_dir: str | None = None  # where its data lives, when we started it
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    runs: int = 3
+    quick: bool = False  # smaller sizes, for a smoke test
+
+
+@dataclass(slots=True)
+class Figure:
+    key: str  # stable id, e.g. "c.commits_1" (workload letter, dot, name)
+    label: str  # what the table shows, e.g. "sync commits/s, 1 client"
+    unit: str  # "s", "/s", "ms", "MiB", "B/group"
+    higher_is_better: bool
+    values: list[float] = field(default_factory=list)
+
+    def summary(self) -> tuple[float, float, float] | None:
+        if not self.values:
+            return None
+        return min(self.values), statistics.median(self.values), max(self.values)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    letter: str  # "a".."h", as issue 8 names them
+    title: str
+    # one run against a target: Figures holding one value each; the runner merges runs by key
+    run: Callable[[Target, Options], list[Figure]]
+    needs: Callable[[Target], bool] = lambda target: True  # False: not applicable (n/a)
