@@ -103,6 +103,12 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = field(default=1800000, metadata=_doc("highest session"))
     group_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
     offset_metadata_max_bytes: int = field(default=4096, metadata=_doc("commit metadata size"))
+    group_passivation_idle_ms: int = field(
+        # not a Kafka setting: an Empty group's actor is dropped (and rebuilt from the log on
+        # its next request) after this long without one; 0 drops it at once
+        default=10_000,
+        metadata=_doc("an idle Empty group's actor stops after this long"),
+    )
     # KIP-848 consumer groups (group.protocol=consumer)
     group_consumer_session_timeout_ms: int = field(default=45000, metadata=_doc("member session"))
     group_consumer_heartbeat_interval_ms: int = field(
@@ -283,6 +289,8 @@ def _check_network_settings(config: BrokerConfig) -> None:
     ):
         if getattr(config, name) <= 0:
             raise ConfigError(f"{kafka_key(name)} must be positive")
+    if config.group_passivation_idle_ms < 0:
+        raise ConfigError("group.passivation.idle.ms must be >= 0")
     if config.queued_max_request_bytes == 0 or config.queued_max_request_bytes < -1:
         raise ConfigError("queued.max.request.bytes must be positive or -1 (no bound)")
     if config.connection_failed_authentication_delay_ms < 0:

@@ -248,6 +248,35 @@ async def test_empty_groups_are_passivated_and_rebuilt_from_the_log(
     assert (await registry.ask(K, DescribeGroupOp("g"))).members[0][0] == joined.member_id
 
 
+async def test_an_idle_actor_lives_for_the_passivation_delay_then_stops(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A simple consumer committing now and then keeps its group's actor (no rebuild from the
+    log per request); a group left alone for the delay gives its actor up."""
+    spawned: list[GroupKey] = []
+    spawn = GroupRegistry._spawn
+
+    def counting_spawn(self: GroupRegistry, key: GroupKey) -> GroupActor:
+        spawned.append(key)
+        return spawn(self, key)
+
+    monkeypatch.setattr(GroupRegistry, "_spawn", counting_spawn)
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(), MemoryCoordinatorLog(), passivate_after_s=10
+        )
+        for offset in range(5):
+            await registry.ask(K, OffsetCommitOp("g", (("t", 0, offset, -1, ""),)))
+            await trio.sleep(9)  # each request restarts the idle clock
+        assert spawned == [K] and K in registry._actors
+        await trio.sleep(1.5)
+        assert K not in registry._actors
+        fetched = await registry.ask(K, OffsetFetchOp("g", None))
+        assert fetched.offsets == (("t", 0, 4, -1, "", fetched.offsets[0][5]),)
+        assert spawned == [K, K]  # rebuilt from the log
+        nursery.cancel_scope.cancel()
+
+
 async def test_cgp_id_is_minted_once_and_survives_passivation_and_rejoin(
     registry: GroupRegistry,
     autojump_clock: trio.testing.MockClock,

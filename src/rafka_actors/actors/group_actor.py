@@ -69,6 +69,9 @@ _SPANS = {
 }
 
 
+_PASSIVATE = object()  # what _next_envelope returns when an idle actor should stop
+
+
 class GroupActor:
     def __init__(
         self,
@@ -79,6 +82,7 @@ class GroupActor:
         mailbox_size: int = 1024,
         group: AnyGroup = None,
         topics: Callable[[], TopicImage] = lambda: EMPTY_IMAGE,
+        passivate_after_s: float = 0.0,
     ) -> None:
         self.key = key
         self.rrl = rrl(key.org_id, key.group_id)
@@ -86,6 +90,7 @@ class GroupActor:
         self.log = coordinator_log
         self.group = group
         self._topics = topics
+        self._passivate_after_s = passivate_after_s
         self.mailbox, self._inbox = trio.open_memory_channel[Envelope](mailbox_size)
         self._waiters: dict[int, trio.MemorySendChannel[Any]] = {}
         self._pending_ops: dict[int, Any] = {}
@@ -112,22 +117,34 @@ class GroupActor:
         return not self._waiters and machine.passivable(self.group)
 
     async def run(self, *, stop_when_idle: bool = True) -> None:
+        """Serve the mailbox. With `stop_when_idle`, an idle actor (see `idle`) stops after
+        `passivate_after_s` without a request: a group used again and again (a simple
+        consumer committing every second) keeps its actor, one left alone costs no memory."""
         try:
             while True:
-                envelope = await self._next_envelope()
+                idle_for = self._passivate_after_s if stop_when_idle and self.idle else None
+                envelope = await self._next_envelope(idle_for)
+                if envelope is _PASSIVATE:
+                    return
                 if envelope is None:
                     await self._step(TimerFired(), None)
                 else:
                     await self._step(envelope.op, envelope.reply)
-                if stop_when_idle and self.idle and not self._queued():
-                    return
         finally:
             self._drain()
 
     def _queued(self) -> int:
         return self._inbox.statistics().current_buffer_used
 
-    async def _next_envelope(self) -> Envelope | None:
+    async def _next_envelope(self, idle_for: float | None) -> Any:
+        """The next envelope; None when the group's deadline passed first; _PASSIVATE when
+        idle for `idle_for` seconds (an idle group has no deadline)."""
+        if idle_for is not None:
+            if idle_for > 0:
+                with trio.move_on_after(idle_for):
+                    return await self._inbox.receive()
+            # timed out (or no wait): passivate, unless a request slipped in meanwhile
+            return self._inbox.receive_nowait() if self._queued() else _PASSIVATE
         deadline = machine.next_deadline(self.group)
         if deadline is None:
             return await self._inbox.receive()

@@ -48,9 +48,11 @@ class GroupRegistry:
         *,
         mailbox_size: int = 1024,
         topics: Callable[[int], TopicImage] = lambda _org: EMPTY_IMAGE,
+        passivate_after_s: float = 0.0,
     ) -> None:
         # KIP-848 groups see topics: `topics(org_id)` is the image of that org's topics only.
         self._topics = topics
+        self._passivate_after_s = passivate_after_s  # an idle actor stops after this long
         self._nursery = nursery
         self._config = config
         self._log = coordinator_log
@@ -79,6 +81,7 @@ class GroupRegistry:
             mailbox_size=self._mailbox_size,
             group=group,
             topics=functools.partial(self._topics, key.org_id),
+            passivate_after_s=self._passivate_after_s,
         )
         self._actors[key] = actor
         self._nursery.start_soon(self._supervise, actor)

@@ -56,7 +56,11 @@ async def run_broker(
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
                 registry = GroupRegistry(
-                    services, group_config(config), coordinator, topics=data.image_of
+                    services,
+                    group_config(config),
+                    coordinator,
+                    topics=data.image_of,
+                    passivate_after_s=config.group_passivation_idle_ms / 1000,
                 )
                 services.start_soon(
                     registry.expire_offsets_periodically,
