@@ -197,9 +197,15 @@ class DurableCoordinatorLog:
             await trio.lowlevel.checkpoint()
             return
         pending = _Pending(key, tuple(records), [encode_entry(key, r) for r in records])
-        self._queue.append(pending)
-        self._wakeup.set()
-        await pending.done.wait()
+        if self._policy is not FsyncPolicy.ALWAYS and not self._queue:
+            # A page-cache write costs microseconds: do it here rather than wake the flusher
+            # task for it (nothing is queued ahead, so the order of appends is kept).
+            self._write_batch([pending])
+            await trio.lowlevel.checkpoint()
+        else:
+            self._queue.append(pending)
+            self._wakeup.set()
+            await pending.done.wait()
         if pending.error is not None:
             raise CoordinatorLogError(
                 f"group {key.group_id}: {len(pending.records)} records not stored"
@@ -248,30 +254,47 @@ class DurableCoordinatorLog:
                 await self._wakeup.wait()
 
     async def _write(self, batch: list[_Pending]) -> None:
-        payloads = [payload for pending in batch for payload in pending.payloads]
-        try:
-            if self._policy is FsyncPolicy.ALWAYS:
+        if self._policy is FsyncPolicy.ALWAYS:
+            payloads = [payload for pending in batch for payload in pending.payloads]
+            try:
                 await trio.to_thread.run_sync(self._write_and_sync, payloads)
-            else:  # a page-cache write costs microseconds, a hop to a thread ~100
-                self._segments.append(payloads)
+            except BaseException as exc:
+                self._failed(batch, exc)
+                return
+            self._written(batch)
+        else:
+            self._write_batch(batch)
+
+    def _write_batch(self, batch: list[_Pending]) -> None:
+        """Write to the page cache (fsync policies interval and never), synchronously."""
+        try:
+            self._segments.append([payload for pending in batch for payload in pending.payloads])
         except BaseException as exc:
-            self.stats.failed_batches += 1
-            known = isinstance(exc, CoordinatorLogError)
-            error = exc if known else CoordinatorLogError(f"batch not written: {exc!r}")
-            for pending in batch:
-                pending.fail(error)
-            if not known:
-                raise
-            log.error("coordinator log: a batch of %d records failed: %s", len(payloads), exc)
+            self._failed(batch, exc)
             return
+        self._written(batch)
+
+    def _failed(self, batch: list[_Pending], exc: BaseException) -> None:
+        self.stats.failed_batches += 1
+        known = isinstance(exc, CoordinatorLogError)
+        error = exc if known else CoordinatorLogError(f"batch not written: {exc!r}")
+        for pending in batch:
+            pending.fail(error)
+        if not known:
+            raise exc
+        records = sum(len(pending.payloads) for pending in batch)
+        log.error("coordinator log: a batch of %d records failed: %s", records, exc)
+
+    def _written(self, batch: list[_Pending]) -> None:
         for pending in batch:
             self._view.apply(pending.key, pending.records)
             pending.done.set()
         self.stats.appends += len(batch)
-        self.stats.records += len(payloads)
+        self.stats.records += sum(len(pending.payloads) for pending in batch)
         self.stats.batches += 1
         if self._policy is FsyncPolicy.INTERVAL and self._sync_deadline == math.inf:
             self._sync_deadline = trio.current_time() + self._fsync_interval
+            self._wakeup.set()  # the flusher must learn of the new sync deadline
         if self._segments.dirty_bytes >= self._dirty_limit:
             self._compaction_wanted.set()
 
