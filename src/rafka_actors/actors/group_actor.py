@@ -51,7 +51,10 @@ RRL_ATTRIBUTE = "rafka.group.rrl"
 @dataclass(slots=True)
 class Envelope:
     op: Any
-    reply: trio.MemorySendChannel[Any]
+    reply: trio.MemorySendChannel[Any] | None  # None: nobody waits for an answer
+
+
+PASSIVATE = object()  # an Envelope op: stop if still idle (sent by the registry's sweeper)
 
 
 _SPANS = {
@@ -67,9 +70,6 @@ _SPANS = {
     ops.ConsumerGroupHeartbeatOp: "rafka.broker.group.consumer-heartbeat",
     ops.ConsumerGroupDescribeOp: "rafka.broker.group.consumer-describe",
 }
-
-
-_PASSIVATE = object()  # what _next_envelope returns when an idle actor should stop
 
 
 class GroupActor:
@@ -91,6 +91,7 @@ class GroupActor:
         self.group = group
         self._topics = topics
         self._passivate_after_s = passivate_after_s
+        self.last_active = trio.current_time()  # of the last request (for passivation)
         self.mailbox, self._inbox = trio.open_memory_channel[Envelope](mailbox_size)
         self._waiters: dict[int, trio.MemorySendChannel[Any]] = {}
         self._pending_ops: dict[int, Any] = {}
@@ -117,34 +118,36 @@ class GroupActor:
         return not self._waiters and machine.passivable(self.group)
 
     async def run(self, *, stop_when_idle: bool = True) -> None:
-        """Serve the mailbox. With `stop_when_idle`, an idle actor (see `idle`) stops after
-        `passivate_after_s` without a request: a group used again and again (a simple
-        consumer committing every second) keeps its actor, one left alone costs no memory."""
+        """Serve the mailbox. With `stop_when_idle`, an idle actor (see `idle`) stops: at once
+        when `passivate_after_s` is 0, else when the registry's sweeper finds it idle for that
+        long and sends PASSIVATE. Waiting for requests then needs no timer of its own, and a
+        group used again and again (a simple consumer committing every second) keeps its
+        actor while one left alone costs no memory."""
         try:
             while True:
-                idle_for = self._passivate_after_s if stop_when_idle and self.idle else None
-                envelope = await self._next_envelope(idle_for)
-                if envelope is _PASSIVATE:
-                    return
+                envelope = await self._next_envelope()
                 if envelope is None:
                     await self._step(TimerFired(), None)
+                elif envelope.op is PASSIVATE:
+                    if stop_when_idle and self.idle and not self._queued():
+                        return
                 else:
+                    self.last_active = trio.current_time()
                     await self._step(envelope.op, envelope.reply)
+                    if (
+                        stop_when_idle
+                        and not self._passivate_after_s
+                        and self.idle
+                        and not self._queued()
+                    ):
+                        return
         finally:
             self._drain()
 
     def _queued(self) -> int:
         return self._inbox.statistics().current_buffer_used
 
-    async def _next_envelope(self, idle_for: float | None) -> Any:
-        """The next envelope; None when the group's deadline passed first; _PASSIVATE when
-        idle for `idle_for` seconds (an idle group has no deadline)."""
-        if idle_for is not None:
-            if idle_for > 0:
-                with trio.move_on_after(idle_for):
-                    return await self._inbox.receive()
-            # timed out (or no wait): passivate, unless a request slipped in meanwhile
-            return self._inbox.receive_nowait() if self._queued() else _PASSIVATE
+    async def _next_envelope(self) -> Envelope | None:
         deadline = machine.next_deadline(self.group)
         if deadline is None:
             return await self._inbox.receive()
@@ -226,6 +229,8 @@ class GroupActor:
                 envelope = self._inbox.receive_nowait()
             except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                 break
+            if envelope.reply is None:  # PASSIVATE: nobody to answer
+                continue
             try:
                 envelope.reply.send_nowait(
                     error_response(envelope.op, ErrorCode.coordinator_not_available)

@@ -25,7 +25,7 @@ from ..group.effects import GroupConfig
 from ..group.ops import ExpireOffsetsOp
 from ..ids import GroupKey
 from .coordinator_log import CoordinatorLog, now_ms, stored_group
-from .group_actor import Envelope, GroupActor
+from .group_actor import PASSIVATE, Envelope, GroupActor
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,8 @@ class GroupRegistry:
         # KIP-848 groups see topics: `topics(org_id)` is the image of that org's topics only.
         self._topics = topics
         self._passivate_after_s = passivate_after_s  # an idle actor stops after this long
+        if passivate_after_s > 0:
+            nursery.start_soon(self._passivate_idle_forever)
         self._nursery = nursery
         self._config = config
         self._log = coordinator_log
@@ -86,6 +88,19 @@ class GroupRegistry:
         self._actors[key] = actor
         self._nursery.start_soon(self._supervise, actor)
         return actor
+
+    async def _passivate_idle_forever(self) -> None:
+        """Every half delay, ask each actor idle for the whole delay to stop: one sweep over
+        the live actors instead of a timer in every actor's wait for requests."""
+        while True:
+            await trio.sleep(self._passivate_after_s / 2)
+            cutoff = trio.current_time() - self._passivate_after_s
+            for actor in list(self._actors.values()):
+                if actor.last_active <= cutoff and actor.idle:
+                    try:
+                        actor.mailbox.send_nowait(Envelope(PASSIVATE, None))
+                    except (trio.WouldBlock, trio.BrokenResourceError):
+                        pass  # busy after all, or already stopping
 
     async def _supervise(self, actor: GroupActor) -> None:
         # An actor that dies stays dead alone: its siblings (this nursery) never notice,
