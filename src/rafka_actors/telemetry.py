@@ -9,6 +9,7 @@ do-nothing context instead.
 
 from __future__ import annotations
 
+import os
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -16,9 +17,19 @@ from opentelemetry import trace
 
 _tracer = trace.get_tracer("rafka_actors")
 _NOT_TRACING: AbstractContextManager[trace.Span] = nullcontext(trace.INVALID_SPAN)
+_UNKNOWN = object()  # the API changed: fall back to its public function
+_PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+
+
+def _tracing() -> bool:
+    # trace.get_tracer_provider() looks up an environment variable on every call until a
+    # provider is set; the module global it guards answers the same question for less.
+    if getattr(trace, "_TRACER_PROVIDER", _UNKNOWN) is None and not _PROVIDER_FROM_ENV:
+        return False
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def span(name: str, **attributes: Any) -> AbstractContextManager[trace.Span]:
-    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+    if not _tracing():
         return _NOT_TRACING  # no provider configured: nothing would record this span
     return _tracer.start_as_current_span(name, attributes=attributes)

@@ -41,6 +41,7 @@ from ..group.state import ClassicGroup
 from ..ids import GroupKey, mint_group_uuid, rrl
 from .coordinator_log import CoordinatorLog, now_ms, stored_group, trio_time
 from .errors import error_response
+from .reply import ReplyTo
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ RRL_ATTRIBUTE = "rafka.group.rrl"
 @dataclass(slots=True)
 class Envelope:
     op: Any
-    reply: trio.MemorySendChannel[Any] | None  # None: nobody waits for an answer
+    reply: ReplyTo | None  # None: nobody waits for an answer
 
 
 PASSIVATE = object()  # an Envelope op: stop if still idle (sent by the registry's sweeper)
@@ -93,7 +94,7 @@ class GroupActor:
         self._passivate_after_s = passivate_after_s
         self.last_active = trio.current_time()  # of the last request (for passivation)
         self.mailbox, self._inbox = trio.open_memory_channel[Envelope](mailbox_size)
-        self._waiters: dict[int, trio.MemorySendChannel[Any]] = {}
+        self._waiters: dict[int, ReplyTo] = {}
         self._pending_ops: dict[int, Any] = {}
         self._next_token = 1
 
@@ -155,7 +156,7 @@ class GroupActor:
             return await self._inbox.receive()
         return None
 
-    async def _step(self, op: Any, reply: trio.MemorySendChannel[Any] | None) -> None:
+    async def _step(self, op: Any, reply: ReplyTo | None) -> None:
         token = -1
         if reply is not None:
             token = self._next_token

@@ -26,6 +26,7 @@ from ..group.ops import ExpireOffsetsOp
 from ..ids import GroupKey
 from .coordinator_log import CoordinatorLog, now_ms, stored_group
 from .group_actor import PASSIVATE, Envelope, GroupActor
+from .reply import ReplySlot
 
 log = logging.getLogger(__name__)
 
@@ -62,17 +63,16 @@ class GroupRegistry:
         self._actors: dict[GroupKey, GroupActor] = {}
 
     async def ask(self, key: GroupKey, op: Any) -> Any:
-        send, receive = trio.open_memory_channel[Any](1)
-        with receive:
-            while True:
-                actor = self._actors.get(key) or self._spawn(key)
-                try:
-                    await actor.mailbox.send(Envelope(op, send))
-                    break
-                except trio.BrokenResourceError:  # it stopped just now: spawn a fresh one
-                    if self._actors.get(key) is actor:
-                        del self._actors[key]
-            return await receive.receive()
+        reply = ReplySlot()
+        while True:
+            actor = self._actors.get(key) or self._spawn(key)
+            try:
+                await actor.mailbox.send(Envelope(op, reply))
+                break
+            except trio.BrokenResourceError:  # it stopped just now: spawn a fresh one
+                if self._actors.get(key) is actor:
+                    del self._actors[key]
+        return await reply.receive()
 
     def _spawn(self, key: GroupKey) -> GroupActor:
         group = stored_group(self._log, key, now_ms(), self._config)
