@@ -35,7 +35,6 @@ from ..protocol.headers import RequestHeader, parse_request_header
 from .context import Api, BrokerContext, ConnectionInfo
 from .identities import WithGroupIdentities
 from .limits import ByteBudget
-from .log_budget import LogBudget
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +47,6 @@ class CloseConnection(Exception):
 
 
 _CHUNK = 1 << 20  # frames up to this are read in one piece; bigger ones hold ByteBudget room
-_closes = LogBudget(log, per_interval=50)
 
 
 async def _read_frame(
@@ -117,7 +115,9 @@ async def serve_connection(
         else:
             await _pipelined(reader, stream, ctx, apis, conn)
     except CloseConnection as exc:
-        _closes.warning("closing connection from %s:%d: %s", conn.peer_host, conn.peer_port, exc)
+        ctx.close_log.warning(
+            "closing connection from %s:%d: %s", conn.peer_host, conn.peer_port, exc
+        )
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         log.debug("connection from %s:%d dropped", conn.peer_host, conn.peer_port)
     except Exception:  # a bug in a handler: this connection ends, the broker carries on

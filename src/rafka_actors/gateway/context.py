@@ -7,6 +7,7 @@ Produce with acks=0).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,10 @@ from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
 from .limits import ByteBudget, ConnectionLimits
+from .log_budget import LogBudget
+
+CONNECTION_LOGGER = "rafka_actors.gateway.connection"
+SERVER_LOGGER = "rafka_actors.gateway.server"
 
 
 @dataclass(slots=True)
@@ -34,6 +39,13 @@ class BrokerContext:
     )
     sasl: SaslSetup | None = None  # set on a SASL listener
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
+    # one budget of connection-close log lines per broker (a flood must not flood the log)
+    close_log: LogBudget = field(
+        default_factory=lambda: LogBudget(logging.getLogger(CONNECTION_LOGGER), per_interval=50)
+    )
+    refusal_log: LogBudget = field(  # connections refused by a limit: one line per 10 s
+        default_factory=lambda: LogBudget(logging.getLogger(SERVER_LOGGER), per_interval=1)
+    )
 
     def __post_init__(self) -> None:
         capacity = self.config.queued_max_request_bytes

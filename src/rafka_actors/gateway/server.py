@@ -30,7 +30,6 @@ from .apis import API_TABLE
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
 from .limits import ConnectionLimits
-from .log_budget import LogBudget
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +190,7 @@ async def _serve(ctx: BrokerContext, stream: trio.abc.Stream) -> None:
         return
     refused = ctx.limits.admit(peer_host)
     if refused is not None:
-        _refusals.warning("refused a connection from %s: %s", peer_host, refused)
+        ctx.refusal_log.warning("refused a connection from %s: %s", peer_host, refused)
         await trio.aclose_forcefully(stream)
         return
     conn = ConnectionInfo(peer_host, peer_port)
@@ -209,10 +208,6 @@ def _peer(stream: trio.abc.Stream) -> tuple[str, int]:
     assert isinstance(transport, trio.SocketStream)
     host, port = transport.socket.getpeername()[:2]
     return host, port
-
-
-# a flood against a limit must not become a flood of log lines
-_refusals = LogBudget(log, per_interval=1)
 
 
 async def _flush_periodically(data: DataPlane, interval_ms: int) -> None:
