@@ -25,6 +25,7 @@ import struct
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from ._codegen import uvarint as write_uvarint  # one varint writer for the codec and headers
 from .errors import MalformedRequest
 from .group_identity import GROUP_IDENTITY_TAG
 from .messages import is_flexible_request
@@ -53,15 +54,6 @@ def read_uvarint(buf: bytes, offset: int) -> tuple[int, int]:
         if not byte & 0x80:
             return value, offset
     raise MalformedRequest("varint longer than 5 bytes")
-
-
-def write_uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def skip_tagged_fields(buf: bytes, offset: int) -> int:
