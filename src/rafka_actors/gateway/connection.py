@@ -22,83 +22,21 @@ sets `conn.close_after_reply` (a failed authentication) has its reply sent, then
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Mapping
 
 import trio
-from tricycle import BufferedReceiveStream
 
 from ..protocol.api_versions_error import encode_api_versions_fallback
 from ..protocol.codec import decode_request, encode_response
 from ..protocol.errors import ProtocolError
 from ..protocol.headers import RequestHeader, parse_request_header
 from .context import Api, BrokerContext, ConnectionInfo
+from .frames import BIG_FRAME, SENDING, CloseConnection, FrameReader, IdleClock
 from .identities import WithGroupIdentities
-from .limits import ByteBudget
 
 log = logging.getLogger(__name__)
 
 API_VERSIONS_KEY = 18
-_LENGTH = struct.Struct(">i")
-
-
-class CloseConnection(Exception):
-    """The connection must end; the message says why (logged once)."""
-
-
-_CHUNK = 1 << 20  # frames up to this are read in one piece; bigger ones hold ByteBudget room
-
-
-async def _read_frame(
-    stream: BufferedReceiveStream, max_bytes: int, idle_seconds: float, budget: ByteBudget
-) -> bytes | None:
-    """The next frame's bytes, or None on a clean hang-up between frames. A frame bigger
-    than _CHUNK holds `len(frame)` bytes of `budget`: release them once it is answered."""
-    try:
-        return await _read_frame_or_eof(stream, max_bytes, idle_seconds, budget)
-    except ValueError as exc:  # tricycle's word for an EOF inside a frame
-        raise CloseConnection(f"peer hung up mid-frame ({exc})") from exc
-
-
-async def _read_frame_or_eof(
-    stream: BufferedReceiveStream, max_bytes: int, idle_seconds: float, budget: ByteBudget
-) -> bytes | None:
-    # connections.max.idle.ms bounds every wait for the peer, inside a frame too (a length
-    # prefix followed by silence must not hold a connection forever)
-    with trio.move_on_after(idle_seconds) as idle:
-        prefix = await stream.receive_all_or_none(4)
-    if idle.cancelled_caught:
-        raise CloseConnection(f"idle for {idle_seconds:.0f}s")
-    if prefix is None:
-        return None
-    (length,) = _LENGTH.unpack(prefix)
-    if length <= 0 or length > max_bytes:
-        raise CloseConnection(f"frame length {length} outside 1..{max_bytes}")
-    if length <= _CHUNK:
-        with trio.move_on_after(idle_seconds):
-            # kio's native decoder wants an immutable buffer; tricycle hands out bytearrays
-            return bytes(await stream.receive_exactly(length))
-        raise CloseConnection(f"idle for {idle_seconds:.0f}s inside a frame")
-    await budget.acquire(length)
-    try:
-        return await _read_big_body(stream, length, idle_seconds)
-    except BaseException:
-        budget.release(length)
-        raise
-
-
-async def _read_big_body(stream: BufferedReceiveStream, length: int, idle_seconds: float) -> bytes:
-    # Chunks joined once at the end: one copy of the whole frame, not one per chunk.
-    chunks, left = [], length
-    while left:
-        chunk = b""
-        with trio.move_on_after(idle_seconds):
-            chunk = await stream.receive_exactly(min(_CHUNK, left))
-        if not chunk:
-            raise CloseConnection(f"idle for {idle_seconds:.0f}s inside a frame")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 async def serve_connection(
@@ -108,12 +46,11 @@ async def serve_connection(
     conn: ConnectionInfo,
 ) -> None:
     """Answer requests on `stream` until the peer leaves or misbehaves; never raises."""
-    reader = BufferedReceiveStream(stream)
     try:
         if ctx.config.max_in_flight_requests_per_connection <= 1:
-            await _one_at_a_time(reader, stream, ctx, apis, conn)
+            await _one_at_a_time(stream, ctx, apis, conn)
         else:
-            await _pipelined(reader, stream, ctx, apis, conn)
+            await _pipelined(stream, ctx, apis, conn)
     except CloseConnection as exc:
         ctx.close_log.warning(
             "closing connection from %s:%d: %s", conn.peer_host, conn.peer_port, exc
@@ -137,18 +74,18 @@ def _frame_limit(ctx: BrokerContext, conn: ConnectionInfo) -> int:
 
 
 async def _one_at_a_time(
-    reader: BufferedReceiveStream,
-    stream: trio.abc.Stream,
-    ctx: BrokerContext,
-    apis: Mapping[int, Api],
-    conn: ConnectionInfo,
+    stream: trio.abc.Stream, ctx: BrokerContext, apis: Mapping[int, Api], conn: ConnectionInfo
 ) -> None:
-    idle_seconds = ctx.config.connections_max_idle_ms / 1000
-    while True:
-        frame = await _read_frame(reader, _frame_limit(ctx, conn), idle_seconds, ctx.frame_bytes)
-        if frame is None:
-            return
-        await _reply(frame, stream, ctx, apis, conn)
+    idle = IdleClock(ctx.config.connections_max_idle_ms / 1000)
+    reader = FrameReader(stream, ctx.frame_bytes, idle)
+    with idle.scope:
+        while True:
+            frame = await reader.next_frame(_frame_limit(ctx, conn))
+            if frame is None:
+                return
+            idle.busy()
+            await _reply(frame, stream, ctx, apis, conn, idle)
+    idle.check()
 
 
 async def _reply(
@@ -157,64 +94,67 @@ async def _reply(
     ctx: BrokerContext,
     apis: Mapping[int, Api],
     conn: ConnectionInfo,
+    idle: IdleClock,
 ) -> None:
+    """Answer one frame and send the reply; `idle` must be busy() and its scope entered."""
     try:
         reply = await _answer(frame, ctx, apis, conn)
     finally:
         _release(ctx, frame)
     if reply is not None:
-        idle_seconds = ctx.config.connections_max_idle_ms / 1000
-        with trio.move_on_after(idle_seconds) as stuck:
-            await stream.send_all(reply)
-        if stuck.cancelled_caught:
-            raise CloseConnection(f"peer has not read its reply for {idle_seconds:.0f}s")
+        idle.waiting(SENDING)
+        await stream.send_all(reply)
     if conn.close_after_reply is not None:
         raise CloseConnection(conn.close_after_reply)
 
 
 async def _pipelined(
-    reader: BufferedReceiveStream,
-    stream: trio.abc.Stream,
-    ctx: BrokerContext,
-    apis: Mapping[int, Api],
-    conn: ConnectionInfo,
+    stream: trio.abc.Stream, ctx: BrokerContext, apis: Mapping[int, Api], conn: ConnectionInfo
 ) -> None:
     """Read up to `max.in.flight.requests.per.connection` requests ahead; answer in order.
 
     One request is being answered, one may wait in the reader's hands and the rest in the
     channel. A read error travels through the channel too, so it closes the connection only
     after every request read before it has been answered, as it would without read-ahead.
+    The reader's idle clock runs whenever it waits on the peer, even while a request is
+    being answered; the answering side's only while it sends.
     """
-    idle_seconds = ctx.config.connections_max_idle_ms / 1000
+    seconds = ctx.config.connections_max_idle_ms / 1000
     ahead = ctx.config.max_in_flight_requests_per_connection
     send, receive = trio.open_memory_channel[bytes | CloseConnection](ahead - 2)
 
     async def read_ahead() -> None:
+        idle = IdleClock(seconds)
+        reader = FrameReader(stream, ctx.frame_bytes, idle)
         async with send:
-            while True:
-                try:
-                    frame = await _read_frame(
-                        reader, _frame_limit(ctx, conn), idle_seconds, ctx.frame_bytes
-                    )
-                except CloseConnection as exc:
-                    await send.send(exc)
-                    return
-                if frame is None:
-                    return
-                try:
-                    await send.send(frame)
-                except BaseException:
-                    _release(ctx, frame)
-                    raise
+            try:
+                with idle.scope:
+                    while True:
+                        frame = await reader.next_frame(_frame_limit(ctx, conn))
+                        if frame is None:
+                            return
+                        idle.busy()
+                        try:
+                            await send.send(frame)
+                        except BaseException:
+                            _release(ctx, frame)
+                            raise
+                idle.check()
+            except CloseConnection as exc:
+                await send.send(exc)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(read_ahead)
         async with receive:
             try:
-                async for item in receive:
-                    if isinstance(item, CloseConnection):
-                        raise item
-                    await _reply(item, stream, ctx, apis, conn)
+                idle = IdleClock(seconds)
+                with idle.scope:
+                    async for item in receive:
+                        if isinstance(item, CloseConnection):
+                            raise item
+                        idle.busy()
+                        await _reply(item, stream, ctx, apis, conn, idle)
+                idle.check()
             finally:  # frames read ahead but never answered give their budget back
                 while True:
                     try:
@@ -227,7 +167,7 @@ async def _pipelined(
 
 
 def _release(ctx: BrokerContext, frame: bytes) -> None:
-    if len(frame) > _CHUNK:
+    if len(frame) > BIG_FRAME:
         ctx.frame_bytes.release(len(frame))
 
 
