@@ -199,9 +199,9 @@ class DurableCoordinatorLog:
         pending = _Pending(key, tuple(records), [encode_entry(key, r) for r in records])
         if self._policy is not FsyncPolicy.ALWAYS and not self._queue:
             # A page-cache write costs microseconds: do it here rather than wake the flusher
-            # task for it (nothing is queued ahead, so the order of appends is kept).
+            # task for it (nothing is queued ahead, so the order of appends is kept). No
+            # checkpoint: the actor yields at its mailbox before every step anyway.
             self._write_batch([pending])
-            await trio.lowlevel.checkpoint()
         else:
             self._queue.append(pending)
             self._wakeup.set()

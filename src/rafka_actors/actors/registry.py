@@ -64,10 +64,16 @@ class GroupRegistry:
 
     async def ask(self, key: GroupKey, op: Any) -> Any:
         reply = ReplySlot()
+        envelope = Envelope(op, reply)
         while True:
             actor = self._actors.get(key) or self._spawn(key)
             try:
-                await actor.mailbox.send(Envelope(op, reply))
+                try:
+                    # Waiting for the reply is this call's checkpoint; a yield here too
+                    # would cost every request another pass of the scheduler.
+                    actor.mailbox.send_nowait(envelope)
+                except trio.WouldBlock:  # a full mailbox: wait for room (backpressure)
+                    await actor.mailbox.send(envelope)
                 break
             except trio.BrokenResourceError:  # it stopped just now: spawn a fresh one
                 if self._actors.get(key) is actor:
