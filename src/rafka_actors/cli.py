@@ -10,9 +10,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
+
+# kio imports Hypothesis when it is installed (dev installs), and importing Hypothesis runs
+# its plugins, trio's among them, which makes trio's scheduler deterministic: a sort and a
+# shuffle of every batch of runnable tasks. Right for tests, wasted work in a broker.
+os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 
 import trio
 
