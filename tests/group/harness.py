@@ -92,6 +92,8 @@ class GroupHarness:
     records: list[Record] = field(default_factory=list)  # everything ever emitted
     events: list[Any] = field(default_factory=list)
     last: machine.Result | None = None  # the Result of the latest handle()
+    # the group actor's wake-up time, kept as it keeps it (machine.deadline_after)
+    wake_bound: int | None = None
     _tokens: Iterable[int] = field(default_factory=lambda: itertools.count(1))
     _ids: Iterable[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -101,6 +103,7 @@ class GroupHarness:
             self.group, op, self.now, waiter, config=self.config, fresh_cgp_id=self.cgp_id
         )
         self.group = result.group
+        self.wake_bound = machine.deadline_after(result.group, op, self.wake_bound)
         for token, response in result.replies:
             self.replies.setdefault(token, []).append(response)
         self.records.extend(result.records)

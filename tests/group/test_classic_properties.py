@@ -11,7 +11,9 @@ done (timers due now are fired, as the group actor does) and the invariants are 
   CompletingRebalance, and never holds a token that was already answered;
 * every waiter token ever issued is answered exactly once or still held by exactly one
   parked request of a member: nothing is lost, nothing is answered twice;
-* the next deadline is never in the past once due timers have fired.
+* the next deadline is never in the past once due timers have fired;
+* the actor's cheap wake-up time (`machine.deadline_after`) is never later than the next
+  deadline, so no timer fires late.
 
 Heartbeats and commits are checked against a small oracle on the spot; in particular a commit
 of a known member with a stale generation is always refused with ILLEGAL_GENERATION.
@@ -425,6 +427,12 @@ class ClassicGroupMachine(RuleBasedStateMachine):
     def next_deadline_not_in_the_past(self) -> None:
         deadline = machine.next_deadline(self.h.group)
         assert deadline is None or deadline > self.h.now
+
+    @invariant()
+    def wake_up_is_never_after_the_next_deadline(self) -> None:
+        deadline = machine.next_deadline(self.h.group)
+        bound = self.h.wake_bound
+        assert deadline is None or (bound is not None and bound <= deadline), (bound, deadline)
 
 
 ClassicGroupMachine.TestCase.settings = settings(

@@ -97,6 +97,8 @@ class GroupActor:
         self._waiters: dict[int, ReplyTo] = {}
         self._pending_ops: dict[int, Any] = {}
         self._next_token = 1
+        # When to wake: the group's next deadline or an earlier time (machine.deadline_after)
+        self._deadline = machine.next_deadline(group)
 
     @property
     def cgp_id(self) -> str:
@@ -127,8 +129,12 @@ class GroupActor:
         try:
             while True:
                 envelope = await self._next_envelope()
-                if envelope is None:
-                    await self._step(TimerFired(), None)
+                if envelope is None:  # the wake-up time passed: is a deadline really due?
+                    due = machine.next_deadline(self.group)
+                    if due is not None and trio.current_time() >= trio_time(due):
+                        await self._step(TimerFired(), None)
+                    else:
+                        self._deadline = due
                 elif envelope.op is PASSIVATE:
                     if stop_when_idle and self.idle and not self._queued():
                         return
@@ -149,7 +155,7 @@ class GroupActor:
         return self._inbox.statistics().current_buffer_used
 
     async def _next_envelope(self) -> Envelope | None:
-        deadline = machine.next_deadline(self.group)
+        deadline = self._deadline
         if deadline is None:
             return await self._inbox.receive()
         with trio.move_on_at(trio_time(deadline)):
@@ -198,8 +204,10 @@ class GroupActor:
             )
             self._fail_all_waiters()
             self.group = stored_group(self.log, self.key, now, self.config)
+            self._deadline = machine.next_deadline(self.group)
             return
         self.group = result.group
+        self._deadline = machine.deadline_after(self.group, op, self._deadline)
         for waiter, response in result.replies:
             self._send(waiter, response)
         for event in result.events:

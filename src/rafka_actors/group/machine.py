@@ -3,7 +3,8 @@
 Pure: no trio, no clock, no I/O, no randomness (ids to hand out come in with the op or the
 call). The group actor calls `handle` for every mailbox command and for `TimerFired`, appends
 `Result.records` to the coordinator log, and only then sends `Result.replies`, each to the
-waiter token it names. `next_deadline(group)` tells the actor when to wake up next.
+waiter token it names. `next_deadline(group)` tells the actor when to wake up next, and
+`deadline_after` a cheap lower bound of it after an op.
 """
 
 from __future__ import annotations
@@ -44,6 +45,26 @@ def next_deadline(group: AnyGroup) -> int | None:
     if isinstance(group, ConsumerGroup):
         return consumer_timers.next_deadline(group)
     return timers.next_deadline(group)
+
+
+# Ops that move at most their own member's heartbeat deadline (see `deadline_after`).
+_OWN_DEADLINE_ONLY = (HeartbeatOp, OffsetCommitOp, OffsetFetchOp)
+
+
+def deadline_after(group: AnyGroup, op: Any, before: int | None) -> int | None:
+    """The group's next deadline after `op`, or an earlier time: a lower bound is enough,
+    because an actor that wakes early asks `next_deadline` and sleeps again if nothing is due.
+
+    A classic Heartbeat, OffsetCommit or OffsetFetch changes no deadline but its own
+    member's heartbeat deadline, so the minimum of `before` and that one is such a bound:
+    O(1) per request instead of O(members) (a 1 000-member group heartbeats ~300 times a
+    second)."""
+    if before is None or type(op) not in _OWN_DEADLINE_ONLY or type(group) is not ClassicGroup:
+        return next_deadline(group)
+    member = group.members.get(op.member_id) if op.member_id else None
+    if member is None or member.heartbeat_deadline is None:
+        return before
+    return min(before, member.heartbeat_deadline)
 
 
 def passivable(group: AnyGroup) -> bool:
