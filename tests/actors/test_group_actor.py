@@ -302,3 +302,56 @@ async def test_cgp_id_is_minted_once_and_survives_passivation_and_rejoin(
     assert rejoined.generation_id > joined.generation_id
     assert minted == ["cgp_" + "0" * 26, "cgp_" + "0" * 25 + "1"]  # the describe, the create
     assert described.cgp_id == minted[1]
+
+
+class HeldLog(MemoryCoordinatorLog):
+    """A log whose appends wait for `release`: an fsync that takes its time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = trio.Event()
+
+    async def append(self, key: GroupKey, records: Any) -> None:
+        await self.release.wait()
+        await super().append(key, records)
+
+
+async def test_an_idle_actor_answers_reads_without_a_task_switch(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(), MemoryCoordinatorLog(), passivate_after_s=10
+        )
+        await registry.ask(K, OffsetCommitOp("g", (("t", 0, 42, -1, None),)))
+        await trio.testing.wait_all_tasks_blocked()  # the actor is back at its mailbox
+        with trio.testing.assert_no_checkpoints():
+            fetched = await registry.read(K, OffsetFetchOp("g", None))
+        assert fetched.offsets == (("t", 0, 42, -1, "", 0),)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_read_never_sees_an_offset_before_the_log_has_it() -> None:
+    log = HeldLog()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log)
+        committed: list[Any] = []
+
+        async def commit() -> None:
+            committed.append(await registry.ask(K, OffsetCommitOp("g", (("t", 0, 42, -1, None),))))
+
+        nursery.start_soon(commit)
+        await trio.testing.wait_all_tasks_blocked()  # the actor is inside append()
+        reads: list[Any] = []
+
+        async def read() -> None:
+            reads.append(await registry.read(K, OffsetFetchOp("g", None)))
+
+        nursery.start_soon(read)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not committed and not reads  # the read waits its turn in the mailbox
+        log.release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert committed[0].results == (("t", 0, 0),)
+        assert reads[0].offsets == (("t", 0, 42, -1, "", 0),)
+        nursery.cancel_scope.cancel()

@@ -22,7 +22,7 @@ import trio
 from ..consumer_group.state import ConsumerGroup
 from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from ..group.effects import GroupConfig
-from ..group.ops import ExpireOffsetsOp
+from ..group.ops import ExpireOffsetsOp, OffsetFetchOp
 from ..ids import GroupKey
 from .coordinator_log import CoordinatorLog, now_ms, stored_group
 from .group_actor import PASSIVATE, Envelope, GroupActor
@@ -79,6 +79,16 @@ class GroupRegistry:
                 if self._actors.get(key) is actor:
                     del self._actors[key]
         return await reply.receive()
+
+    async def read(self, key: GroupKey, op: OffsetFetchOp) -> Any:
+        """`ask` for a read-only op: answered inline when the group's actor is parked on an
+        empty mailbox (GroupActor.read_inline), else through its mailbox."""
+        actor = self._actors.get(key)
+        if actor is not None:
+            response = actor.read_inline(op)
+            if response is not None:
+                return response
+        return await self.ask(key, op)
 
     def _spawn(self, key: GroupKey) -> GroupActor:
         group = stored_group(self._log, key, now_ms(), self._config)

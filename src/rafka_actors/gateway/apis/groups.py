@@ -33,6 +33,7 @@ from ...group.ops import (
     JoinGroupOpResp,
     LeaveGroupOp,
     LeaveGroupOpResp,
+    OffsetFetchOp,
     SyncGroupOp,
     SyncGroupOpResp,
 )
@@ -59,6 +60,13 @@ async def ask_group(ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op:
     """The OpResp of the group's actor (groups are keyed by the connection's organisation).
     Callers check `denied` first: a denied group never reaches its actor."""
     return await ctx.registry().ask(GroupKey(conn.org_id, group_id), op)
+
+
+async def read_group(
+    ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: OffsetFetchOp
+) -> Any:
+    """`ask_group` for a read-only op, which an idle actor answers without a task switch."""
+    return await ctx.registry().read(GroupKey(conn.org_id, group_id), op)
 
 
 # -- JoinGroup ----------------------------------------------------------------------------
