@@ -280,3 +280,41 @@ async def test_big_frames_wait_for_room_in_queued_max_request_bytes(
         nursery.cancel_scope.cancel()
     assert ctx.frame_bytes.used == 0
     data.close()
+
+
+@pytest.mark.parametrize("in_flight", [1, 4])
+async def test_read_ahead_answers_what_came_before_a_bad_frame_then_closes(
+    ctx: BrokerContext, caplog: pytest.LogCaptureFixture, in_flight: int
+) -> None:
+    ctx.config = ctx.config.with_values(max_in_flight_requests_per_connection=in_flight)
+    async with trio.open_nursery() as nursery:
+        client = await connect(nursery, ctx)
+        good = b"".join(request_frame(API_VERSIONS, correlation_id=i) for i in range(3))
+        await client.send(good + struct.pack(">i", -5))
+        for i in range(3):
+            frame = await client.read_frame()
+            assert frame is not None and parse_response(frame, ApiVersionsResponse, 0)[0] == i
+        assert await client.closed_by_server()
+    assert "frame length -5" in caplog.text
+    assert "internal error" not in caplog.text
+
+
+@pytest.mark.parametrize("in_flight", [1, 4])
+async def test_idle_read_ahead_connection_is_closed(
+    ctx: BrokerContext,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+    in_flight: int,
+) -> None:
+    ctx.config = ctx.config.with_values(
+        connections_max_idle_ms=5_000, max_in_flight_requests_per_connection=in_flight
+    )
+    async with trio.open_nursery() as nursery:
+        client = await connect(nursery, ctx)
+        await client.send(request_frame(API_VERSIONS))
+        assert await client.read_frame() is not None
+        start = trio.current_time()
+        with trio.fail_after(60):
+            assert await client.read_frame() is None
+        assert trio.current_time() - start == pytest.approx(5, abs=0.01)
+    assert "idle for 5s" in caplog.text

@@ -30,9 +30,11 @@ from ..protocol.api_versions_error import encode_api_versions_fallback
 from ..protocol.codec import decode_request, encode_response
 from ..protocol.errors import ProtocolError
 from ..protocol.headers import RequestHeader, parse_request_header
+from .background import run_beside
 from .context import Api, BrokerContext, ConnectionInfo
-from .frames import BIG_FRAME, SENDING, CloseConnection, FrameReader, IdleClock
+from .frames import BIG_FRAME, SENDING, FrameReader
 from .identities import WithGroupIdentities
+from .idle import CloseConnection, IdleClock, run_watched
 
 log = logging.getLogger(__name__)
 
@@ -78,14 +80,16 @@ async def _one_at_a_time(
 ) -> None:
     idle = IdleClock(ctx.config.connections_max_idle_ms / 1000)
     reader = FrameReader(stream, ctx.frame_bytes, idle)
-    with idle.scope:
+
+    async def answer_in_turn() -> None:
         while True:
             frame = await reader.next_frame(_frame_limit(ctx, conn))
             if frame is None:
                 return
             idle.busy()
             await _reply(frame, stream, ctx, apis, conn, idle)
-    idle.check()
+
+    await run_watched(idle, answer_in_turn)
 
 
 async def _reply(
@@ -104,6 +108,7 @@ async def _reply(
     if reply is not None:
         idle.waiting(SENDING)
         await stream.send_all(reply)
+        idle.busy()
     if conn.close_after_reply is not None:
         raise CloseConnection(conn.close_after_reply)
 
@@ -122,39 +127,39 @@ async def _pipelined(
     seconds = ctx.config.connections_max_idle_ms / 1000
     ahead = ctx.config.max_in_flight_requests_per_connection
     send, receive = trio.open_memory_channel[bytes | CloseConnection](ahead - 2)
+    reading, answering = IdleClock(seconds), IdleClock(seconds)
+    reader = FrameReader(stream, ctx.frame_bytes, reading)
+
+    async def read_frames() -> None:
+        while True:
+            frame = await reader.next_frame(_frame_limit(ctx, conn))
+            if frame is None:
+                return
+            reading.busy()
+            try:
+                await send.send(frame)
+            except BaseException:
+                _release(ctx, frame)
+                raise
 
     async def read_ahead() -> None:
-        idle = IdleClock(seconds)
-        reader = FrameReader(stream, ctx.frame_bytes, idle)
         async with send:
             try:
-                with idle.scope:
-                    while True:
-                        frame = await reader.next_frame(_frame_limit(ctx, conn))
-                        if frame is None:
-                            return
-                        idle.busy()
-                        try:
-                            await send.send(frame)
-                        except BaseException:
-                            _release(ctx, frame)
-                            raise
-                idle.check()
+                await run_watched(reading, read_frames)
             except CloseConnection as exc:
                 await send.send(exc)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(read_ahead)
+    async def answer_in_order() -> None:
+        async for item in receive:
+            if isinstance(item, CloseConnection):
+                raise item
+            answering.busy()
+            await _reply(item, stream, ctx, apis, conn, answering)
+
+    async def answer() -> None:
         async with receive:
             try:
-                idle = IdleClock(seconds)
-                with idle.scope:
-                    async for item in receive:
-                        if isinstance(item, CloseConnection):
-                            raise item
-                        idle.busy()
-                        await _reply(item, stream, ctx, apis, conn, idle)
-                idle.check()
+                await run_watched(answering, answer_in_order)
             finally:  # frames read ahead but never answered give their budget back
                 while True:
                     try:
@@ -163,7 +168,8 @@ async def _pipelined(
                         break
                     if not isinstance(item, CloseConnection):
                         _release(ctx, item)
-        nursery.cancel_scope.cancel()
+
+    await run_beside(answer, read_ahead)
 
 
 def _release(ctx: BrokerContext, frame: bytes) -> None:

@@ -1,23 +1,19 @@
-"""Kafka request frames cut from a connection's byte stream, with the idle clock on the peer.
+"""Kafka request frames cut from a connection's byte stream.
 
 One receive buffer per connection: a small request usually arrives whole, so it costs one
 `receive_some` and one copy out of the buffer (kio's native decoder wants immutable bytes).
 Frames bigger than `BIG_FRAME` first take their size from the broker-wide `ByteBudget`
 (`queued.max.request.bytes`); the caller gives it back once the frame is answered.
-
-`connections.max.idle.ms` is one cancel scope per connection whose deadline moves: it runs
-while we wait for the peer (between frames, inside a frame, for it to read a reply) and is
-off while a request is being answered. Moving a deadline is much cheaper than a fresh
-`move_on_after` per wait, which was a measurable share of every request.
+Every wait on the peer starts the connection's idle clock (idle.py).
 """
 
 from __future__ import annotations
 
-import math
 import struct
 
 import trio
 
+from .idle import CloseConnection, IdleClock
 from .limits import ByteBudget
 
 BIG_FRAME = 1 << 20  # frames above this hold ByteBudget room while read and answered
@@ -26,36 +22,6 @@ _RECEIVE = 1 << 16
 # what IdleClock.check reports ({} is the idle time)
 _BETWEEN, _INSIDE = "idle for {}", "idle for {} inside a frame"
 SENDING = "peer has not read its reply for {}"
-
-
-class CloseConnection(Exception):
-    """The connection must end; the message says why (logged once)."""
-
-
-class IdleClock:
-    """The connection's idle deadline: `waiting(reason)` before each wait on the peer
-    (`reason` is a template whose {} becomes the idle time),
-    `busy()` while answering. Enter `scope` around the connection's work; if it was
-    cancelled, `reason` says what the peer failed to do in time."""
-
-    __slots__ = ("reason", "scope", "seconds")
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.scope = trio.CancelScope()
-        self.reason = ""
-
-    def waiting(self, reason: str) -> None:
-        self.reason = reason
-        self.scope.deadline = trio.current_time() + self.seconds
-
-    def busy(self) -> None:
-        self.scope.deadline = math.inf
-
-    def check(self) -> None:
-        """After leaving `scope`: close the connection if the peer was idle too long."""
-        if self.scope.cancelled_caught:
-            raise CloseConnection(self.reason.format(f"{self.seconds:.0f}s"))
 
 
 class FrameReader:
