@@ -13,7 +13,8 @@ done (timers due now are fired, as the group actor does) and the invariants are 
   parked request of a member: nothing is lost, nothing is answered twice;
 * the next deadline is never in the past once due timers have fired;
 * the actor's cheap wake-up time (`machine.deadline_after`) is never later than the next
-  deadline, so no timer fires late.
+  deadline, so no timer fires late;
+* the counted protocol support equals a count over the members.
 
 Heartbeats and commits are checked against a small oracle on the spot; in particular a commit
 of a known member with a stale generation is always refused with ILLEGAL_GENERATION.
@@ -427,6 +428,17 @@ class ClassicGroupMachine(RuleBasedStateMachine):
     def next_deadline_not_in_the_past(self) -> None:
         deadline = machine.next_deadline(self.h.group)
         assert deadline is None or deadline > self.h.now
+
+    @invariant()
+    def protocol_support_is_counted_right(self) -> None:
+        group = self.h.group
+        if group is None:
+            return
+        counted: dict[str, int] = {}
+        for member in group.members.values():
+            for name in {name for name, _ in member.protocols}:
+                counted[name] = counted.get(name, 0) + 1
+        assert group.protocol_support == counted
 
     @invariant()
     def wake_up_is_never_after_the_next_deadline(self) -> None:

@@ -168,7 +168,7 @@ def _rebalance_timeout(op: JoinGroupOp) -> int:
 def _update_member_and_rebalance(
     group: ClassicGroup, member: Member, op: JoinGroupOp, waiter: int, fx: Effects, reason: str
 ) -> None:
-    member.protocols = op.protocols
+    group.set_protocols(member, op.protocols)
     member.rebalance_timeout_ms = _rebalance_timeout(op)
     member.session_timeout_ms = op.session_timeout_ms
     if member.awaiting_join is not None and member.awaiting_join != waiter:
@@ -200,7 +200,7 @@ def _replace_static_member(
         group.leader_id = old.member_id
     rb.reschedule_heartbeat(old, fx)
     old_protocol_choice = group.protocol_name
-    old.protocols = op.protocols
+    group.set_protocols(old, op.protocols)
     old.rebalance_timeout_ms = _rebalance_timeout(op)
     old.session_timeout_ms = op.session_timeout_ms
     if group.is_in(S):

@@ -119,6 +119,10 @@ class ClassicGroup:
     # started, and who went away since the last record, and why.
     rebalance_started_ms: int = -1
     departed: list[tuple[str, str]] = field(default_factory=list)  # (member id, why)
+    # How many members name each protocol (Kafka's supportedProtocols): the common
+    # protocols without a pass over every member on every JoinGroup. Kept by add, remove and
+    # set_protocols; derived, so not part of equality.
+    protocol_support: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     # -- state ----------------------------------------------------------------------------
     def transition_to(self, target: GroupState, now_ms: int) -> None:
@@ -142,12 +146,15 @@ class ClassicGroup:
         if self.leader_id is None:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
+        self._count_protocols(member.protocols, 1)
         self.pending_members.pop(member.member_id, None)
 
     def remove(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
-        if member is not None and member.instance_id is not None:
-            self.static_members.pop(member.instance_id, None)
+        if member is not None:
+            self._count_protocols(member.protocols, -1)
+            if member.instance_id is not None:
+                self.static_members.pop(member.instance_id, None)
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
         self.pending_members.pop(member_id, None)
@@ -170,14 +177,27 @@ class ClassicGroup:
         return self.static_members.get(instance_id)
 
     # -- protocols ------------------------------------------------------------------------
+    def set_protocols(self, member: Member, protocols: Protocols) -> None:
+        """Change a member's protocols (a rejoin): the only way to, so support stays counted."""
+        self._count_protocols(member.protocols, -1)
+        member.protocols = protocols
+        self._count_protocols(protocols, 1)
+
+    def _count_protocols(self, protocols: Protocols, delta: int) -> None:
+        support = self.protocol_support
+        for name in {name for name, _ in protocols}:
+            left = support.get(name, 0) + delta
+            if left:
+                support[name] = left
+            else:
+                del support[name]
+
     def candidate_protocols(self) -> set[str]:
-        members = list(self.members.values())
-        if not members:
+        """The protocols every member names."""
+        everyone = len(self.members)
+        if not everyone:
             return set()
-        common = set(members[0].protocol_names())
-        for member in members[1:]:
-            common &= set(member.protocol_names())
-        return common
+        return {name for name, count in self.protocol_support.items() if count == everyone}
 
     def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
         if self.state is GroupState.EMPTY:
