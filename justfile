@@ -25,6 +25,14 @@ lint:
     {{venv}}/bin/ruff check src tests
     {{venv}}/bin/mypy
 
-# Benchmarks (see bench/).
+# The benchmark against peer brokers: workloads (a)-(h), one table (docs/performance.md).
 bench *ARGS:
+    {{venv}}/bin/rafka-actors bench {{ARGS}}
+
+# The group-size chart of docs/performance.md.
+bench-chart *ARGS:
+    {{python}} -m rafka_actors.bench.chart --png docs/perf-group-size.png {{ARGS}}
+
+# Data-plane and quick group figures through confluent-kafka (bench/quick.py).
+bench-quick *ARGS:
     {{python}} bench/quick.py {{ARGS}}

@@ -30,6 +30,7 @@ SUBCOMMAND_MODULES = (
     "rafka_actors.admin.cli",
     "rafka_actors.pipeline.cli",
     "rafka_actors.auth.cli",
+    "rafka_actors.bench.command",
 )
 
 

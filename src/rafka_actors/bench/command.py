@@ -1,0 +1,127 @@
+"""`rafka-actors bench`: workloads (a)-(h) against peer brokers, one table from one run.
+
+Without --bootstrap it starts each broker of --brokers itself, one after the other (so they
+never share the cores), runs every workload --runs times against it, stops it, and prints
+one Markdown table: median (min-max) per figure and broker, and each peer's ratio to the
+first broker. With --bootstrap it measures that one running broker instead.
+
+    rafka-actors bench [--brokers rafka-actors,noida-db,tansu] [--runs 3]
+                       [--workloads abcdefgh] [--quick] [--json FILE]
+                       [--rafka-override KEY=VALUE ...] [--bootstrap HOST:PORT [--kip848]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .core import Figure, Options, Target, Workload
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BROKERS = "rafka-actors,rafka-actors[coordinator.log.fsync=never],noida-db,tansu"
+# Kafka's 3 s initial rebalance delay would be the whole of (a) and (b); the peers wait
+# about 0.3 s. 100 ms still gathers consumers that start together into one rebalance.
+RAFKA_BENCH_SETTINGS = ("group.initial.rebalance.delay.ms=100",)
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "bench", help="benchmark the group coordinator against peer brokers", description=__doc__
+    )
+    parser.add_argument("--brokers", default=DEFAULT_BROKERS, help="comma-separated")
+    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="measure this broker only")
+    parser.add_argument("--kip848", action="store_true", help="--bootstrap serves KIP-848")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workloads", default="abcdefgh", help="letters, e.g. abcd")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument(
+        "--rafka-override",
+        metavar="KEY=VALUE",
+        action="append",
+        default=list(RAFKA_BENCH_SETTINGS),
+        help="a setting for every rafka-actors broker started (default: %(default)s)",
+    )
+    parser.set_defaults(run=run)
+
+
+def workloads() -> dict[str, Workload]:
+    from .consumer_workloads import WORKLOADS as CLIENT
+    from .scale_workloads import WORKLOADS as SCALE
+
+    return {**CLIENT, **SCALE}
+
+
+def measure(
+    target: Target, chosen: list[Workload], opts: Options, progress: Callable[[str], None]
+) -> dict[str, Figure]:
+    """Every chosen workload `opts.runs` times against `target`; figures merged by key."""
+    merged: dict[str, Figure] = {}
+    for workload in chosen:
+        if not workload.needs(target):
+            progress(f"{target.name}: ({workload.letter}) not applicable")
+            continue
+        for run in range(1, opts.runs + 1):
+            started = time.monotonic()
+            for figure in workload.run(target, opts):
+                mine = merged.setdefault(
+                    figure.key,
+                    Figure(figure.key, figure.label, figure.unit, figure.higher_is_better),
+                )
+                mine.values.extend(figure.values)
+            took = time.monotonic() - started
+            progress(f"{target.name}: ({workload.letter}) run {run}/{opts.runs}, {took:.1f} s")
+    return merged
+
+
+def run(args: argparse.Namespace) -> int:
+    from .brokers import BrokerUnavailable, parse_brokers, running
+    from .table import Results, as_json, machine, markdown
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    known = workloads()
+    chosen = [known[letter] for letter in args.workloads if letter in known]
+    opts = Options(runs=args.runs, quick=args.quick)
+    started = time.monotonic()
+    results = Results([], {})
+    if args.bootstrap:
+        target = Target("external", args.bootstrap, kip848=args.kip848)
+        results.targets.append(target.name)
+        results.figures[target.name] = measure(target, chosen, opts, progress)
+    else:
+        for broker in parse_brokers(args.brokers.split(","), args.rafka_override):
+            try:
+                with running(broker) as target:
+                    progress(f"{broker.name}: started at {target.bootstrap}")
+                    results.targets.append(broker.name)
+                    results.figures[broker.name] = measure(target, chosen, opts, progress)
+            except BrokerUnavailable as exc:
+                progress(f"{broker.name}: skipped ({exc})")
+    if not results.targets:
+        progress("no broker could be measured")
+        return 1
+    command = "rafka-actors " + shlex.join(sys.argv[1:]) if sys.argv[1:2] == ["bench"] else ""
+    header = [
+        f"# rafka-actors bench, {datetime.date.today().isoformat()}",
+        "",
+        f"- machine: {machine()}; client and broker share it",
+        f"- command: `{command or 'rafka-actors bench'}` ({time.monotonic() - started:.0f} s)",
+        f"- runs per figure: {opts.runs}; cells: median (min-max)"
+        + ("; quick sizes" if opts.quick else ""),
+        f"- rafka-actors settings: {', '.join(args.rafka_override) or 'defaults'}",
+    ]
+    print(markdown(results, header))
+    if args.json:
+        meta = {"header": header, "runs": opts.runs, "quick": opts.quick}
+        with open(args.json, "w") as out:
+            out.write(as_json(results, meta))
+    return 0

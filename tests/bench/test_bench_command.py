@@ -1,0 +1,161 @@
+"""`rafka-actors bench`: the table's arithmetic, broker variants, and real runs of workloads
+(a)-(d) and the group-size chart at tiny sizes. No timing is asserted: each figure must be
+present and plausible, which shows the workload completed what it claims to measure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rafka_actors.admin.client import KafkaClient
+from rafka_actors.bench import brokers, chart, consumer_workloads
+from rafka_actors.bench.command import measure
+from rafka_actors.bench.core import Figure, Options, Target, Workload
+from rafka_actors.bench.table import Results, cell, markdown, ratio
+
+from ..broker_process import BrokerProcess
+
+QUICK = Options(runs=1, quick=True)
+
+
+def fig(values: list[float], higher_is_better: bool = True, key: str = "x.y") -> Figure:
+    return Figure(key, "label", "/s", higher_is_better, values)
+
+
+def test_ratio_is_oriented_so_that_above_one_is_better_for_the_first_target() -> None:
+    assert ratio(fig([200.0]), fig([100.0])) == "2.00x"  # twice the rate
+    assert ratio(fig([1.0], False), fig([0.5], False)) == "0.50x"  # twice the time
+    assert ratio(fig([]), fig([1.0])) == "-"
+    assert ratio(None, fig([1.0])) == "n/a"
+
+
+def test_cells_show_median_and_range_or_a_dash() -> None:
+    assert cell(fig([3.0, 1.0, 2.0])) == "2 (1-3)"
+    assert cell(fig([1234.0])) == "1,234"
+    assert cell(fig([])) == "-"
+    assert cell(None) == "n/a"
+
+
+def test_markdown_has_a_row_per_figure_and_a_ratio_column_per_peer() -> None:
+    results = Results(
+        ["rafka-actors", "peer"],
+        {
+            "rafka-actors": {"c.x": fig([10.0], key="c.x"), "a.y": fig([1.0], False, "a.y")},
+            "peer": {"c.x": fig([5.0], key="c.x")},
+        },
+    )
+    lines = markdown(results, ["# title"]).splitlines()
+    assert lines[0] == "# title"
+    assert lines[2].startswith("| figure | unit | rafka-actors | peer | vs peer |")
+    assert lines[4].endswith("| 10.0 | 5 | 2.00x |")
+    assert lines[5].endswith("| 1 | n/a | n/a |")  # the peer has no such figure
+
+
+def test_broker_variants_carry_their_settings() -> None:
+    parsed = brokers.parse_brokers(
+        ["rafka-actors", "rafka-actors[coordinator.log.fsync=never]", "tansu"], ["a=1"]
+    )
+    assert [(b.name, b.kind, b.settings) for b in parsed] == [
+        ("rafka-actors", "rafka-actors", ("a=1",)),
+        (
+            "rafka-actors[coordinator.log.fsync=never]",
+            "rafka-actors",
+            ("a=1", "coordinator.log.fsync=never"),
+        ),
+        ("tansu", "tansu", ()),
+    ]
+    with pytest.raises(ValueError):
+        brokers.parse_brokers(["kafka"], [])
+
+
+def test_measure_merges_runs_and_skips_what_does_not_apply() -> None:
+    calls: list[str] = []
+
+    def run(target: Target, opts: Options) -> list[Figure]:
+        calls.append(target.name)
+        return [fig([float(len(calls))])]
+
+    applies = Workload("x", "counts", run)
+    never = Workload("z", "never", run, needs=lambda target: False)
+    merged = measure(Target("t", "127.0.0.1:1"), [applies, never], Options(runs=3), print)
+    assert calls == ["t"] * 3
+    assert merged["x.y"].values == [1.0, 2.0, 3.0]
+
+
+@pytest.fixture
+def target(broker_factory) -> Target:  # type: ignore[no-untyped-def]
+    broker: BrokerProcess = broker_factory("group.initial.rebalance.delay.ms=0")
+    assert broker.proc is not None
+    return Target("rafka-actors", broker.bootstrap, pid=broker.proc.pid, kip848=True)
+
+
+def values(figures: list[Figure]) -> dict[str, float]:
+    assert all(len(f.values) == 1 for f in figures), [(f.key, f.values) for f in figures]
+    return {f.key: f.values[0] for f in figures}
+
+
+def test_client_workloads_measure_every_figure(target: Target) -> None:
+    got: dict[str, float] = {}
+    for letter in "acd":
+        got |= values(consumer_workloads.WORKLOADS[letter].run(target, QUICK))
+    assert 0 < got["a.first_assignment_classic"] < 60
+    assert 0 < got["a.first_assignment_consumer"] < 60
+    assert got["c.commits_1"] > 0 and got["c.commits_4"] > 0
+    assert 0 < got["c.commit_p50_ms"] <= got["c.commit_p99_ms"]
+    assert got["d.fetches_1"] > 0 and got["d.fetch_p99_ms"] > 0
+
+
+def test_consumers_starting_together_end_disjoint_and_complete(target: Target) -> None:
+    got = values(consumer_workloads.consumers_together(target, QUICK))
+    assert set(got) == {
+        f"b.assigned_{n}_{p}"
+        for n in consumer_workloads.QUICK_SIZES
+        for p in ("classic", "consumer")
+    }
+    assert all(0 < v < consumer_workloads.ASSIGN_TIMEOUT_S for v in got.values())
+
+
+def test_chart_sweep_and_png(target: Target, tmp_path: Path) -> None:
+    rows = chart.sweep(target, [2, 4], runs=1)
+    assert [r.size for r in rows] == [2, 4]
+    for row in rows:
+        assert 0 < row.coordinator_s <= row.rebalance_s
+        assert 0 < row.commit_p50_ms <= row.commit_p99_ms
+    png = tmp_path / "chart.png"
+    chart.draw(rows, str(png), "test")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_command_starts_its_broker_and_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "rafka_actors", "bench", "--brokers", "rafka-actors"),
+            *("--workloads", "ad", "--quick", "--runs", "2", "--json", str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "| subscribe to first assignment, classic protocol | s |" in done.stdout
+    figures = json.loads(out.read_text())["figures"]["rafka-actors"]
+    assert len(figures["a.first_assignment_classic"]["values"]) == 2
+    assert len(figures["d.fetches_1"]["values"]) == 2
+
+
+@pytest.mark.parametrize("kind", ["noida-db", "tansu"])
+def test_peer_brokers_start_answer_and_stop(kind: str) -> None:
+    broker = brokers.Broker(kind, kind)
+    try:
+        brokers.command(broker, 1, Path("/nonexistent"))
+    except brokers.BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    with brokers.running(broker) as target:
+        assert target.pid is not None and not target.kip848
+        with KafkaClient(target.bootstrap, timeout=10) as client:
+            assert 18 in client.versions  # it answered ApiVersions
