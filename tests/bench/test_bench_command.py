@@ -5,6 +5,7 @@ present and plausible, which shows the workload completed what it claims to meas
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -159,3 +160,6 @@ def test_peer_brokers_start_answer_and_stop(kind: str) -> None:
         assert target.pid is not None and not target.kip848
         with KafkaClient(target.bootstrap, timeout=10) as client:
             assert 18 in client.versions  # it answered ApiVersions
+        pid = target.pid
+    with pytest.raises(ProcessLookupError):  # nothing of it is left running
+        os.killpg(pid, 0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -115,6 +116,7 @@ def running(broker: Broker) -> Iterator[Target]:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                start_new_session=True,  # stop() signals the group: noida-db's wrapper forks
                 env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
             )
             try:
@@ -131,13 +133,24 @@ def running(broker: Broker) -> Iterator[Target]:
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    """SIGTERM to the broker's whole process group (a wrapper script's child too), then
+    SIGKILL to whatever is left after 5 s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not _group_alive(proc):
+            return
+        os.killpg(proc.pid, sig)
+        deadline = time.monotonic() + 5
+        while _group_alive(proc) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
+    proc.poll()  # reap the leader, or it stays in the group as a zombie
+    try:
+        os.killpg(proc.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def parse_brokers(names: Sequence[str], rafka_settings: Sequence[str]) -> list[Broker]:

@@ -1,0 +1,125 @@
+"""Broker CPU per request: one pre-encoded request replayed over a blocking socket.
+
+The client does almost nothing per request (send the same bytes, read the answer), so the
+broker's CPU time (from /proc/<pid>/stat, its process tree) divided by the requests answered
+is the broker's cost of one request, socket included. Starts --broker itself (rafka-actors,
+noida-db or tansu, see rafka_actors.bench.brokers) unless --bootstrap and --pid name one
+that is running.
+
+    .venv/bin/python bench/request_cost.py [--broker KIND | --bootstrap HOST:PORT --pid PID]
+        [--ops apiversions,commit,fetch] [--seconds 3] [--rounds 5] [-o KEY=VALUE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import socket
+import statistics
+import struct
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.offset_commit.v8 import request as commit
+from kio.schema.offset_fetch.v8 import request as fetch
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i32, i64
+
+from rafka_actors.bench.brokers import Broker, running
+from rafka_actors.bench.consumer_workloads import create_topic
+from rafka_actors.bench.core import Target
+from rafka_actors.bench.loadgen import cpu_seconds
+from rafka_actors.protocol.codec import encode_request
+
+TOPIC_PARTITIONS = 1
+
+
+def request(op: str, group: str, topic: str) -> object:
+    if op == "apiversions":
+        return ApiVersionsRequest(client_software_name="bench", client_software_version="1")
+    if op == "commit":
+        partition = commit.OffsetCommitRequestPartition(
+            partition_index=i32(0),
+            committed_offset=i64(5),
+            committed_leader_epoch=i32(-1),
+            committed_metadata="",
+        )
+        topics = (commit.OffsetCommitRequestTopic(name=TopicName(topic), partitions=(partition,)),)
+        return commit.OffsetCommitRequest(
+            group_id=GroupId(group),
+            generation_id_or_member_epoch=i32(-1),
+            member_id="",
+            group_instance_id=None,
+            topics=topics,
+        )
+    wanted = fetch.OffsetFetchRequestGroup(group_id=GroupId(group), topics=None)
+    return fetch.OffsetFetchRequest(groups=(wanted,), require_stable=False)
+
+
+def replay(bootstrap: str, pid: int, frame: bytes, seconds: float) -> tuple[float, float]:
+    """(requests/s, broker CPU microseconds per request) over `seconds`."""
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def one() -> None:
+            sock.sendall(frame)
+            (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
+            sock.recv(size, socket.MSG_WAITALL)
+
+        for _ in range(200):  # warm up (the group exists, its actor is alive)
+            one()
+        cpu0, start, count = cpu_seconds(pid), time.perf_counter(), 0
+        while time.perf_counter() - start < seconds:
+            one()
+            count += 1
+        elapsed, cpu1 = time.perf_counter() - start, cpu_seconds(pid)
+    assert cpu0 is not None and cpu1 is not None, "the broker is gone"
+    return count / elapsed, (cpu1 - cpu0) / count * 1e6
+
+
+@contextmanager
+def broker(args: argparse.Namespace) -> Iterator[Target]:
+    if args.bootstrap:
+        yield Target("external", args.bootstrap, pid=args.pid)
+        return
+    with running(Broker(args.broker, args.broker, tuple(args.settings))) as target:
+        yield target
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--broker", default="rafka-actors", help="rafka-actors|noida-db|tansu")
+    parser.add_argument("--bootstrap")
+    parser.add_argument("--pid", type=int)
+    parser.add_argument("--ops", default="apiversions,commit,fetch")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("-o", dest="settings", action="append", default=[])
+    args = parser.parse_args()
+    if args.bootstrap and not args.pid:
+        parser.error("--bootstrap needs --pid (whose CPU time is measured)")
+    print(f"# {shlex.join(['bench/request_cost.py', *sys.argv[1:]])}")
+    with broker(args) as target:
+        assert target.pid is not None
+        topic = create_topic(target, TOPIC_PARTITIONS)
+        for op in args.ops.split(","):
+            frame = encode_request(request(op, f"cost-{op}", topic), 1, "bench")
+            rounds = [
+                replay(target.bootstrap, target.pid, frame, args.seconds)
+                for _ in range(args.rounds)
+            ]
+            costs = sorted(cost for _, cost in rounds)
+            rate = statistics.median(r for r, _ in rounds)
+            print(
+                f"{op}: {rate:,.0f} requests/s; broker CPU per request: best {costs[0]:.0f} us, "
+                f"median {statistics.median(costs):.0f} us over {args.rounds} rounds"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
