@@ -1,8 +1,8 @@
 """Recovery time of the coordinator log: write N OffsetCommit records, time the replay.
 
 Writes N commit records (1 000 groups x 100 partitions, cycled, so compaction-worthy but
-uncompacted) straight into the segment files, then times `DurableCoordinatorLog.open`, which
-is what start-up does before the listener accepts connections.
+uncompacted) straight into the segment files, as workload (h) of `rafka-actors bench` does,
+then times `DurableCoordinatorLog.open` alone: (h) times a whole broker start-up.
 
     .venv/bin/python bench/coordinator_recovery.py [--records 1000000] [--runs 3]
 """
@@ -18,28 +18,7 @@ import time
 from pathlib import Path
 
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
-from rafka_actors.group.records import OffsetCommitRecord
-from rafka_actors.ids import GroupKey
-from rafka_actors.storage.coordinator_records import decode_entry, encode_entry
-from rafka_actors.storage.coordinator_segments import CoordinatorSegments
-
-
-def write(data_dir: Path, records: int) -> int:
-    segments = CoordinatorSegments.open(data_dir / "coordinator", decode_entry, lambda _: None)
-    batch = []
-    for i in range(records):
-        group = f"group-{i % 1000}"
-        record = OffsetCommitRecord(group, "topic", (i // 1000) % 100, i, -1, "", 1_700_000_000)
-        batch.append(encode_entry(GroupKey(0, group), record))
-        if len(batch) == 10_000:
-            segments.append(batch)
-            batch = []
-    if batch:
-        segments.append(batch)
-    segments.fsync()
-    size = segments.size_bytes
-    segments.close()
-    return size
+from rafka_actors.bench.scale_workloads import write_commit_log
 
 
 def main() -> None:
@@ -48,7 +27,7 @@ def main() -> None:
     args.add_argument("--runs", type=int, default=3)
     opts = args.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        size = write(Path(tmp), opts.records)
+        size = write_commit_log(Path(tmp), opts.records)
         times = []
         for _ in range(opts.runs):
             start = time.perf_counter()

@@ -45,7 +45,6 @@ from array import array
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from functools import cache
 from types import ModuleType
 from typing import Any
 
@@ -53,6 +52,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from ..admin.client import parse_addresses
+from ..gateway.apis._build import make  # kio entity from the fields this version has
 from ..protocol.codec import decode_response, encode_request
 from ..protocol.messages import request_class
 
@@ -76,17 +76,6 @@ _RETRY = {
 
 class LoadgenError(Exception):
     """The broker did not do what a client needs (no answer in time, an error it cannot handle)."""
-
-
-@cache
-def _fields(cls: type) -> frozenset[str]:
-    return frozenset(cls.__dataclass_fields__)  # type: ignore[attr-defined]
-
-
-def make(cls: type, **values: Any) -> Any:
-    """An instance of kio class `cls`, keeping only the values this version has fields for."""
-    names = _fields(cls)
-    return cls(**{k: v for k, v in values.items() if k in names})
 
 
 def schema(api_key: int, version: int) -> ModuleType:
