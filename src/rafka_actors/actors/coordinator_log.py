@@ -70,7 +70,7 @@ class MemoryCoordinatorLog:
     """The durable log's view (latest group record, latest record per offset) without disk."""
 
     def __init__(self) -> None:
-        self._latest = LatestRecords()
+        self._latest: LatestRecords[Record] = LatestRecords()
 
     async def append(self, key: GroupKey, records: Sequence[Record]) -> None:
         await trio.lowlevel.checkpoint()

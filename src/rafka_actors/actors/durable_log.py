@@ -48,7 +48,9 @@ The view, start-up and compaction
 ---------------------------------
 `open` replays the segments into a `LatestRecords` view (latest group record and latest offset
 per partition of every group), which is what `records_of` and `keys` answer from; records join it
-only once written, so a restarted actor sees exactly what was acknowledged. Compaction runs in a
+only once written, so a restarted actor sees exactly what was acknowledged. The view keeps each
+record as its encoded entry and `records_of` decodes them; offset entries are replayed in bulk
+(storage/entry_replay.py), which is what makes start-up fast. Compaction runs in a
 worker thread (`CoordinatorSegments.compact_sealed`) every
 ``coordinator.log.compaction.interval.ms`` if there is anything to do, and as soon as sealed
 segments nobody has compacted reach ``compaction_dirty_bytes`` (default: half a segment, so after
@@ -69,11 +71,12 @@ from pathlib import Path
 
 import trio
 
+from ..group.latest import LatestRecords
 from ..group.records import Record
 from ..ids import GroupKey
 from ..storage.coordinator_records import (
-    LatestRecords,
-    decode_entry,
+    decode_stored,
+    decode_trusted,
     encode_entry,
     entry_compaction_key,
 )
@@ -83,6 +86,7 @@ from ..storage.coordinator_segments import (
     CoordinatorLogError,
     CoordinatorSegments,
 )
+from ..storage.entry_replay import AmbiguousKeys, EntryReplay
 
 __all__ = ["CoordinatorLogError", "DurableCoordinatorLog", "FsyncPolicy", "LogStats"]
 
@@ -121,6 +125,27 @@ class _Pending:
         self.done.set()
 
 
+def _replay(
+    data_dir: Path, segment_bytes: int, skip_corruption: bool, *, bulk: bool
+) -> tuple[CoordinatorSegments, LatestRecords[bytes]]:
+    view: LatestRecords[bytes] = LatestRecords()
+    replay = EntryReplay(view, bulk=bulk)
+    segments = CoordinatorSegments.open(
+        data_dir / "coordinator",
+        decode_stored,
+        replay.apply_entry,
+        segment_bytes=segment_bytes,
+        skip_corruption=skip_corruption,
+        bulk=replay.bulk,
+    )
+    try:
+        replay.settle()
+    except BaseException:
+        segments.close()
+        raise
+    return segments, view
+
+
 def _wall_ms() -> int:
     # Tombstone ages come from segment mtimes, which are wall-clock.
     return time.time_ns() // 1_000_000
@@ -132,7 +157,7 @@ class DurableCoordinatorLog:
     def __init__(
         self,
         segments: CoordinatorSegments,
-        view: LatestRecords,
+        view: LatestRecords[bytes],
         *,
         fsync_policy: FsyncPolicy,
         fsync_interval_ms: int,
@@ -168,14 +193,11 @@ class DurableCoordinatorLog:
         skip_corruption: bool = False,
     ) -> DurableCoordinatorLog:
         """Open ``<data_dir>/coordinator`` and replay it (blocking file I/O: call at start-up)."""
-        view = LatestRecords()
-        segments = CoordinatorSegments.open(
-            data_dir / "coordinator",
-            decode_entry,
-            lambda entry: view.apply(entry[0], (entry[1],)),
-            segment_bytes=segment_bytes,
-            skip_corruption=skip_corruption,
-        )
+        try:
+            segments, view = _replay(data_dir, segment_bytes, skip_corruption, bulk=True)
+        except AmbiguousKeys as exc:
+            log.warning("coordinator log: %s; replaying it entry by entry", exc)
+            segments, view = _replay(data_dir, segment_bytes, skip_corruption, bulk=False)
         log.info("coordinator log replayed: %d groups", len(view))
         return cls(
             segments,
@@ -212,7 +234,7 @@ class DurableCoordinatorLog:
             ) from pending.error
 
     def records_of(self, key: GroupKey) -> list[Record]:
-        return self._view.records_of(key)
+        return decode_trusted(self._view.records_of(key))
 
     def keys(self) -> list[GroupKey]:
         """Every group with stored state (for ListGroups and start-up)."""
@@ -287,7 +309,7 @@ class DurableCoordinatorLog:
 
     def _written(self, batch: list[_Pending]) -> None:
         for pending in batch:
-            self._view.apply(pending.key, pending.records)
+            self._view.apply(pending.key, pending.records, pending.payloads)
             pending.done.set()
         self.stats.appends += len(batch)
         self.stats.records += sum(len(pending.payloads) for pending in batch)

@@ -11,12 +11,14 @@ consumer-group record.
 `GroupRecords` applies records in log order and hands them back in a canonical order (group
 record, consumer-group records, offsets): replay (replay.py) reads that, the durable log keeps
 one per group (`LatestRecords`) and its compaction uses the same keys, so the live view, a
-compacted log and a replay of the full history all agree.
+compacted log and a replay of the full history all agree. What is kept for a record is the
+record itself, or what the caller stores in its place (the durable log: its encoded entry).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Generic, TypeVar, cast
 
 from ..consumer_group.records import (
     MEMBER_RECORDS,
@@ -38,6 +40,7 @@ CompactionKey = tuple[Hashable, ...]
 MEMBER_KIND = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
 TARGET_METADATA_TAIL: CompactionKey = (0, 0)
 _TOMBSTONES = (GroupTombstone, OffsetTombstone, ConsumerMemberTombstone, ConsumerStateTombstone)
+V = TypeVar("V")
 
 
 def key_tail(record: Record) -> CompactionKey:
@@ -60,65 +63,90 @@ def is_tombstone(record: Record) -> bool:
     return isinstance(record, _TOMBSTONES)
 
 
-class GroupRecords:
+class GroupRecords(Generic[V]):
     """The latest group record, consumer-group records and offsets of one group."""
 
     __slots__ = ("consumer", "group", "offsets")
 
     def __init__(self) -> None:
-        self.group: Record | None = None
-        self.consumer: dict[CompactionKey, Record] = {}  # by key tail
-        self.offsets: dict[tuple[str, int], OffsetCommitRecord] = {}
+        self.group: V | None = None
+        self.consumer: dict[CompactionKey, V] = {}  # by key tail
+        self.offsets: dict[tuple[str, int], V] = {}
 
-    def apply(self, records: Iterable[Record]) -> None:
-        for record in records:
+    def apply(self, records: Sequence[Record], stored: Sequence[V] | None = None) -> None:
+        """Apply ``records`` in order, keeping ``stored[i]`` for ``records[i]`` (default: it)."""
+        kept = cast(Sequence[V], records) if stored is None else stored
+        for record, value in zip(records, kept, strict=True):
             cls = type(record)
-            if isinstance(record, OffsetCommitRecord):
-                self.offsets[(record.topic, record.partition)] = record
-            elif isinstance(record, OffsetTombstone):
-                self.offsets.pop((record.topic, record.partition), None)
+            if cls is OffsetCommitRecord:
+                self.offsets[(record.topic, record.partition)] = value  # type: ignore[union-attr]
+            elif cls is OffsetTombstone:
+                tp = (record.topic, record.partition)  # type: ignore[union-attr]
+                if tp in self.offsets:
+                    del self.offsets[tp]
             elif cls is GroupTombstone:
                 self.group = None
                 self.consumer.clear()
                 self.offsets.clear()
             elif cls is GroupMetadataRecord or cls is ConsumerGroupMetadataRecord:
-                self.group = record
+                self.group = value
             elif cls is ConsumerMemberTombstone or cls is ConsumerStateTombstone:
                 tail = key_tail(record)
                 n = len(tail)
                 for stale in [k for k in self.consumer if k[:n] == tail]:
                     del self.consumer[stale]
             else:
-                self.consumer[key_tail(record)] = record
+                self.consumer[key_tail(record)] = value
 
     def is_empty(self) -> bool:
         return self.group is None and not self.offsets and not self.consumer
 
-    def records(self) -> list[Record]:
-        head: list[Record] = [self.group] if self.group is not None else []
+    def records(self) -> list[V]:
+        head: list[V] = [self.group] if self.group is not None else []
         return head + list(self.consumer.values()) + list(self.offsets.values())
 
 
-class LatestRecords:
+OffsetRow = tuple[int, str, str, int, V | None]  # (org, group, topic, partition, kept or None)
+
+
+class LatestRecords(Generic[V]):
     """`GroupRecords` of every group: the durable log's in-memory view."""
 
     def __init__(self) -> None:
-        self._groups: dict[GroupKey, GroupRecords] = {}
+        # GroupKey is a NamedTuple: plain (org, group) tuples find the same entries.
+        self._groups: dict[tuple[int, str], GroupRecords[V]] = {}
 
-    def apply(self, key: GroupKey, records: Iterable[Record]) -> None:
+    def apply(
+        self, key: GroupKey, records: Sequence[Record], stored: Sequence[V] | None = None
+    ) -> None:
         latest = self._groups.get(key) or GroupRecords()
-        latest.apply(records)
+        latest.apply(records, stored)
         if latest.is_empty():
             self._groups.pop(key, None)
         else:
             self._groups[key] = latest
 
-    def records_of(self, key: GroupKey) -> list[Record]:
+    def put_offsets(self, rows: Iterable[OffsetRow[V]]) -> None:
+        """Set each (org, group, topic, partition) offset to what is kept for it, or delete it
+        (None): what `apply` does for offset records, for many at once."""
+        groups = self._groups
+        for org_id, group_id, topic, partition, value in rows:
+            latest = groups.get((org_id, group_id))
+            if value is not None:
+                if latest is None:
+                    latest = groups[GroupKey(org_id, group_id)] = GroupRecords()
+                latest.offsets[(topic, partition)] = value
+            elif latest is not None:
+                latest.offsets.pop((topic, partition), None)
+                if latest.is_empty():
+                    del groups[(org_id, group_id)]
+
+    def records_of(self, key: GroupKey) -> list[V]:
         latest = self._groups.get(key)
         return [] if latest is None else latest.records()
 
     def keys(self) -> list[GroupKey]:
-        return list(self._groups)
+        return cast(list[GroupKey], list(self._groups))
 
     def __len__(self) -> int:
         return len(self._groups)

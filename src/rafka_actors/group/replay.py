@@ -12,12 +12,13 @@ fresh session deadline; parked requests are not part of the log (their clients r
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 from ..consumer_group.records import ConsumerGroupMetadataRecord, ConsumerRecord
 from ..consumer_group.replay import assemble
 from ..consumer_group.state import ConsumerGroup
 from .latest import GroupRecords
-from .records import GroupMetadataRecord, Record
+from .records import GroupMetadataRecord, OffsetCommitRecord, Record
 from .state import ClassicGroup, CommittedOffset, GroupState, Member
 
 CONSUMER_SESSION_TIMEOUT_MS = 45_000  # group.consumer.session.timeout.ms's default
@@ -30,8 +31,8 @@ def replay(
     consumer_session_timeout_ms: int = CONSUMER_SESSION_TIMEOUT_MS,
 ) -> ClassicGroup | ConsumerGroup | None:
     """The group its records describe (in log order; the live view's order is one)."""
-    latest = GroupRecords()
-    latest.apply(records)
+    latest: GroupRecords[Record] = GroupRecords()
+    latest.apply(list(records))
     head = latest.group
     group: ClassicGroup | ConsumerGroup
     if isinstance(head, ConsumerGroupMetadataRecord):
@@ -44,9 +45,10 @@ def replay(
         group = ClassicGroup(first.group_id, "", state_timestamp_ms=now_ms)
     else:
         return None
+    offsets = cast(dict[tuple[str, int], OffsetCommitRecord], latest.offsets)
     group.offsets = {
         tp: CommittedOffset(r.offset, r.leader_epoch, r.metadata, r.commit_timestamp_ms)
-        for tp, r in latest.offsets.items()
+        for tp, r in offsets.items()
     }
     return group
 
