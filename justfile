@@ -31,7 +31,7 @@ bench *ARGS:
 
 # The group-size chart of docs/performance.md.
 bench-chart *ARGS:
-    {{python}} -m rafka_actors.bench.chart --png docs/perf-group-size.png {{ARGS}}
+    {{python}} -m rafka_actors.bench.sweep --runs 3 --png docs/perf-group-size.png {{ARGS}}
 
 # Data-plane and quick group figures through confluent-kafka (bench/quick.py).
 bench-quick *ARGS:

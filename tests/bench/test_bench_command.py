@@ -1,6 +1,7 @@
 """`rafka-actors bench`: the table's arithmetic, broker variants, and real runs of workloads
-(a)-(d) and the group-size chart at tiny sizes. No timing is asserted: each figure must be
-present and plausible, which shows the workload completed what it claims to measure."""
+(a)-(d) at tiny sizes (the group-size chart is test_sweep.py's). No timing is asserted: each
+figure must be present and plausible, which shows the workload completed what it claims to
+measure."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rafka_actors.admin.client import KafkaClient
-from rafka_actors.bench import brokers, chart, consumer_workloads
+from rafka_actors.bench import brokers, consumer_workloads
 from rafka_actors.bench.command import measure
 from rafka_actors.bench.core import Figure, Options, Target, Workload
 from rafka_actors.bench.table import Results, cell, markdown, ratio
@@ -118,17 +119,6 @@ def test_consumers_starting_together_end_disjoint_and_complete(target: Target) -
         for p in ("classic", "consumer")
     }
     assert all(0 < v < consumer_workloads.ASSIGN_TIMEOUT_S for v in got.values())
-
-
-def test_chart_sweep_and_png(target: Target, tmp_path: Path) -> None:
-    rows = chart.sweep(target, [2, 4], runs=1)
-    assert [r.size for r in rows] == [2, 4]
-    for row in rows:
-        assert 0 < row.coordinator_s <= row.rebalance_s
-        assert 0 < row.commit_p50_ms <= row.commit_p99_ms
-    png = tmp_path / "chart.png"
-    chart.draw(rows, str(png), "test")
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_bench_command_starts_its_broker_and_writes_json(tmp_path: Path) -> None:
