@@ -117,8 +117,9 @@ def run(args: argparse.Namespace) -> int:
         f"- command: `{command or 'rafka-actors bench'}` ({time.monotonic() - started:.0f} s)",
         f"- runs per figure: {opts.runs}; cells: median (min-max)"
         + ("; quick sizes" if opts.quick else ""),
-        f"- rafka-actors settings: {', '.join(args.rafka_override) or 'defaults'}",
     ]
+    if not args.bootstrap:  # an external broker's settings are not ours to report
+        header.append(f"- rafka-actors settings: {', '.join(args.rafka_override) or 'defaults'}")
     print(markdown(results, header))
     if args.json:
         meta = {"header": header, "runs": opts.runs, "quick": opts.quick}
