@@ -222,8 +222,11 @@ class DurableCoordinatorLog:
         if self._policy is not FsyncPolicy.ALWAYS and not self._queue:
             # A page-cache write costs microseconds: do it here rather than wake the flusher
             # task for it (nothing is queued ahead, so the order of appends is kept). No
-            # checkpoint: the actor yields at its mailbox before every step anyway.
+            # checkpoint: the actor yields at its mailbox before every step anyway; only
+            # when compaction is due, so that a caller appending in a loop lets it start.
             self._write_batch([pending])
+            if self._compaction_wanted.is_set():
+                await trio.lowlevel.checkpoint()
         else:
             self._queue.append(pending)
             self._wakeup.set()
