@@ -328,7 +328,11 @@ def many_groups(target: Target, opts: Options, *, groups: int | None = None) -> 
     ]
 
 
-def _commit(conn: Connection, group: str, offset: int) -> Any:
+def _commit(
+    conn: Connection, group: str, offset: int, *, member_id: str = "", generation: int = -1
+) -> Any:
+    """An OffsetCommit of partition 0 of TOPIC: as a simple consumer (no member, generation
+    -1) unless a member's id and generation are given."""
     nested = schema(OFFSET_COMMIT, conn.version(OFFSET_COMMIT))
     partition = make(
         nested.OffsetCommitRequestPartition,
@@ -342,8 +346,8 @@ def _commit(conn: Connection, group: str, offset: int) -> Any:
     return conn.request(
         OFFSET_COMMIT,
         group_id=group,
-        generation_id_or_member_epoch=-1,
-        member_id="",
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
         group_instance_id=None,
         retention_time=_NO_RETENTION,
         topics=(topic,),

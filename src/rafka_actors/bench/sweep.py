@@ -48,19 +48,16 @@ import trio
 from . import brokers
 from .chart import chart
 from .loadgen import (
-    OFFSET_COMMIT,
     Connection,
     Fleet,
     GroupTracker,
     LoadgenError,
     Member,
     create_topic,
-    make,
     percentile,
     running,
-    schema,
 )
-from .scale_workloads import REBALANCE_S, SESSION_S, TOPIC, _prefix, _why
+from .scale_workloads import REBALANCE_S, SESSION_S, TOPIC, _commit, _prefix, _why
 
 log = logging.getLogger(__name__)
 
@@ -146,28 +143,12 @@ async def _commits(
     latencies = array("d")
     try:
         await create_topic(conn, TOPIC, 1)
-        nested = schema(OFFSET_COMMIT, conn.version(OFFSET_COMMIT))
         member_id, generation = member.member_id, member.generation
         offset, end = 0, trio.current_time() + window_s
         while (start := trio.current_time()) < end:
             offset += 1
-            partition = make(
-                nested.OffsetCommitRequestPartition,
-                partition_index=0,
-                committed_offset=offset,
-                committed_leader_epoch=-1,
-                commit_timestamp=-1,
-                committed_metadata="",
-            )
-            topic = nested.OffsetCommitRequestTopic(name=TOPIC, partitions=(partition,))
-            request = conn.request(
-                OFFSET_COMMIT,
-                group_id=tracker.name,
-                generation_id_or_member_epoch=generation,
-                member_id=member_id,
-                group_instance_id=None,
-                retention_time=_NO_RETENTION,
-                topics=(topic,),
+            request = _commit(
+                conn, tracker.name, offset, member_id=member_id, generation=generation
             )
             code = (await conn.call(request)).topics[0].partitions[0].error_code
             if code != 0:
