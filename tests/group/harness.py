@@ -67,6 +67,16 @@ def protocols(*names: str, topics: Sequence[str] = ("foo",)) -> Protocols:
 DEFAULT_PROTOCOLS = protocols("range")
 
 
+def deadlines(group: Any) -> dict[tuple[str, str], int]:
+    """Every deadline a classic group holds, by what it is for."""
+    if not isinstance(group, ClassicGroup):
+        return {}
+    held = {("heartbeat", m.member_id): m.heartbeat_deadline for m in group.members.values()}
+    held |= {("pending", member_id): at for member_id, at in group.pending_members.items()}
+    held |= {("join", ""): group.join_deadline, ("sync", ""): group.sync_deadline}
+    return {key: at for key, at in held.items() if at is not None}
+
+
 @dataclass
 class Joined:
     """A member that completed a join: its id and the JoinGroup answer it got."""
@@ -99,11 +109,18 @@ class GroupHarness:
 
     # -- driving the machine --------------------------------------------------------------
     def handle(self, op: Any, waiter: int = TIMER_TOKEN) -> machine.Result:
+        before = deadlines(self.group)
         result = machine.handle(
             self.group, op, self.now, waiter, config=self.config, fresh_cgp_id=self.cgp_id
         )
+        # The contract `machine.deadline_after` rests on: every deadline a step sets is
+        # reported as set (through Effects.deadline_in), so none is earlier than the report.
+        for key, at in deadlines(result.group).items():
+            if before.get(key) != at:
+                earliest = result.earliest_deadline
+                assert earliest is not None and earliest <= at, (type(op).__name__, key, at)
         self.group = result.group
-        self.wake_bound = machine.deadline_after(result.group, op, self.wake_bound)
+        self.wake_bound = machine.deadline_after(result, op, self.wake_bound)
         for token, response in result.replies:
             self.replies.setdefault(token, []).append(response)
         self.records.extend(result.records)

@@ -239,7 +239,7 @@ class GroupActor:
             self._deadline = machine.next_deadline(self.group)
             return
         self.group = result.group
-        self._deadline = machine.deadline_after(self.group, op, self._deadline)
+        self._deadline = machine.deadline_after(result, op, self._deadline)
         for waiter, response in result.replies:
             self._send(waiter, response)
         for event in result.events:

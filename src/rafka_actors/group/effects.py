@@ -69,6 +69,16 @@ class Effects:
     records: list[Record] = field(default_factory=list)
     replies: list[tuple[int, Any]] = field(default_factory=list)
     events: list[Any] = field(default_factory=list)
+    # The earliest deadline this command set (see `deadline_in`), or None.
+    earliest_deadline: int | None = None
+
+    def deadline_in(self, ms: int) -> int:
+        """The deadline `ms` from now. Every classic deadline is set through here, so the
+        actor learns the earliest one a command set without a pass over the members."""
+        at = self.now + ms
+        if self.earliest_deadline is None or at < self.earliest_deadline:
+            self.earliest_deadline = at
+        return at
 
     def reply(self, waiter: int | None, response: Any) -> None:
         if waiter is not None:

@@ -94,7 +94,7 @@ def _join_new_member(group: ClassicGroup, op: JoinGroupOp, waiter: int, fx: Effe
         else:
             _add_member_and_rebalance(group, op, op.new_member_id, waiter, fx)
     elif op.require_known_member_id:
-        group.pending_members[op.new_member_id] = fx.now + op.session_timeout_ms
+        group.pending_members[op.new_member_id] = fx.deadline_in(op.session_timeout_ms)
         fx.reply(waiter, JoinGroupOpResp(ErrorCode.member_id_required, member_id=op.new_member_id))
     else:
         _add_member_and_rebalance(group, op, op.new_member_id, waiter, fx)

@@ -57,7 +57,7 @@ def drop_member(group: ClassicGroup, member: Member, fx: Effects, why: str) -> N
 
 
 def reschedule_heartbeat(member: Member, fx: Effects, timeout_ms: int | None = None) -> None:
-    member.heartbeat_deadline = fx.now + (
+    member.heartbeat_deadline = fx.deadline_in(
         member.session_timeout_ms if timeout_ms is None else timeout_ms
     )
 
@@ -80,7 +80,7 @@ def prepare_rebalance(group: ClassicGroup, fx: Effects, reason: str) -> None:
         delay = fx.config.initial_rebalance_delay_ms
         group.initial_delay_ms = delay
         group.initial_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
-        group.join_deadline = fx.now + delay
+        group.join_deadline = fx.deadline_in(delay)
         group.join_timer_initial = True
         group.transition_to(P, fx.now)
         return
@@ -92,7 +92,7 @@ def maybe_complete_join_else_schedule(group: ClassicGroup, fx: Effects) -> None:
     if group.has_all_members_joined():
         complete_join(group, fx)
     else:
-        group.join_deadline = fx.now + group.rebalance_timeout_ms()
+        group.join_deadline = fx.deadline_in(group.rebalance_timeout_ms())
         group.join_timer_initial = False
 
 
@@ -114,7 +114,7 @@ def on_join_deadline(group: ClassicGroup, fx: Effects) -> None:
         delay = min(fx.config.initial_rebalance_delay_ms, remaining)
         group.initial_remaining_ms = max(remaining - group.initial_delay_ms, 0)
         group.initial_delay_ms = delay
-        group.join_deadline = fx.now + delay
+        group.join_deadline = fx.deadline_in(delay)
     else:
         complete_join(group, fx)
 
@@ -129,7 +129,7 @@ def complete_join(group: ClassicGroup, fx: Effects) -> None:
         return
     if not group.maybe_elect_new_joined_leader() and group.members:
         # Nobody rejoined: wait another rebalance timeout for the session timeouts to clear out.
-        group.join_deadline = fx.now + group.rebalance_timeout_ms()
+        group.join_deadline = fx.deadline_in(group.rebalance_timeout_ms())
         return
     _init_next_generation(group, fx)
     if group.is_in(E):
@@ -141,7 +141,7 @@ def complete_join(group: ClassicGroup, fx: Effects) -> None:
         reschedule_heartbeat(member, fx)
         member.is_new = False
         group.pending_sync.add(member.member_id)
-    group.sync_deadline = fx.now + group.rebalance_timeout_ms()
+    group.sync_deadline = fx.deadline_in(group.rebalance_timeout_ms())
     fx.events.append(
         RebalanceCompleted(group.group_id, group.generation, group.leader_id, len(group.members))
     )
