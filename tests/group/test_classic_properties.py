@@ -14,7 +14,7 @@ done (timers due now are fired, as the group actor does) and the invariants are 
 * the next deadline is never in the past once due timers have fired;
 * the actor's cheap wake-up time (`machine.deadline_after`) is never later than the next
   deadline, so no timer fires late;
-* the counted protocol support equals a count over the members.
+* the counted protocol support and parked joins equal a count over the members.
 
 Heartbeats and commits are checked against a small oracle on the spot; in particular a commit
 of a known member with a stale generation is always refused with ILLEGAL_GENERATION.
@@ -439,6 +439,13 @@ class ClassicGroupMachine(RuleBasedStateMachine):
             for name in {name for name, _ in member.protocols}:
                 counted[name] = counted.get(name, 0) + 1
         assert group.protocol_support == counted
+
+    @invariant()
+    def parked_joins_are_counted_right(self) -> None:
+        group = self.h.group
+        if group is not None:
+            parked = sum(m.awaiting_join is not None for m in group.members.values())
+            assert group.parked_joins == parked
 
     @invariant()
     def wake_up_is_never_after_the_next_deadline(self) -> None:

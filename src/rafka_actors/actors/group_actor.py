@@ -260,7 +260,8 @@ class GroupActor:
             self._send(token, error_response(op, ErrorCode.coordinator_not_available))
         if isinstance(self.group, ClassicGroup):
             for member in self.group.members.values():
-                member.awaiting_join = member.awaiting_sync = None
+                self.group.set_awaiting_join(member, None)
+                member.awaiting_sync = None
 
     def _drain(self) -> None:
         """Answer everything still held or queued: no caller waits forever."""

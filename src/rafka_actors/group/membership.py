@@ -177,7 +177,7 @@ def _update_member_and_rebalance(
             member.awaiting_join,
             JoinGroupOpResp(ErrorCode.rebalance_in_progress, member_id=member.member_id),
         )
-    member.awaiting_join = waiter
+    group.set_awaiting_join(member, waiter)
     rb.maybe_prepare_rebalance_or_complete_join(group, fx, reason)
 
 
@@ -189,7 +189,8 @@ def _replace_static_member(
     # Fence whatever the old incarnation has parked.
     fx.reply(old.awaiting_join, JoinGroupOpResp(ErrorCode.fenced_instance_id, member_id=old_id))
     fx.reply(old.awaiting_sync, SyncGroupOpResp(ErrorCode.fenced_instance_id))
-    old.awaiting_join = old.awaiting_sync = None
+    group.set_awaiting_join(old, None)
+    old.awaiting_sync = None
     old.member_id = op.new_member_id
     old.is_new = False  # Kafka builds a fresh, not-new member for the new id
     group.members[old.member_id] = old
@@ -221,13 +222,13 @@ def _replace_static_member(
                 ),
             )
             return
-        old.awaiting_join = waiter
+        group.set_awaiting_join(old, waiter)
         rb.maybe_prepare_rebalance_or_complete_join(group, fx, "static member protocols changed")
     elif group.is_in(C):
-        old.awaiting_join = waiter
+        group.set_awaiting_join(old, waiter)
         rb.prepare_rebalance(group, fx, "static member rejoined during sync")
     else:  # PreparingRebalance
-        old.awaiting_join = waiter
+        group.set_awaiting_join(old, waiter)
         rb.maybe_complete_join_phase(group, fx)
 
 

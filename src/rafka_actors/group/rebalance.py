@@ -51,7 +51,8 @@ def drop_member(group: ClassicGroup, member: Member, fx: Effects, why: str) -> N
     `why` goes into the next group record (left, session timeout, did not rejoin, ...)."""
     fx.reply(member.awaiting_join, JoinGroupOpResp(ErrorCode.unknown_member_id))
     fx.reply(member.awaiting_sync, SyncGroupOpResp(ErrorCode.unknown_member_id))
-    member.awaiting_join = member.awaiting_sync = None
+    group.set_awaiting_join(member, None)
+    member.awaiting_sync = None
     group.remove(member.member_id)
     group.departed.append((member.member_id, why))
 
@@ -137,7 +138,7 @@ def complete_join(group: ClassicGroup, fx: Effects) -> None:
         return
     for member in group.members.values():
         fx.reply(member.awaiting_join, join_response(group, member))
-        member.awaiting_join = None
+        group.set_awaiting_join(member, None)
         reschedule_heartbeat(member, fx)
         member.is_new = False
         group.pending_sync.add(member.member_id)

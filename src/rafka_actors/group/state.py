@@ -123,6 +123,9 @@ class ClassicGroup:
     # protocols without a pass over every member on every JoinGroup. Kept by add, remove and
     # set_protocols; derived, so not part of equality.
     protocol_support: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # How many members have a JoinGroup parked: "has everyone rejoined?" is asked on every
+    # JoinGroup of a rebalance. Kept by add, remove and set_awaiting_join.
+    parked_joins: int = field(default=0, compare=False, repr=False)
 
     # -- state ----------------------------------------------------------------------------
     def transition_to(self, target: GroupState, now_ms: int) -> None:
@@ -147,12 +150,14 @@ class ClassicGroup:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
         self._count_protocols(member.protocols, 1)
+        self.parked_joins += member.awaiting_join is not None
         self.pending_members.pop(member.member_id, None)
 
     def remove(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
         if member is not None:
             self._count_protocols(member.protocols, -1)
+            self.parked_joins -= member.awaiting_join is not None
             if member.instance_id is not None:
                 self.static_members.pop(member.instance_id, None)
         if self.leader_id == member_id:
@@ -164,8 +169,14 @@ class ClassicGroup:
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id
 
+    def set_awaiting_join(self, member: Member, waiter: int | None) -> None:
+        """Park (or, with None, clear) a member's JoinGroup: the only way to, so parked
+        joins stay counted."""
+        self.parked_joins += (waiter is not None) - (member.awaiting_join is not None)
+        member.awaiting_join = waiter
+
     def awaiting_join_count(self) -> int:
-        return sum(1 for m in self.members.values() if m.awaiting_join is not None)
+        return self.parked_joins
 
     def has_all_members_joined(self) -> bool:
         return self.awaiting_join_count() == len(self.members) and not self.pending_members
