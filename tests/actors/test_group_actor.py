@@ -355,3 +355,34 @@ async def test_a_read_never_sees_an_offset_before_the_log_has_it() -> None:
         assert committed[0].results == (("t", 0, 0),)
         assert reads[0].offsets == (("t", 0, 42, -1, "", 0),)
         nursery.cancel_scope.cancel()
+
+
+async def test_a_deadline_that_fell_due_goes_before_the_queued_requests(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The actor takes a queued envelope without waiting, but never ahead of a due timer: a
+    session that expired while the actor was busy is expired before a late heartbeat."""
+    log = HeldLog()
+    log.release.set()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(initial_rebalance_delay_ms=0), log)
+        joined = await join_and_sync(registry)
+        log.release = trio.Event()
+        answers: dict[str, Any] = {}
+
+        async def ask(name: str, op: Any) -> None:
+            answers[name] = await registry.ask(K, op)
+
+        commit = OffsetCommitOp(
+            "g", (("t", 0, 7, -1, None),), joined.member_id, joined.generation_id
+        )
+        nursery.start_soon(ask, "commit", commit)
+        await trio.testing.wait_all_tasks_blocked()  # the actor is inside append()
+        await trio.sleep(SESSION / 1000 + 1)  # the member's session runs out meanwhile
+        nursery.start_soon(ask, "heartbeat", HeartbeatOp("g", joined.member_id, 1))
+        await trio.testing.wait_all_tasks_blocked()  # queued behind the commit
+        log.release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert answers["commit"].results == (("t", 0, ErrorCode.none),)
+        assert answers["heartbeat"].error_code == ErrorCode.unknown_member_id
+        nursery.cancel_scope.cancel()
