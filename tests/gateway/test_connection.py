@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsRequestV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v3.response import ApiVersionsResponse
@@ -82,6 +83,26 @@ async def test_api_versions_uses_response_header_v0(ctx: BrokerContext) -> None:
         assert response.error_code == 0
         served = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         assert served == {a.key: (a.min_version, a.max_version) for a in API_TABLE.values()}
+        await client.stream.aclose()
+
+
+async def test_api_versions_answers_are_built_once_per_version(ctx: BrokerContext) -> None:
+    """Answers are kept per version: a v0 asker after a v3 one still gets v0's shape."""
+    served = {a.key: (a.min_version, a.max_version) for a in API_TABLE.values()}
+    async with trio.open_nursery() as nursery:
+        client = await connect(nursery, ctx)
+        for correlation_id, request, cls in (
+            (1, API_VERSIONS, ApiVersionsResponse),
+            (2, ApiVersionsRequestV0(), ApiVersionsResponseV0),
+            (3, API_VERSIONS, ApiVersionsResponse),
+        ):
+            await client.send(request_frame(request, correlation_id=correlation_id))
+            frame = await client.read_frame()
+            assert frame is not None
+            got_id, response = parse_response(frame, cls, header_version=0)
+            assert got_id == correlation_id and response.error_code == 0
+            assert {k.api_key: (k.min_version, k.max_version) for k in response.api_keys} == served
+        assert sorted(ctx.api_versions_answers) == [0, 3]
         await client.stream.aclose()
 
 

@@ -33,6 +33,9 @@ class BrokerContext:
     advertised_host: str
     advertised_port: int
     apis: Mapping[int, Api] = field(default_factory=dict)
+    # ApiVersions answers by version, built once: `apis` doesn't change while serving, and
+    # every new connection asks (a 1 000-member group opens 1 000 of them).
+    api_versions_answers: dict[int, Any] = field(default_factory=dict)
     groups: GroupRegistry | None = None  # None only in gateway tests that serve no groups
     limits: ConnectionLimits = field(
         default_factory=lambda: ConnectionLimits(2**31 - 1, 2**31 - 1, 2**31 - 1)

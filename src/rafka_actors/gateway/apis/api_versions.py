@@ -13,6 +13,13 @@ KEY = 18
 
 
 async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    answer = ctx.api_versions_answers.get(version)
+    if answer is None:
+        answer = ctx.api_versions_answers[version] = _answer(ctx, version)
+    return answer
+
+
+def _answer(ctx: BrokerContext, version: int) -> Any:
     mod = schema(KEY, version)
     keys = tuple(
         mod.ApiVersion(api_key=api.key, min_version=api.min_version, max_version=api.max_version)
