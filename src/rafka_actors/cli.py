@@ -22,6 +22,7 @@ os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 
 import trio
 
+from . import gc_policy
 from .config import ConfigError, describe_settings, load_config
 
 log = logging.getLogger("rafka_actors")
@@ -77,6 +78,7 @@ async def _serve_until_signalled(config_args: argparse.Namespace) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(run_broker, config)
+            gc_policy.serving()
             async for signum in signals:
                 log.info("received %s, shutting down", signal.Signals(signum).name)
                 nursery.cancel_scope.cancel()
@@ -96,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{key:40} {default:24} {doc}")
             return 0
         try:
+            gc_policy.starting()
             trio.run(_serve_until_signalled, args)
         except ConfigError as exc:
             log.error("configuration error: %s", exc)

@@ -4,12 +4,16 @@ carries on with its generation, as after a Kafka coordinator failover."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
 import confluent_kafka
 import pytest
+import trio
 from confluent_kafka.admin import AdminClient
+
+from rafka_actors.bench import scale_workloads
 
 from ..broker_process import BrokerProcess
 from .clients import Confluent
@@ -138,3 +142,24 @@ def test_stable_member_carries_on_after_a_coordinator_restart(
 def test_sigkill_during_commits_repeated(broker: BrokerProcess, round_: int) -> None:
     """`pytest -m slow -k repeated`: the same crash, twenty times over."""
     test_sigkill_during_commits_from_50_groups_loses_no_acknowledged_commit(broker)
+
+
+def _frozen(broker: BrokerProcess) -> int:
+    """The count the broker logs just after `listening on`."""
+    deadline = time.monotonic() + 10
+    while not (lines := [line for line in broker.lines if "cycle collector:" in line]):
+        assert time.monotonic() < deadline, broker.log_text()
+        time.sleep(0.05)
+    match = re.search(r"(\d+) objects from start-up frozen", lines[-1])
+    assert match is not None, lines
+    return int(match.group(1))
+
+
+def test_a_restart_freezes_the_replayed_groups_out_of_the_collector(broker: BrokerProcess) -> None:
+    """Full collections would walk every replayed group on and on (gc_policy.py)."""
+    empty = _frozen(broker)
+    trio.run(scale_workloads._commit_all, broker.bootstrap, "frozen", 3_000)
+    broker.stop()
+    broker.lines.clear()
+    broker.start()
+    assert _frozen(broker) > empty + 3_000  # at least one object per replayed group
