@@ -326,7 +326,7 @@ async def test_an_idle_actor_answers_reads_without_a_task_switch(
         await registry.ask(K, OffsetCommitOp("g", (("t", 0, 42, -1, None),)))
         await trio.testing.wait_all_tasks_blocked()  # the actor is back at its mailbox
         with trio.testing.assert_no_checkpoints():
-            fetched = await registry.read(K, OffsetFetchOp("g", None))
+            fetched = await registry.ask_light(K, OffsetFetchOp("g", None))
         assert fetched.offsets == (("t", 0, 42, -1, "", 0),)
         nursery.cancel_scope.cancel()
 
@@ -345,7 +345,7 @@ async def test_a_read_never_sees_an_offset_before_the_log_has_it() -> None:
         reads: list[Any] = []
 
         async def read() -> None:
-            reads.append(await registry.read(K, OffsetFetchOp("g", None)))
+            reads.append(await registry.ask_light(K, OffsetFetchOp("g", None)))
 
         nursery.start_soon(read)
         await trio.testing.wait_all_tasks_blocked()
@@ -386,3 +386,38 @@ async def test_a_deadline_that_fell_due_goes_before_the_queued_requests(
         assert answers["commit"].results == (("t", 0, ErrorCode.none),)
         assert answers["heartbeat"].error_code == ErrorCode.unknown_member_id
         nursery.cancel_scope.cancel()
+
+
+async def test_an_idle_actor_answers_heartbeats_inline_and_sessions_still_expire(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    joined = await join_and_sync(registry)
+    beat = HeartbeatOp("g", joined.member_id, joined.generation_id)
+    start = trio.current_time()
+    await trio.sleep(5)
+    await trio.testing.wait_all_tasks_blocked()  # the actor waits for its deadline
+    with trio.testing.assert_no_checkpoints():
+        assert (await registry.ask_light(K, beat)).error_code == ErrorCode.none
+    # the inline heartbeat moved the session to start + 15 s: still a member at 14 s ...
+    await trio.sleep_until(start + SESSION / 1000 + 4)
+    assert len((await registry.ask(K, DescribeGroupOp("g"))).members) == 1
+    # ... and gone once it passed, with no request to wake the actor
+    await trio.sleep_until(start + SESSION / 1000 + 5.5)
+    assert (await registry.ask(K, DescribeGroupOp("g"))).members == ()
+
+
+async def test_a_heartbeat_after_a_due_deadline_is_not_answered_inline(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The clock passed the session while the actor has not run yet: the heartbeat goes
+    through the mailbox (a checkpoint), so it can't move the session ahead of the timer."""
+    joined = await join_and_sync(registry)
+    beat = HeartbeatOp("g", joined.member_id, joined.generation_id)
+    await trio.testing.wait_all_tasks_blocked()
+    autojump_clock.jump(SESSION / 1000 - 1)
+    with trio.testing.assert_no_checkpoints():  # not due yet: inline
+        await registry.ask_light(K, beat)
+    await trio.testing.wait_all_tasks_blocked()
+    autojump_clock.jump(SESSION / 1000 + 1)  # no checkpoint since: the actor is still parked
+    with trio.testing.assert_checkpoints():
+        await registry.ask_light(K, beat)

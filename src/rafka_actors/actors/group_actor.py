@@ -97,7 +97,8 @@ class GroupActor:
         self._waiters: dict[int, ReplyTo] = {}
         self._pending_ops: dict[int, Any] = {}
         self._next_token = 1
-        self._parked = False  # waiting on the mailbox (read_inline may answer reads)
+        self._parked = False  # waiting on the mailbox (answer_inline may answer)
+        self._wait: trio.CancelScope | None = None  # the parked wait's deadline, if any
         # When to wake: the group's next deadline or an earlier time (machine.deadline_after)
         self._deadline = machine.next_deadline(group)
 
@@ -169,22 +170,29 @@ class GroupActor:
         try:
             if deadline is None:
                 return await self._inbox.receive()
-            with trio.move_on_at(trio_time(deadline)):
+            with trio.move_on_at(trio_time(deadline)) as self._wait:
                 return await self._inbox.receive()
             return None
         finally:
-            self._parked = False
+            self._parked, self._wait = False, None
 
-    def read_inline(self, op: ops.OffsetFetchOp) -> Any | None:
-        """The answer to a read-only op, given here in the caller's task, or None: the caller
-        then asks through the mailbox.
+    def answer_inline(self, op: ops.OffsetFetchOp | ops.HeartbeatOp) -> Any | None:
+        """The answer to an op that stores nothing and answers only its caller (INLINE_OPS),
+        given here in the caller's task, or None: the caller then asks through the mailbox.
 
         Only while the actor is parked on an empty mailbox: then no step is half done (no
         offset is in memory before it is in the log), and trio runs one task at a time, so
-        the pure handler reads the same settled state the actor would. An envelope already
+        the pure handler sees the same settled state the actor would. An envelope already
         handed to the parked actor is not yet answered, so answering before it is still in
-        a valid order. It saves the two task switches of a mailbox round trip."""
+        a valid order. It saves the two task switches of a mailbox round trip.
+
+        A Heartbeat moves its member's session deadline, so it is answered here only while
+        the actor waits with a deadline that is not yet due (a due timer goes first), and
+        the wait is shortened when the new deadline is earlier."""
         if not self._parked or self._queued():
+            return None
+        before, wait, is_read = self._deadline, self._wait, type(op) is ops.OffsetFetchOp
+        if not is_read and (wait is None or before is None or trio.current_time() >= wait.deadline):
             return None
         self.last_active = trio.current_time()
         try:
@@ -199,7 +207,12 @@ class GroupActor:
                 )
         except Exception:  # a bug: let the mailbox path meet it (it answers and recovers)
             return None
-        ((_, response),) = result.replies  # a read: one answer, no records, same group
+        ((_, response),) = result.replies  # one answer, no records, same group
+        if wait is not None and before is not None:
+            after = machine.deadline_after(result, op, before)
+            if after is not None and after < before:
+                self._deadline = after
+                wait.deadline = trio_time(after)
         return response
 
     async def _step(self, op: Any, reply: ReplyTo | None) -> None:

@@ -22,7 +22,7 @@ import trio
 from ..consumer_group.state import ConsumerGroup
 from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from ..group.effects import GroupConfig
-from ..group.ops import ExpireOffsetsOp, OffsetFetchOp
+from ..group.ops import ExpireOffsetsOp, HeartbeatOp, OffsetFetchOp
 from ..ids import GroupKey
 from .coordinator_log import CoordinatorLog, now_ms, stored_group
 from .group_actor import PASSIVATE, Envelope, GroupActor
@@ -80,12 +80,12 @@ class GroupRegistry:
                     del self._actors[key]
         return await reply.receive()
 
-    async def read(self, key: GroupKey, op: OffsetFetchOp) -> Any:
-        """`ask` for a read-only op: answered inline when the group's actor is parked on an
-        empty mailbox (GroupActor.read_inline), else through its mailbox."""
+    async def ask_light(self, key: GroupKey, op: OffsetFetchOp | HeartbeatOp) -> Any:
+        """`ask` for an op that stores nothing: answered inline when the group's actor is
+        parked on an empty mailbox (GroupActor.answer_inline), else through its mailbox."""
         actor = self._actors.get(key)
         if actor is not None:
-            response = actor.read_inline(op)
+            response = actor.answer_inline(op)
             if response is not None:
                 return response
         return await self.ask(key, op)

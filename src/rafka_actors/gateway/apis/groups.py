@@ -62,11 +62,12 @@ async def ask_group(ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op:
     return await ctx.registry().ask(GroupKey(conn.org_id, group_id), op)
 
 
-async def read_group(
-    ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: OffsetFetchOp
+async def ask_group_light(
+    ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: OffsetFetchOp | HeartbeatOp
 ) -> Any:
-    """`ask_group` for a read-only op, which an idle actor answers without a task switch."""
-    return await ctx.registry().read(GroupKey(conn.org_id, group_id), op)
+    """`ask_group` for an op that stores nothing, which an idle actor answers without a
+    task switch."""
+    return await ctx.registry().ask_light(GroupKey(conn.org_id, group_id), op)
 
 
 # -- JoinGroup ----------------------------------------------------------------------------
@@ -178,7 +179,7 @@ async def heartbeat(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
                 generation_id=request.generation_id,
                 group_instance_id=getattr(request, "group_instance_id", None),  # v3+
             )
-            response: HeartbeatOpResp = await ask_group(ctx, conn, group_id, op)
+            response: HeartbeatOpResp = await ask_group_light(ctx, conn, group_id, op)
             code = response.error_code
         return make(mod.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode(code))
 

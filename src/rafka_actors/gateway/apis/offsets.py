@@ -38,7 +38,7 @@ from ... import telemetry
 from ...group.ops import OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp, OffsetFetchOpResp
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
-from .groups import DENIED, ask_group, denied, read_group
+from .groups import DENIED, ask_group, ask_group_light, denied
 
 TOPIC_DENIED = ErrorCode.topic_authorization_failed
 
@@ -224,7 +224,7 @@ async def _fetch_response(
         member_id=getattr(wanted, "member_id", None),  # v9+
         member_epoch=getattr(wanted, "member_epoch", -1),
     )
-    response: OffsetFetchOpResp = await read_group(ctx, conn, wanted.group_id, op)
+    response: OffsetFetchOpResp = await ask_group_light(ctx, conn, wanted.group_id, op)
     return response
 
 
