@@ -177,8 +177,9 @@ class GroupActor:
             self._parked, self._wait = False, None
 
     def answer_inline(self, op: ops.OffsetFetchOp | ops.HeartbeatOp) -> Any | None:
-        """The answer to an op that stores nothing and answers only its caller (INLINE_OPS),
-        given here in the caller's task, or None: the caller then asks through the mailbox.
+        """The answer to an op that stores nothing and answers only its caller (OffsetFetch,
+        a classic Heartbeat), given here in the caller's task, or None: the caller then asks
+        through the mailbox.
 
         Only while the actor is parked on an empty mailbox: then no step is half done (no
         offset is in memory before it is in the log), and trio runs one task at a time, so
@@ -192,7 +193,8 @@ class GroupActor:
         if not self._parked or self._queued():
             return None
         before, wait, is_read = self._deadline, self._wait, type(op) is ops.OffsetFetchOp
-        if not is_read and (wait is None or before is None or trio.current_time() >= wait.deadline):
+        due = wait is None or before is None or trio.current_time() >= wait.deadline
+        if not is_read and due:  # a heartbeat needs a wait to shorten, and no timer due
             return None
         self.last_active = trio.current_time()
         try:
