@@ -102,7 +102,7 @@ async def _reply(
 ) -> None:
     """Answer one frame and send the reply; `idle` must be busy() and its scope entered."""
     try:
-        reply = await _answer(frame, ctx, apis, conn)
+        reply = await answer(frame, ctx, apis, conn)
     finally:
         _release(ctx, frame)
     if reply is not None:
@@ -177,7 +177,7 @@ def _release(ctx: BrokerContext, frame: bytes) -> None:
         ctx.frame_bytes.release(len(frame))
 
 
-async def _answer(
+async def answer(
     frame: bytes, ctx: BrokerContext, apis: Mapping[int, Api], conn: ConnectionInfo
 ) -> bytes | None:
     try:

@@ -1,0 +1,92 @@
+"""The broker's own Python cost per request, without sockets, kernel or a second process.
+
+The gateway's frame-to-reply step (`connection.answer`: header, decode, handler, group
+registry and actor, the durable coordinator log in a temp dir, encode) called back to back
+with the same pre-encoded request, in one trio task. Nothing waits for a wake-up or a
+socket, so the microseconds per request are the Python work of gateway, actor and log,
+steadier than the loopback figures of `request_cost.py`, which move 2-3x with the machine's
+phase (the machine's own CPU speed still moves them by 10-20%: compare within one run).
+
+    .venv/bin/python bench/handler_cost.py [--ops apiversions,commit,fetch] [--requests 20000]
+        [--rounds 5] [--fsync never|interval|always]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+from rafka_actors.actors.data_plane import DataPlane
+from rafka_actors.actors.durable_log import DurableCoordinatorLog
+from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.config import BrokerConfig
+from rafka_actors.gateway.apis import API_TABLE
+from rafka_actors.gateway.connection import answer
+from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
+from rafka_actors.group.effects import GroupConfig
+from rafka_actors.protocol.codec import encode_request
+
+sys.path.insert(0, str(Path(__file__).parent))
+from request_cost import request  # the same requests as the loopback bench
+
+TOPIC = "cost"
+
+
+async def _exchange(ctx: BrokerContext, conn: ConnectionInfo, frame: bytes, count: int) -> None:
+    for _ in range(count):
+        await answer(frame, ctx, API_TABLE, conn)
+
+
+async def measure(data_dir: Path, fsync: str, ops: list[str], requests: int, rounds: int) -> None:
+    config = BrokerConfig(data_dir=data_dir)
+    data = DataPlane.open(data_dir, segment_bytes=config.log_segment_bytes)
+    data.create_topic(TOPIC, 1)
+    coordinator = DurableCoordinatorLog.open(data_dir, fsync_policy=fsync)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(coordinator.run)
+            registry = GroupRegistry(
+                nursery, GroupConfig(), coordinator, topics=data.image_of, passivate_after_s=60
+            )
+            ctx = BrokerContext(config, data, "127.0.0.1", 9092, API_TABLE, groups=registry)
+            conn = ConnectionInfo("127.0.0.1", 1)
+            for op in ops:
+                frame = encode_request(request(op, f"cost-{op}", TOPIC), 1, "bench")[4:]
+                await _exchange(ctx, conn, frame, 500)  # warm up: the group and its actor exist
+                costs = []
+                for _ in range(rounds):
+                    start = time.perf_counter()
+                    await _exchange(ctx, conn, frame, requests)
+                    costs.append((time.perf_counter() - start) / requests * 1e6)
+                costs.sort()
+                print(
+                    f"{op}: best {costs[0]:.1f} us, median {statistics.median(costs):.1f} us "
+                    f"per request over {rounds} rounds of {requests:,}"
+                )
+            nursery.cancel_scope.cancel()
+    finally:
+        data.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ops", default="apiversions,commit,fetch")
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--fsync", default="never", choices=("never", "interval", "always"))
+    args = parser.parse_args()
+    print(f"# {shlex.join(['bench/handler_cost.py', *sys.argv[1:]])}")
+    with tempfile.TemporaryDirectory() as tmp:
+        trio.run(measure, Path(tmp), args.fsync, args.ops.split(","), args.requests, args.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
