@@ -11,8 +11,9 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors import group_actor
+from rafka_actors.actors import coordinator_log, group_actor
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
+from rafka_actors.actors.durable_log import CoordinatorLogError
 from rafka_actors.actors.group_actor import Envelope, GroupActor
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.group import machine
@@ -28,6 +29,7 @@ from rafka_actors.group.ops import (
     OffsetFetchOp,
     SyncGroupOp,
 )
+from rafka_actors.group.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
 
 PROTOCOLS = (("range", encode_subscription(["t"])),)
@@ -282,7 +284,8 @@ async def test_cgp_id_is_minted_once_and_survives_passivation_and_rejoin(
     autojump_clock: trio.testing.MockClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A `cgp_` id is minted only when a step starts without a group, not per request."""
+    """A `cgp_` id is minted only when a step starts without a group and may create one,
+    not per request (not for a read of an unknown group)."""
     minted: list[str] = []
 
     def mint() -> str:
@@ -290,7 +293,8 @@ async def test_cgp_id_is_minted_once_and_survives_passivation_and_rejoin(
         return minted[-1]
 
     monkeypatch.setattr(group_actor, "mint_group_uuid", mint)
-    await registry.ask(K, DescribeGroupOp("g"))  # no group: asked, but nothing created
+    await registry.ask(K, DescribeGroupOp("g"))  # no group, and a describe creates none
+    await registry.ask_light(K, OffsetFetchOp("g", None))
     joined = await join_and_sync(registry)
     for _ in range(5):
         await registry.ask(K, HeartbeatOp("g", joined.member_id, joined.generation_id))
@@ -300,8 +304,8 @@ async def test_cgp_id_is_minted_once_and_survives_passivation_and_rejoin(
     rejoined = await join_and_sync(registry)
     described = await registry.ask(K, DescribeGroupOp("g"))
     assert rejoined.generation_id > joined.generation_id
-    assert minted == ["cgp_" + "0" * 26, "cgp_" + "0" * 25 + "1"]  # the describe, the create
-    assert described.cgp_id == minted[1]
+    assert minted == ["cgp_" + "0" * 26]  # the join that created the group
+    assert described.cgp_id == minted[0]
 
 
 class HeldLog(MemoryCoordinatorLog):
@@ -314,6 +318,9 @@ class HeldLog(MemoryCoordinatorLog):
     async def append(self, key: GroupKey, records: Any) -> None:
         await self.release.wait()
         await super().append(key, records)
+
+    def writable_now(self) -> bool:
+        return False  # every append waits for `release`
 
 
 async def test_an_idle_actor_answers_reads_without_a_task_switch(
@@ -421,3 +428,114 @@ async def test_a_heartbeat_after_a_due_deadline_is_not_answered_inline(
     autojump_clock.jump(SESSION / 1000 + 1)  # no checkpoint since: the actor is still parked
     with trio.testing.assert_checkpoints():
         await registry.ask_light(K, beat)
+
+
+class FailingLog(MemoryCoordinatorLog):
+    """A log whose writes fail once `broken` is set (a full disk)."""
+
+    broken = False
+
+    def append_now(self, key: GroupKey, records: Any) -> None:
+        if self.broken:
+            raise CoordinatorLogError("injected: no space left on device")
+        super().append_now(key, records)
+
+
+async def test_an_idle_actor_stores_a_commit_inline_and_the_log_has_it_first(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log = MemoryCoordinatorLog()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=10)
+        joined = await join_and_sync(registry)
+        await trio.testing.wait_all_tasks_blocked()  # the actor waits for the session deadline
+        commit = OffsetCommitOp(
+            "g", (("t", 0, 7, -1, None),), joined.member_id, joined.generation_id
+        )
+        with trio.testing.assert_no_checkpoints():
+            answer = await registry.ask_light(K, commit)
+        assert answer.results == (("t", 0, ErrorCode.none),)
+        assert [r.offset for r in log.records_of(K) if isinstance(r, OffsetCommitRecord)] == [7]
+        fetched = await registry.ask_light(K, OffsetFetchOp("g", None))
+        assert fetched.offsets == (("t", 0, 7, -1, "", 0),)
+        # a member's commit counts as a heartbeat (Kafka's doCommitOffsets), inline too
+        await trio.sleep(SESSION / 1000 - 1)
+        await registry.ask_light(K, commit)
+        await trio.sleep(SESSION / 1000 - 1)
+        assert len((await registry.ask(K, DescribeGroupOp("g"))).members) == 1
+        await trio.sleep(2)
+        assert (await registry.ask(K, DescribeGroupOp("g"))).members == ()
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_commit_waits_its_turn_when_the_log_cannot_write_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Under fsync `always` (here: a held log) the write waits, so the commit goes through
+    the mailbox and nothing reads its offset before the log has it."""
+    log = HeldLog()
+    log.release.set()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=10)
+        commit = OffsetCommitOp("g", (("t", 0, 1, -1, None),))
+        await registry.ask(K, commit)
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.testing.assert_checkpoints():
+            await registry.ask_light(K, commit)
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_inline_commit_that_cannot_be_stored_is_not_acknowledged(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log = FailingLog()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=10)
+        await registry.ask(K, OffsetCommitOp("g", (("t", 0, 1, -1, None),)))
+        await trio.testing.wait_all_tasks_blocked()
+        log.broken = True
+        failed = await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, 2, -1, None),)))
+        assert failed.results == (("t", 0, ErrorCode.coordinator_not_available),)
+        # the actor rebuilt the group from the log: the unstored offset is gone
+        fetched = await registry.ask_light(K, OffsetFetchOp("g", None))
+        assert fetched.offsets == (("t", 0, 1, -1, "", 0),)
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_inline_step_that_sets_a_deadline_wakes_an_actor_waiting_without_one(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No commit sets a deadline on a group without one today; the actor must still learn of
+    any deadline an inline step sets, or it would sleep through it."""
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(), MemoryCoordinatorLog(), passivate_after_s=10
+        )
+        commit = OffsetCommitOp("g", (("t", 0, 1, -1, None),))
+        await registry.ask(K, commit)
+        await trio.testing.wait_all_tasks_blocked()
+        actor = registry._actors[K]
+        assert actor._parked and actor._wait is None  # no deadline: waiting without a scope
+        woken = coordinator_log.now_ms() + 5_000
+        monkeypatch.setattr(machine, "deadline_after", lambda *_: woken)
+        await registry.ask_light(K, commit)
+        await trio.testing.wait_all_tasks_blocked()
+        assert actor._wait is not None and actor._wait.deadline == coordinator_log.trio_time(woken)
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_actor_left_idle_by_an_inline_step_stops_when_passivation_is_immediate(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), MemoryCoordinatorLog())
+        monkeypatch.setattr(machine, "passivable", lambda _group: False)
+        commit = OffsetCommitOp("g", (("t", 0, 1, -1, None),))
+        await registry.ask(K, commit)
+        await trio.testing.wait_all_tasks_blocked()
+        assert K in registry._actors  # not idle (so the patch says): it waits for mail
+        monkeypatch.setattr(machine, "passivable", lambda _group: True)
+        await registry.ask_light(K, commit)
+        await trio.testing.wait_all_tasks_blocked()
+        assert K not in registry._actors
+        nursery.cancel_scope.cancel()

@@ -203,6 +203,8 @@ class Run:
             topics=IMAGE,
         )
         COUNTS[f"group: {type(op).__name__}"] += 1
+        if self.group is None and result.group is not None:  # it minted an id only for these
+            assert machine.creates_group(op), f"{type(op).__name__} created a group"
         self.group = result.group
         for answered, response in result.replies:
             expected = self.asked.pop(answered, None)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.actors.durable_log import (
@@ -227,3 +228,31 @@ async def test_acknowledged_commits_survive_a_broker_restart(tmp_path: Path) -> 
         ("t", 0, 42, -1, "meta"),
         ("t", 1, 7, -1, ""),  # the machine stores a missing metadata as ""
     ]
+
+
+async def test_append_now_writes_before_returning_where_the_policy_allows(tmp_path: Path) -> None:
+    key = GroupKey(1, "g")
+    async with running(tmp_path, fsync_policy="always") as log:
+        assert not log.writable_now()  # an fsync runs in a worker thread: appends wait
+    async with running(tmp_path / "never", fsync_policy="never") as log:
+        assert log.writable_now()
+        with trio.testing.assert_no_checkpoints():
+            log.append_now(key, [commit("g", "t", 1)])
+        assert log.records_of(key) == [commit("g", "t", 1)]
+        log.close()
+        assert not log.writable_now()
+    reopened = DurableCoordinatorLog.open(tmp_path / "never")
+    assert reopened.records_of(key) == [commit("g", "t", 1)]
+    reopened.close()
+
+
+async def test_a_failed_append_now_raises_and_shows_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = GroupKey(1, "g")
+    async with running(tmp_path, fsync_policy="never") as log:
+        log.append_now(key, [commit("g", "t", 1)])
+        monkeypatch.setattr(os, "write", failing(28, once=True))
+        with pytest.raises(CoordinatorLogError, match="not stored"):
+            log.append_now(key, [commit("g", "t", 2)])
+        assert log.records_of(key) == [commit("g", "t", 1)]

@@ -25,6 +25,14 @@ from ..ids import GroupKey
 class CoordinatorLog(Protocol):
     async def append(self, key: GroupKey, records: Sequence[Record]) -> None: ...
 
+    def writable_now(self) -> bool:
+        """Whether `append_now` may be called now."""
+        ...
+
+    def append_now(self, key: GroupKey, records: Sequence[Record]) -> None:
+        """`append` without waiting: stored (or raising) on return."""
+        ...
+
     def records_of(self, key: GroupKey) -> list[Record]: ...
 
     def keys(self) -> list[GroupKey]: ...
@@ -74,6 +82,12 @@ class MemoryCoordinatorLog:
 
     async def append(self, key: GroupKey, records: Sequence[Record]) -> None:
         await trio.lowlevel.checkpoint()
+        self.append_now(key, records)
+
+    def writable_now(self) -> bool:
+        return True
+
+    def append_now(self, key: GroupKey, records: Sequence[Record]) -> None:
         self._latest.apply(key, records)
 
     def records_of(self, key: GroupKey) -> list[Record]:

@@ -13,9 +13,12 @@ queued, from all groups, writes it with one ``write`` and (policy ``always``) on
 applies the records to the in-memory view and wakes every appender of the batch. Under ``always``
 the write and fsync run in a worker thread, and while a batch is on disk the next one gathers, so
 an fsync is shared by every group that committed meanwhile and throughput grows with the number
-of groups instead of falling. Under the other policies the write (to the page cache: a few
-microseconds, less than a hop to a thread) is made inline, like the partition logs' appends;
-rolling a segment then fsyncs on the event loop, once per segment. A batch that cannot be written
+of groups instead of falling.
+
+Under the other policies the write (to the page cache: a few microseconds, less than a hop to a
+thread) is made by the appender itself (`append_now`), like the partition logs' appends, and a
+group's actor may make it without a task switch (GroupActor.answer_inline); rolling a segment
+then fsyncs on the event loop, once per segment. A batch that cannot be written
 (or synced) wakes its appenders with `CoordinatorLogError`, so the actors acknowledge nothing; a
 failed fsync also refuses every later append (after one, the kernel may have dropped the dirty
 pages, so nothing more can be promised). An appender cancelled while waiting does not withdraw
@@ -168,6 +171,7 @@ class DurableCoordinatorLog:
         self._segments = segments
         self._view = view
         self._policy = fsync_policy
+        self._page_cache_writes = fsync_policy is not FsyncPolicy.ALWAYS  # acknowledged unsynced
         self._fsync_interval = max(fsync_interval_ms, 0) / 1000
         self._compaction_interval = max(compaction_interval_ms, 1) / 1000
         self._dirty_limit = compaction_dirty_bytes
@@ -218,22 +222,38 @@ class DurableCoordinatorLog:
         if not records:
             await trio.lowlevel.checkpoint()
             return
-        pending = _Pending(key, tuple(records), [encode_entry(key, r) for r in records])
-        if self._policy is not FsyncPolicy.ALWAYS and not self._queue:
-            # A page-cache write costs microseconds: do it here rather than wake the flusher
-            # task for it (nothing is queued ahead, so the order of appends is kept). No
-            # checkpoint: the actor yields at its mailbox before every step anyway; only
+        if self.writable_now():
+            # No checkpoint: the actor yields at its mailbox before every step anyway; only
             # when compaction is due, so that a caller appending in a loop lets it start.
-            self._write_batch([pending])
+            self.append_now(key, records)
             if self._compaction_wanted.is_set():
                 await trio.lowlevel.checkpoint()
-        else:
-            self._queue.append(pending)
-            self._wakeup.set()
-            await pending.done.wait()
+            return
+        pending = _Pending(key, tuple(records), [encode_entry(key, r) for r in records])
+        self._queue.append(pending)
+        self._wakeup.set()
+        await pending.done.wait()
+        self._raise_if_failed(pending)
+
+    def writable_now(self) -> bool:
+        """Whether `append_now` may be called: a page-cache write (fsync policies interval and
+        never) costs microseconds, less than waking the flusher task for it, and with nothing
+        queued ahead the order of appends is kept."""
+        return self._page_cache_writes and not self._queue and not self._closed
+
+    def append_now(self, key: GroupKey, records: Sequence[Record]) -> None:
+        """Write ``records`` as the fsync policy promises before returning, without a
+        checkpoint (only while `writable_now()`); raise CoordinatorLogError if not stored."""
+        assert self.writable_now(), "append_now while a write must wait"
+        pending = _Pending(key, tuple(records), [encode_entry(key, r) for r in records])
+        self._write_batch([pending])
+        self._raise_if_failed(pending)
+
+    @staticmethod
+    def _raise_if_failed(pending: _Pending) -> None:
         if pending.error is not None:
             raise CoordinatorLogError(
-                f"group {key.group_id}: {len(pending.records)} records not stored"
+                f"group {pending.key.group_id}: {len(pending.records)} records not stored"
             ) from pending.error
 
     def records_of(self, key: GroupKey) -> list[Record]:

@@ -17,19 +17,22 @@ stops, everything still queued is answered the same way, so no caller waits fore
 
 Every log line and span that names the group also carries its identity: the `cgp_` id
 (attribute `rafka.group.cgp_id`; empty while the group does not exist) and the RRL
-(`rafka.group.rrl`). A `cgp_` id is minted only for a step that starts without a group, the
-only case in which the state machine reads it (it creates the group then): not per request.
+(`rafka.group.rrl`). A `cgp_` id is minted only for a step that starts without a group and
+may create one (`machine.creates_group`), the only case in which the state machine reads it:
+not per request.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 from kio.schema.errors import ErrorCode
+from opentelemetry.trace import Span
 
 from .. import telemetry
 from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
@@ -56,6 +59,14 @@ class Envelope:
 
 
 PASSIVATE = object()  # an Envelope op: stop if still idle (sent by the registry's sweeper)
+# An Envelope op sent by an inline step (answer_inline): look at the deadline again, and
+# stop if idle when passivation is immediate.
+RECHECK = object()
+
+InlineOp = ops.OffsetFetchOp | ops.HeartbeatOp | ops.OffsetCommitOp
+
+
+INLINE = 0  # the waiter token of an op answered inline (mailbox tokens start at 1)
 
 
 _SPANS = {
@@ -137,8 +148,9 @@ class GroupActor:
                         await self._step(TimerFired(), None)
                     else:
                         self._deadline = due
-                elif envelope.op is PASSIVATE:
-                    if stop_when_idle and self.idle and not self._queued():
+                elif envelope.op is PASSIVATE or envelope.op is RECHECK:
+                    at_once = envelope.op is PASSIVATE or not self._passivate_after_s
+                    if stop_when_idle and at_once and self.idle and not self._queued():
                         return
                 else:
                     self.last_active = trio.current_time()
@@ -176,46 +188,89 @@ class GroupActor:
         finally:
             self._parked, self._wait = False, None
 
-    def answer_inline(self, op: ops.OffsetFetchOp | ops.HeartbeatOp) -> Any | None:
-        """The answer to an op that stores nothing and answers only its caller (OffsetFetch,
-        a classic Heartbeat), given here in the caller's task, or None: the caller then asks
-        through the mailbox.
+    def answer_inline(self, op: InlineOp) -> Any | None:
+        """The answer to an OffsetFetch, a classic Heartbeat or an OffsetCommit, given here in
+        the caller's task, or None: the caller then asks through the mailbox. It saves the
+        two task switches of a mailbox round trip.
 
         Only while the actor is parked on an empty mailbox: then no step is half done (no
         offset is in memory before it is in the log), and trio runs one task at a time, so
-        the pure handler sees the same settled state the actor would. An envelope already
-        handed to the parked actor is not yet answered, so answering before it is still in
-        a valid order. It saves the two task switches of a mailbox round trip.
+        the handler sees the same settled state the actor would, and the whole step (state
+        machine, log write, replies) runs without a checkpoint. An envelope already handed
+        to the parked actor is not yet answered, so answering before it is still a valid
+        order.
 
-        A Heartbeat moves its member's session deadline, so it is answered here only while
-        the actor waits with a deadline that is not yet due (a due timer goes first), and
-        the wait is shortened when the new deadline is earlier."""
+        A Heartbeat or a commit may move deadlines, so neither is answered here once the
+        parked wait's deadline is due (the timer goes first). A Heartbeat also needs that
+        wait (its member has a session deadline); a commit needs a log that writes without
+        waiting (`writable_now`: not under fsync policy `always`)."""
         if not self._parked or self._queued():
             return None
-        before, wait, is_read = self._deadline, self._wait, type(op) is ops.OffsetFetchOp
-        due = wait is None or before is None or trio.current_time() >= wait.deadline
-        if not is_read and due:  # a heartbeat needs a wait to shorten, and no timer due
-            return None
+        kind, wait = type(op), self._wait
+        if kind is not ops.OffsetFetchOp:
+            if wait is not None and trio.current_time() >= wait.deadline:
+                return None  # a due timer goes first
+            if kind is ops.HeartbeatOp and wait is None:
+                return None
+            if kind is ops.OffsetCommitOp and not self.log.writable_now():
+                return None
         self.last_active = trio.current_time()
+        now = now_ms()
         try:
-            with telemetry.span(
-                _SPANS[type(op)],
-                group_id=self.key.group_id,
-                org_id=self.key.org_id,
-                **self._identity(),
-            ):
-                result = machine.handle(
-                    self.group, op, now_ms(), 0, config=self.config, topics=self._topics()
-                )
-        except Exception:  # a bug: let the mailbox path meet it (it answers and recovers)
-            return None
-        ((_, response),) = result.replies  # one answer, no records, same group
-        if wait is not None and before is not None:
-            after = machine.deadline_after(result, op, before)
-            if after is not None and after < before:
-                self._deadline = after
-                wait.deadline = trio_time(after)
-        return response
+            with self._span(op) as span:
+                result = self._handle(op, INLINE, now, span)
+                if result.records:
+                    self.log.append_now(self.key, result.records)
+        except Exception:
+            self._recover(op, now)
+            answer = error_response(op, ErrorCode.coordinator_not_available)
+        else:
+            answer = self._settle(result, op)
+        self._wake_if_needed()
+        return answer
+
+    def _wake_if_needed(self) -> None:
+        """After an inline step: make the parked actor wait for the (possibly earlier)
+        deadline, or stop if it may stop at once. Its wait scope is shortened when it has
+        one; otherwise a RECHECK envelope wakes it."""
+        wait, deadline = self._wait, self._deadline
+        stop = not self._passivate_after_s and self.idle
+        if deadline is not None and wait is not None:
+            if trio_time(deadline) < wait.deadline:
+                wait.deadline = trio_time(deadline)
+            if not stop:
+                return
+        elif deadline is None and not stop:
+            return
+        try:
+            self.mailbox.send_nowait(Envelope(RECHECK, None))
+        except (trio.WouldBlock, trio.BrokenResourceError):
+            pass  # it has mail or is stopping: it looks at its deadline again anyway
+
+    def _span(self, op: Any) -> AbstractContextManager[Span]:
+        return telemetry.span(
+            _SPANS.get(type(op), "rafka.broker.group.timer"),
+            group_id=self.key.group_id,
+            org_id=self.key.org_id,
+            **self._identity(),
+        )
+
+    def _handle(self, op: Any, token: int, now: int, span: Span) -> machine.Result:
+        result = machine.handle(
+            self.group,
+            op,
+            now,
+            token,
+            config=self.config,
+            # read only to create the group, so minted only for a step that may create it
+            fresh_cgp_id=(
+                mint_group_uuid() if self.group is None and machine.creates_group(op) else ""
+            ),
+            topics=self._topics(),
+        )
+        if self.group is None and result.group is not None:  # created just now
+            span.set_attribute(CGP_ID_ATTRIBUTE, result.group.cgp_id)
+        return result
 
     async def _step(self, op: Any, reply: ReplyTo | None) -> None:
         token = -1
@@ -229,44 +284,39 @@ class GroupActor:
             # We woke because a deadline passed; clock rounding must not make it look early.
             now = max(now, machine.next_deadline(self.group) or now)
         try:
-            with telemetry.span(
-                _SPANS.get(type(op), "rafka.broker.group.timer"),
-                group_id=self.key.group_id,
-                org_id=self.key.org_id,
-                **self._identity(),
-            ) as span:
-                result = machine.handle(
-                    self.group,
-                    op,
-                    now,
-                    token,
-                    config=self.config,
-                    # read only to create the group, so minted only when there is none
-                    fresh_cgp_id=mint_group_uuid() if self.group is None else "",
-                    topics=self._topics(),
-                )
-                if self.group is None and result.group is not None:  # created just now
-                    span.set_attribute(CGP_ID_ATTRIBUTE, result.group.cgp_id)
+            with self._span(op) as span:
+                result = self._handle(op, token, now, span)
                 if result.records:
                     await self.log.append(self.key, result.records)
         except Exception:
-            # A bug, or records that could not be stored: nothing of this step may be
-            # acknowledged. Fail what we hold and rebuild from what the log has.
-            log.exception(
-                "group %s: failed on %s; restarting from its log",
-                self._name(),
-                type(op).__name__,
-            )
-            self._fail_all_waiters()
-            self.group = stored_group(self.log, self.key, now, self.config)
-            self._deadline = machine.next_deadline(self.group)
+            self._recover(op, now)
             return
+        self._settle(result, op)
+
+    def _recover(self, op: Any, now: int) -> None:
+        """A bug, or records that could not be stored: nothing of this step may be
+        acknowledged. Fail what we hold and rebuild from what the log has."""
+        log.exception(
+            "group %s: failed on %s; restarting from its log", self._name(), type(op).__name__
+        )
+        self._fail_all_waiters()
+        self.group = stored_group(self.log, self.key, now, self.config)
+        self._deadline = machine.next_deadline(self.group)
+
+    def _settle(self, result: machine.Result, op: Any) -> Any:
+        """The step's records are stored: take its group and answer. Returns the reply to
+        the INLINE token, if any."""
         self.group = result.group
         self._deadline = machine.deadline_after(result, op, self._deadline)
+        inline = None
         for waiter, response in result.replies:
-            self._send(waiter, response)
+            if waiter == INLINE:
+                inline = response
+            else:
+                self._send(waiter, response)
         for event in result.events:
             self._trace(event)
+        return inline
 
     def _send(self, token: int, response: Any) -> None:
         channel = self._waiters.pop(token, None)

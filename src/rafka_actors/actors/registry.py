@@ -22,10 +22,10 @@ import trio
 from ..consumer_group.state import ConsumerGroup
 from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from ..group.effects import GroupConfig
-from ..group.ops import ExpireOffsetsOp, HeartbeatOp, OffsetFetchOp
+from ..group.ops import ExpireOffsetsOp
 from ..ids import GroupKey
 from .coordinator_log import CoordinatorLog, now_ms, stored_group
-from .group_actor import PASSIVATE, Envelope, GroupActor
+from .group_actor import PASSIVATE, Envelope, GroupActor, InlineOp
 from .reply import ReplySlot
 
 log = logging.getLogger(__name__)
@@ -80,9 +80,10 @@ class GroupRegistry:
                     del self._actors[key]
         return await reply.receive()
 
-    async def ask_light(self, key: GroupKey, op: OffsetFetchOp | HeartbeatOp) -> Any:
-        """`ask` for an op that stores nothing: answered inline when the group's actor is
-        parked on an empty mailbox (GroupActor.answer_inline), else through its mailbox."""
+    async def ask_light(self, key: GroupKey, op: InlineOp) -> Any:
+        """`ask` for an OffsetFetch, Heartbeat or OffsetCommit: answered inline when the
+        group's actor is parked on an empty mailbox (GroupActor.answer_inline), else through
+        its mailbox."""
         actor = self._actors.get(key)
         if actor is not None:
             response = actor.answer_inline(op)

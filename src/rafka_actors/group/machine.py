@@ -21,6 +21,7 @@ from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from . import membership, offsets, timers
 from .effects import Effects, GroupConfig
 from .ops import (
+    ConsumerGroupHeartbeatOp,
     DeleteGroupOp,
     DeleteGroupOpResp,
     DescribeGroupOp,
@@ -65,6 +66,17 @@ def deadline_after(result: Result, op: Any, before: int | None) -> int | None:
     return min(before, earliest)
 
 
+# The ops whose step may create a group, and so read `fresh_cgp_id` (JoinGroup, a simple
+# consumer's first commit, a KIP-848 member's first heartbeat).
+_CREATING = frozenset({JoinGroupOp, OffsetCommitOp, ConsumerGroupHeartbeatOp})
+
+
+def creates_group(op: Any) -> bool:
+    """Whether a step of `op` on no group may create one: only then need a caller mint a
+    `cgp_` id for it (minting per request would cost every read of an unknown group)."""
+    return type(op) in _CREATING
+
+
 def passivable(group: AnyGroup) -> bool:
     """Exactly what its stored records say, with nothing to wait for: an Empty group with no
     deadline and no member id handed out (a passivated actor is rebuilt from the log)."""
@@ -95,8 +107,8 @@ def handle(
     topics: TopicImage = EMPTY_IMAGE,
 ) -> Result:
     """`fresh_cgp_id` is the id of a group this op creates; it is read only when `group` is
-    None (an existing group keeps its id, even when it changes type), so a caller need not
-    mint one otherwise."""
+    None and `creates_group(op)` (an existing group keeps its id, even when it changes
+    type), so a caller need not mint one otherwise."""
     fx = Effects(now_ms, config, fresh_cgp_id, topics)
     new_group: AnyGroup
     if isinstance(group, ConsumerGroup) or type(op) in consumer_machine.CONSUMER_OPS:

@@ -26,6 +26,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ... import telemetry
+from ...actors.group_actor import InlineOp
 from ...group.ops import (
     HeartbeatOp,
     HeartbeatOpResp,
@@ -33,7 +34,6 @@ from ...group.ops import (
     JoinGroupOpResp,
     LeaveGroupOp,
     LeaveGroupOpResp,
-    OffsetFetchOp,
     SyncGroupOp,
     SyncGroupOpResp,
 )
@@ -63,10 +63,10 @@ async def ask_group(ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op:
 
 
 async def ask_group_light(
-    ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: OffsetFetchOp | HeartbeatOp
+    ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: InlineOp
 ) -> Any:
-    """`ask_group` for an op that stores nothing, which an idle actor answers without a
-    task switch."""
+    """`ask_group` for an OffsetFetch, Heartbeat or OffsetCommit, which an idle actor
+    answers without a task switch (GroupActor.answer_inline)."""
     return await ctx.registry().ask_light(GroupKey(conn.org_id, group_id), op)
 
 

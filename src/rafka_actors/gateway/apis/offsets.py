@@ -38,7 +38,7 @@ from ... import telemetry
 from ...group.ops import OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp, OffsetFetchOpResp
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
-from .groups import DENIED, ask_group, ask_group_light, denied
+from .groups import DENIED, ask_group_light, denied
 
 TOPIC_DENIED = ErrorCode.topic_authorization_failed
 
@@ -80,7 +80,7 @@ async def offset_commit(
                 group_instance_id=getattr(request, "group_instance_id", None),  # v7+
                 api_version=version,
             )
-            response: OffsetCommitOpResp = await ask_group(ctx, conn, group_id, op)
+            response: OffsetCommitOpResp = await ask_group_light(ctx, conn, group_id, op)
             results.update(((t, p), e) for t, p, e in response.results)
         return _commit_response(mod, request, results, ErrorCode.unknown_topic_or_partition)
 
