@@ -256,3 +256,29 @@ async def test_a_failed_append_now_raises_and_shows_nothing(
         with pytest.raises(CoordinatorLogError, match="not stored"):
             log.append_now(key, [commit("g", "t", 2)])
         assert log.records_of(key) == [commit("g", "t", 1)]
+
+
+async def test_a_lone_append_is_fsynced_without_a_thread_and_a_crowd_shares_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under `always` a batch of one append is written and fsynced on the event loop (two
+    thread hand-offs cost more than the fsync); several appenders share one in a thread."""
+    threaded: list[int] = []
+    real_run_sync = trio.to_thread.run_sync
+
+    async def counting_run_sync(fn: Any, *args: Any, **kw: Any) -> Any:
+        threaded.append(len(args[0]) if args else 0)
+        return await real_run_sync(fn, *args, **kw)
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", counting_run_sync)
+    async with running(tmp_path, fsync_policy="always") as log:
+        await log.append(GroupKey(1, "lone"), [commit("lone", "t", 1)])
+        assert threaded == [] and log.fsyncs == 1
+        async with trio.open_nursery() as nursery:
+            for n in range(5):
+                key = GroupKey(1, f"g{n}")
+                nursery.start_soon(log.append, key, [commit(key.group_id, "t", 1)])
+        assert threaded == [5] and log.fsyncs == 2  # one batch, one fsync, in a thread
+    reopened = DurableCoordinatorLog.open(tmp_path)
+    assert len(reopened.keys()) == 6
+    reopened.close()

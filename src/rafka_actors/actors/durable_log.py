@@ -11,9 +11,13 @@ Group commit
 `append` encodes its records, queues them and waits. One flusher task takes *everything*
 queued, from all groups, writes it with one ``write`` and (policy ``always``) one ``fsync``, then
 applies the records to the in-memory view and wakes every appender of the batch. Under ``always``
-the write and fsync run in a worker thread, and while a batch is on disk the next one gathers, so
-an fsync is shared by every group that committed meanwhile and throughput grows with the number
-of groups instead of falling.
+the write and fsync of a batch from several appenders run in a worker thread, and while it is on
+disk the next batch gathers, so an fsync is shared by every group that committed meanwhile and
+throughput grows with the number of groups instead of falling. A batch of one append (a lone
+committer) is written and fsynced on the event loop instead: the two thread hand-offs around an
+fsync cost more than the fsync itself on a small VM (~0.2 ms each against ~0.3 ms), and requests
+that arrive meanwhile wait in their sockets and form the next, larger batch (the loop is held
+for one fsync at most, on a slow disk some milliseconds).
 
 Under the other policies the write (to the page cache: a few microseconds, less than a hop to a
 thread) is made by the appender itself (`append_now`), like the partition logs' appends, and a
@@ -35,17 +39,19 @@ Fsync policies (``coordinator.log.fsync``)
   Survives a process crash; a power loss can lose everything not yet in a sealed segment.
 
 Acknowledged one-record appends per second, N groups each appending in a loop (the slow test
-``tests/storage/test_coordinator_log_bench.py``; 2-vCPU VM, write+fsync ~0.5 ms)::
+``tests/storage/test_coordinator_log_bench.py``; 2-vCPU VM, write+fsync ~0.4 ms)::
 
     groups        1        10       100      1000
-    always     1,456    10,512    41,465    43,131   (one fsync per batch)
-    interval  18,826    44,987    58,760    46,446
-    never     18,665    48,683    66,028    47,314
+    always     2,665     9,856    33,675    36,256   (one fsync per batch)
+    interval  53,012    59,334    60,312    63,130
+    never     52,869    59,406    62,179    56,316
 
-``always`` is the default: one group still commits in ~0.7 ms (consumers commit every few
-seconds), and with many groups the trio loop's CPU, not the disk, is the ceiling, so durability
-costs 10-30% at scale. On a disk with a 5-10 ms fsync a lone group gets 100-200 commits/s but
-group commit still scales with the number of groups.
+A lone group under ``always`` read 741-1,295/s while every fsync went to a thread, against
+1,722-2,434/s without in the same, interleaved runs. ``always`` is the default: one group
+commits in ~0.4 ms (consumers commit every few seconds), and with many groups the trio loop's
+CPU, not the disk, is the ceiling, so durability costs 10-40% at scale. On a disk with a
+5-10 ms fsync a lone group gets 100-200 commits/s but group commit still scales with the
+number of groups.
 
 The view, start-up and compaction
 ---------------------------------
@@ -302,7 +308,10 @@ class DurableCoordinatorLog:
         if self._policy is FsyncPolicy.ALWAYS:
             payloads = [payload for pending in batch for payload in pending.payloads]
             try:
-                await trio.to_thread.run_sync(self._write_and_sync, payloads)
+                if len(batch) == 1:  # a lone appender: no thread (see "Group commit")
+                    self._write_and_sync(payloads)
+                else:
+                    await trio.to_thread.run_sync(self._write_and_sync, payloads)
             except BaseException as exc:
                 self._failed(batch, exc)
                 return
