@@ -234,18 +234,15 @@ class GroupActor:
         deadline, or stop if it may stop at once. Its wait scope is shortened when it has
         one; otherwise a RECHECK envelope wakes it."""
         wait, deadline = self._wait, self._deadline
+        if wait is not None and deadline is not None and trio_time(deadline) < wait.deadline:
+            wait.deadline = trio_time(deadline)
+        uncovered = deadline is not None and wait is None  # a wait without a scope
         stop = not self._passivate_after_s and self.idle
-        if deadline is not None and wait is not None:
-            if trio_time(deadline) < wait.deadline:
-                wait.deadline = trio_time(deadline)
-            if not stop:
-                return
-        elif deadline is None and not stop:
-            return
-        try:
-            self.mailbox.send_nowait(Envelope(RECHECK, None))
-        except (trio.WouldBlock, trio.BrokenResourceError):
-            pass  # it has mail or is stopping: it looks at its deadline again anyway
+        if uncovered or stop:
+            try:
+                self.mailbox.send_nowait(Envelope(RECHECK, None))
+            except (trio.WouldBlock, trio.BrokenResourceError):
+                pass  # it has mail or is stopping: it looks at its deadline again anyway
 
     def _span(self, op: Any) -> AbstractContextManager[Span]:
         return telemetry.span(
