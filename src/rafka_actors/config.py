@@ -114,6 +114,12 @@ class BrokerConfig:
     group_consumer_heartbeat_interval_ms: int = field(
         default=5000, metadata=_doc("heartbeat cadence told to members")
     )
+    group_consumer_rebalance_heartbeat_interval_ms: int = field(
+        # not a Kafka setting: the cadence told to a member with a rebalance step ahead (see
+        # consumer_group/cadence.py); set it to the heartbeat interval for Kafka's behaviour
+        default=250,
+        metadata=_doc("heartbeat cadence told to members while their group rebalances"),
+    )
     group_consumer_assignors: str = field(
         default="uniform,range", metadata=_doc("server assignors; the first is the default")
     )
@@ -266,6 +272,8 @@ def _check_consumer_group_settings(config: BrokerConfig) -> None:
         )
     if config.group_consumer_heartbeat_interval_ms <= 0:
         raise ConfigError("group.consumer.heartbeat.interval.ms must be positive")
+    if config.group_consumer_rebalance_heartbeat_interval_ms <= 0:
+        raise ConfigError("group.consumer.rebalance.heartbeat.interval.ms must be positive")
     if config.group_consumer_heartbeat_interval_ms >= config.group_consumer_session_timeout_ms:
         # Kafka's rule: members must get several chances to heartbeat within a session
         raise ConfigError(

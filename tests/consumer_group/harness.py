@@ -34,6 +34,9 @@ REBALANCE_TIMEOUT_MS = 30_000
 CONFIG = GroupConfig(
     consumer_session_timeout_ms=45_000,
     consumer_heartbeat_interval_ms=5_000,
+    # Kafka's cadence (always the heartbeat interval): the scenarios are Kafka's tests;
+    # test_cadence.py covers the shorter one told while a group rebalances
+    consumer_rebalance_heartbeat_interval_ms=5_000,
     consumer_assignment_interval_ms=0,  # most scenarios are about reconciliation, not throttling
 )
 

@@ -96,6 +96,29 @@ def test_three_members_split_six_partitions_and_consume_everything(
     assert set(sent) <= {v for t in threads for v in t.values()}
 
 
+def test_members_starting_together_settle_well_within_one_steady_interval(
+    broker_factory,  # type: ignore[no-untyped-def]
+) -> None:
+    """librdkafka takes the heartbeat interval from every response: members told the
+    rebalance cadence settle long before the steady interval (here 20 s) passes even once.
+    With Kafka's single cadence this takes two steady intervals (consumer_group/cadence.py)."""
+    steady_ms = 20_000
+    broker = broker_factory(
+        f"group.consumer.heartbeat.interval.ms={steady_ms}",
+        "group.consumer.rebalance.heartbeat.interval.ms=250",
+        "group.consumer.assignment.interval.ms=200",
+    )
+    topic, group = _topic(broker, "cadence")
+    threads = start_members(_makers(broker, group, topic, 3))
+    try:
+        wait_until(
+            lambda: _disjoint_cover(threads), "three members to settle", timeout=steady_ms / 2000
+        )
+        assert sorted(len(t.current) for t in threads) == [2, 2, 2]
+    finally:
+        close_members(threads)
+
+
 def test_fourth_member_joins_and_kept_partitions_keep_flowing(broker: BrokerProcess) -> None:
     topic, group = _topic(broker, "join")
     threads = start_members(_makers(broker, group, topic, 3))

@@ -170,13 +170,18 @@ async def test_join_gets_an_epoch_and_the_partitions_by_topic_id(
     joined = await join(client, version, member="my-own-id")
     assert joined.member_id == "my-own-id"
     assert joined.member_epoch >= 1
-    assert joined.heartbeat_interval == datetime.timedelta(milliseconds=5000)
+    # A member that just joined is told the rebalance cadence (more members may follow)...
+    assert joined.heartbeat_interval == datetime.timedelta(milliseconds=250)
     assert joined.error_message is None
     assert assigned(joined) == {topic_id(ctx, "t"): [0, 1]}
     # A plain heartbeat at the new epoch: nothing changed, so no assignment in the answer.
     beat = await client.call(heartbeat_req(version, "my-own-id", joined.member_epoch))
     assert (beat.error_code, beat.member_epoch) == (ErrorCode.none, joined.member_epoch)
     assert beat.assignment is None
+    # ...and the steady group.consumer.heartbeat.interval.ms once settled for that long.
+    await trio.sleep(5)
+    settled = await client.call(heartbeat_req(version, "my-own-id", joined.member_epoch))
+    assert settled.heartbeat_interval == datetime.timedelta(milliseconds=5000)
 
 
 async def test_v0_join_without_a_member_id_gets_one(

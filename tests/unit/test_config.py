@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 
 from rafka_actors.config import BrokerConfig, ConfigError, load_config, parse_properties
+from rafka_actors.gateway.server import group_config
+from rafka_actors.group.effects import GroupConfig
 
 
 def test_defaults_are_kafkas() -> None:
@@ -45,6 +47,7 @@ def test_env_name_form() -> None:
         {"auto.create.topics.enable": "perhaps"},
         {"listen": "nohost"},
         {"socket.request.max.bytes": "0"},
+        {"group.consumer.rebalance.heartbeat.interval.ms": "0"},
     ],
 )
 def test_bad_values_are_refused(overrides: dict[str, str]) -> None:
@@ -66,3 +69,17 @@ def test_properties_parser_rejects_junk() -> None:
 def test_listen_address_parts() -> None:
     config = BrokerConfig(listen="[::1]:19092")
     assert (config.listen_host, config.listen_port) == ("::1", 19092)
+
+
+def test_consumer_heartbeat_cadences_reach_the_group_machine() -> None:
+    overrides = {
+        "group.consumer.heartbeat.interval.ms": "3000",
+        "group.consumer.rebalance.heartbeat.interval.ms": "100",
+    }
+    config = group_config(load_config(environ={}, overrides=overrides))
+    assert config.consumer_heartbeat_interval_ms == 3000
+    assert config.consumer_rebalance_heartbeat_interval_ms == 100
+    # the pure machine's defaults are the broker's
+    defaults = group_config(BrokerConfig())
+    assert defaults.consumer_rebalance_heartbeat_interval_ms == 250
+    assert GroupConfig().consumer_rebalance_heartbeat_interval_ms == 250

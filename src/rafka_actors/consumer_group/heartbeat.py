@@ -31,6 +31,7 @@ from ..group.ops import (
 )
 from ..group.state import ClassicGroup
 from . import membership
+from .cadence import heartbeat_interval_ms
 from .membership import Refusal, bump_epoch_if_metadata_changed, store_member, validate_epoch
 from .reconcile import FencedMember, Owned, reconcile
 from .state import Assignment, ConsumerGroup, ConsumerMember, Subscription
@@ -195,6 +196,8 @@ def _join_or_update(
         membership.replace(group, replaced, member, fx)
     subscription = _updated_subscription(member.subscription, op)
     is_new = member.member_id not in group.members
+    if op.member_epoch == 0:
+        member.joined_ms = fx.now
     if is_new or subscription != member.subscription:
         changed = is_new or (
             subscription.topic_names != member.subscription.topic_names
@@ -230,7 +233,7 @@ def _join_or_update(
             ErrorCode.none,
             member_id=member.member_id,
             member_epoch=member.member_epoch,
-            heartbeat_interval_ms=fx.config.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms(group, member, fx.now, fx.config),
             assignment=response_assignment(after) if full or after != before else None,
         ),
     )

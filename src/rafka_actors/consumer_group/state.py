@@ -82,6 +82,7 @@ class ConsumerMember:
     session_deadline: int | None = None
     rebalance_deadline: int | None = None  # armed while UNREVOKED_PARTITIONS
     rebalance_epoch: int = -1  # the epoch it must move on from before the deadline
+    joined_ms: int | None = None  # soft: its last heartbeat with epoch 0 (cadence.py)
 
     @property
     def instance_id(self) -> str | None:

@@ -119,6 +119,9 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         offset_metadata_max_bytes=config.offset_metadata_max_bytes,
         consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
         consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+        consumer_rebalance_heartbeat_interval_ms=(
+            config.group_consumer_rebalance_heartbeat_interval_ms
+        ),
         consumer_assignors=consumer_assignors(config),
         consumer_assignment_interval_ms=config.group_consumer_assignment_interval_ms,
         consumer_max_size=config.group_consumer_max_size,

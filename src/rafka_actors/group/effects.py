@@ -27,6 +27,7 @@ class GroupConfig:
     # KIP-848 consumer groups
     consumer_session_timeout_ms: int = 45000
     consumer_heartbeat_interval_ms: int = 5000
+    consumer_rebalance_heartbeat_interval_ms: int = 250  # consumer_group/cadence.py
     consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
     consumer_assignment_interval_ms: int = 1000
     consumer_max_size: int = 2**31 - 1
