@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -276,6 +278,33 @@ async def test_an_idle_actor_lives_for_the_passivation_delay_then_stops(
         fetched = await registry.ask(K, OffsetFetchOp("g", None))
         assert fetched.offsets == (("t", 0, 4, -1, "", fetched.offsets[0][5]),)
         assert spawned == [K, K]  # rebuilt from the log
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_parked_actor_holds_no_request_it_has_answered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Every live actor waits on its mailbox most of the time; the last request, its reply
+    slot and Event would otherwise stay in memory once per active group."""
+
+    class Reply:
+        def send_nowait(self, value: Any) -> None:
+            self.value = value
+
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(), MemoryCoordinatorLog(), passivate_after_s=10
+        )
+        await registry.ask(K, OffsetCommitOp("g", (("t", 0, 1, -1, ""),)))
+        actor = registry._actors[K]
+        reply = Reply()
+        actor.mailbox.send_nowait(Envelope(OffsetCommitOp("g", (("t", 0, 2, -1, ""),)), reply))
+        await trio.sleep(1)  # answered, and the actor parked on its mailbox again
+        assert reply.value.results == (("t", 0, 0),)
+        answered = weakref.ref(reply)
+        del reply
+        gc.collect()
+        assert answered() is None
         nursery.cancel_scope.cancel()
 
 

@@ -155,6 +155,9 @@ class GroupActor:
                 else:
                     self.last_active = trio.current_time()
                     await self._step(envelope.op, envelope.reply)
+                    # Not held while parked: the request, its reply slot and its Event
+                    # would stay in memory for every idle live actor.
+                    envelope = None
                     if (
                         stop_when_idle
                         and not self._passivate_after_s
