@@ -9,6 +9,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -86,6 +88,34 @@ def test_measure_merges_runs_and_skips_what_does_not_apply() -> None:
     merged = measure(Target("t", "127.0.0.1:1"), [applies, never], Options(runs=3), print)
     assert calls == ["t"] * 3
     assert merged["x.y"].values == [1.0, 2.0, 3.0]
+
+
+def test_a_workload_measuring_what_the_broker_holds_gets_a_fresh_broker_per_run() -> None:
+    started: list[str] = []
+    seen: list[tuple[str, str]] = []
+
+    @contextmanager
+    def fresh() -> Iterator[Target]:
+        started.append(f"fresh{len(started)}")
+        yield Target(started[-1], "127.0.0.1:2")
+
+    def run(letter: str) -> Callable[[Target, Options], list[Figure]]:
+        def one(target: Target, opts: Options) -> list[Figure]:
+            seen.append((letter, target.name))
+            return [fig([1.0], key=f"{letter}.y")]
+
+        return one
+
+    shared, own = (
+        Workload("a", "shared", run("a")),
+        Workload("g", "own", run("g"), fresh_broker=True),
+    )
+    merged = measure(Target("t", "127.0.0.1:1"), [shared, own], Options(runs=2), print, fresh)
+    assert seen == [("a", "t"), ("a", "t"), ("g", "fresh0"), ("g", "fresh1")]
+    assert merged["g.y"].values == [1.0, 1.0]
+    seen.clear()  # without a way to start one (--bootstrap), the broker at hand serves
+    measure(Target("t", "127.0.0.1:1"), [own], Options(runs=1), print)
+    assert seen == [("g", "t")]
 
 
 @pytest.fixture

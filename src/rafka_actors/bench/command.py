@@ -1,9 +1,10 @@
 """`rafka-actors bench`: workloads (a)-(h) against peer brokers, one table from one run.
 
 Without --bootstrap it starts each broker of --brokers itself, one after the other (so they
-never share the cores), runs every workload --runs times against it, stops it, and prints
-one Markdown table: median (min-max) per figure and broker, and each peer's ratio to the
-first broker. With --bootstrap it measures that one running broker instead.
+never share the cores), runs every workload --runs times against it (one that measures what
+the broker holds, (g), against a broker of its own per run), stops it, and prints one
+Markdown table: median (min-max) per figure and broker, and each peer's ratio to the first
+broker. With --bootstrap it measures that one running broker instead.
 
     rafka-actors bench [--brokers rafka-actors,noida-db,tansu] [--runs 3]
                        [--workloads abcdefgh] [--quick] [--json FILE]
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import logging
 import shlex
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from .core import Figure, Options, Target, Workload
@@ -60,9 +63,14 @@ def workloads() -> dict[str, Workload]:
 
 
 def measure(
-    target: Target, chosen: list[Workload], opts: Options, progress: Callable[[str], None]
+    target: Target,
+    chosen: list[Workload],
+    opts: Options,
+    progress: Callable[[str], None],
+    fresh: Callable[[], AbstractContextManager[Target]] | None = None,
 ) -> dict[str, Figure]:
-    """Every chosen workload `opts.runs` times against `target`; figures merged by key."""
+    """Every chosen workload `opts.runs` times against `target`, or, for a workload that
+    wants a fresh broker, against one `fresh()` starts per run; figures merged by key."""
     merged: dict[str, Figure] = {}
     for workload in chosen:
         if not workload.needs(target):
@@ -70,7 +78,12 @@ def measure(
             continue
         for run in range(1, opts.runs + 1):
             started = time.monotonic()
-            for figure in workload.run(target, opts):
+            if workload.fresh_broker and fresh is not None:
+                with fresh() as own:
+                    figures = workload.run(own, opts)
+            else:
+                figures = workload.run(target, opts)
+            for figure in figures:
                 mine = merged.setdefault(
                     figure.key,
                     Figure(figure.key, figure.label, figure.unit, figure.higher_is_better),
@@ -103,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
                 with running(broker) as target:
                     progress(f"{broker.name}: started at {target.bootstrap}")
                     results.targets.append(broker.name)
-                    results.figures[broker.name] = measure(target, chosen, opts, progress)
+                    results.figures[broker.name] = measure(
+                        target, chosen, opts, progress, fresh=functools.partial(running, broker)
+                    )
             except BrokerUnavailable as exc:
                 progress(f"{broker.name}: skipped ({exc})")
     if not results.targets:

@@ -49,3 +49,6 @@ class Workload:
     # one run against a target: Figures holding one value each; the runner merges runs by key
     run: Callable[[Target, Options], list[Figure]]
     needs: Callable[[Target], bool] = lambda target: True  # False: not applicable (n/a)
+    # Each run on a broker started for it, where the runner can start one: the figures are
+    # of what the broker holds, and every earlier run would have added to that.
+    fresh_broker: bool = False
