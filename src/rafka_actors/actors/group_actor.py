@@ -93,7 +93,7 @@ class GroupActor:
         *,
         mailbox_size: int = 1024,
         group: AnyGroup = None,
-        topics: Callable[[], TopicImage] = lambda: EMPTY_IMAGE,
+        topics: Callable[[int], TopicImage] = lambda _org: EMPTY_IMAGE,
         passivate_after_s: float = 0.0,
     ) -> None:
         self.key = key
@@ -101,12 +101,11 @@ class GroupActor:
         self.config = config
         self.log = coordinator_log
         self.group = group
-        self._topics = topics
+        self._topics = topics  # topics(org_id): the image of that org's topics
         self._passivate_after_s = passivate_after_s
         self.last_active = trio.current_time()  # of the last request (for passivation)
         self.mailbox, self._inbox = trio.open_memory_channel[Envelope](mailbox_size)
-        self._waiters: dict[int, ReplyTo] = {}
-        self._pending_ops: dict[int, Any] = {}
+        self._waiters: dict[int, tuple[ReplyTo, Any]] = {}  # token -> (reply to, its op)
         self._next_token = 1
         self._parked = False  # waiting on the mailbox (answer_inline may answer)
         self._wait: trio.CancelScope | None = None  # the parked wait's deadline, if any
@@ -266,7 +265,7 @@ class GroupActor:
             fresh_cgp_id=(
                 mint_group_uuid() if self.group is None and machine.creates_group(op) else ""
             ),
-            topics=self._topics(),
+            topics=self._topics(self.key.org_id),
         )
         if self.group is None and result.group is not None:  # created just now
             span.set_attribute(CGP_ID_ATTRIBUTE, result.group.cgp_id)
@@ -277,8 +276,7 @@ class GroupActor:
         if reply is not None:
             token = self._next_token
             self._next_token += 1
-            self._waiters[token] = reply
-            self._pending_ops[token] = op
+            self._waiters[token] = (reply, op)
         now = now_ms()
         if isinstance(op, TimerFired):
             # We woke because a deadline passed; clock rounding must not make it look early.
@@ -319,17 +317,16 @@ class GroupActor:
         return inline
 
     def _send(self, token: int, response: Any) -> None:
-        channel = self._waiters.pop(token, None)
-        self._pending_ops.pop(token, None)
-        if channel is None:
+        waiter = self._waiters.pop(token, None)
+        if waiter is None:
             return
         try:
-            channel.send_nowait(response)
+            waiter[0].send_nowait(response)
         except (trio.BrokenResourceError, trio.WouldBlock, trio.ClosedResourceError):
             pass  # the client left; nobody to tell
 
     def _fail_all_waiters(self) -> None:
-        for token, op in list(self._pending_ops.items()):
+        for token, (_, op) in list(self._waiters.items()):
             self._send(token, error_response(op, ErrorCode.coordinator_not_available))
         if isinstance(self.group, ClassicGroup):
             for member in self.group.members.values():

@@ -11,7 +11,6 @@ each actor after every command, so ListGroups never has to visit every actor.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -99,7 +98,7 @@ class GroupRegistry:
             self._log,
             mailbox_size=self._mailbox_size,
             group=group,
-            topics=functools.partial(self._topics, key.org_id),
+            topics=self._topics,
             passivate_after_s=self._passivate_after_s,
         )
         self._actors[key] = actor
