@@ -308,6 +308,38 @@ async def test_a_parked_actor_holds_no_request_it_has_answered(
         nursery.cancel_scope.cancel()
 
 
+async def test_resume_starts_groups_with_members_without_reading_offsets(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """At start-up only who the members are matters: offsets (most of a big log) are left
+    in the view, and simple groups get no actor."""
+
+    class CountingLog(MemoryCoordinatorLog):
+        full_reads = 0
+
+        def records_of(self, key: GroupKey) -> list[Any]:
+            self.full_reads += 1
+            return super().records_of(key)
+
+    log = CountingLog()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(initial_rebalance_delay_ms=0), log)
+        await join_and_sync(registry)
+        await registry.ask(K, OffsetCommitOp("g", (("t", 0, 7, -1, ""),)))
+        for i in range(3):  # simple groups: offsets and no members
+            await registry.ask(
+                GroupKey(0, f"s{i}"), OffsetCommitOp(f"s{i}", (("t", 0, i, -1, ""),))
+            )
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log)
+        log.full_reads = 0
+        assert registry.resume() == 1
+        assert log.full_reads == 1  # the resumed group's actor reads its own, nobody else's
+        assert list(registry._actors) == [K]
+        nursery.cancel_scope.cancel()
+
+
 async def test_cgp_id_is_minted_once_and_survives_passivation_and_rejoin(
     registry: GroupRegistry,
     autojump_clock: trio.testing.MockClock,

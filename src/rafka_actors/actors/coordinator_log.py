@@ -35,6 +35,10 @@ class CoordinatorLog(Protocol):
 
     def records_of(self, key: GroupKey) -> list[Record]: ...
 
+    def membership_of(self, key: GroupKey) -> list[Record]:
+        """`records_of` without the offsets: enough to know the group's members."""
+        ...
+
     def keys(self) -> list[GroupKey]: ...
 
 
@@ -42,13 +46,20 @@ def stored_group(
     log: CoordinatorLog, key: GroupKey, now_ms: int, config: GroupConfig | None = None
 ) -> AnyGroup:
     """The group as its stored records say: start-up, passivated groups, failed actors."""
+    return _replayed(log.records_of(key), now_ms, config)
+
+
+def stored_membership(
+    log: CoordinatorLog, key: GroupKey, now_ms: int, config: GroupConfig
+) -> AnyGroup:
+    """`stored_group` without its offsets: who the members are, for start-up."""
+    return _replayed(log.membership_of(key), now_ms, config)
+
+
+def _replayed(records: list[Record], now_ms: int, config: GroupConfig | None) -> AnyGroup:
     if config is None:
-        return replay(log.records_of(key), now_ms)
-    return replay(
-        log.records_of(key),
-        now_ms,
-        consumer_session_timeout_ms=config.consumer_session_timeout_ms,
-    )
+        return replay(records, now_ms)
+    return replay(records, now_ms, consumer_session_timeout_ms=config.consumer_session_timeout_ms)
 
 
 _wall_offset_ms: int | None = None
@@ -92,6 +103,9 @@ class MemoryCoordinatorLog:
 
     def records_of(self, key: GroupKey) -> list[Record]:
         return self._latest.records_of(key)
+
+    def membership_of(self, key: GroupKey) -> list[Record]:
+        return self._latest.membership_of(key)
 
     def keys(self) -> list[GroupKey]:
         return self._latest.keys()

@@ -265,6 +265,9 @@ class DurableCoordinatorLog:
     def records_of(self, key: GroupKey) -> list[Record]:
         return decode_trusted(self._view.records_of(key))
 
+    def membership_of(self, key: GroupKey) -> list[Record]:
+        return decode_trusted(self._view.membership_of(key))
+
     def keys(self) -> list[GroupKey]:
         """Every group with stored state (for ListGroups and start-up)."""
         return self._view.keys()

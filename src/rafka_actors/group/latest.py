@@ -102,8 +102,12 @@ class GroupRecords(Generic[V]):
         return self.group is None and not self.offsets and not self.consumer
 
     def records(self) -> list[V]:
+        return self.membership() + list(self.offsets.values())
+
+    def membership(self) -> list[V]:
+        """The group record and the KIP-848 records: all but the offsets."""
         head: list[V] = [self.group] if self.group is not None else []
-        return head + list(self.consumer.values()) + list(self.offsets.values())
+        return head + list(self.consumer.values())
 
 
 OffsetRow = tuple[int, str, str, int, V | None]  # (org, group, topic, partition, kept or None)
@@ -144,6 +148,10 @@ class LatestRecords(Generic[V]):
     def records_of(self, key: GroupKey) -> list[V]:
         latest = self._groups.get(key)
         return [] if latest is None else latest.records()
+
+    def membership_of(self, key: GroupKey) -> list[V]:
+        latest = self._groups.get(key)
+        return [] if latest is None else latest.membership()
 
     def keys(self) -> list[GroupKey]:
         return cast(list[GroupKey], list(self._groups))
