@@ -33,6 +33,10 @@ bench *ARGS:
 bench-chart *ARGS:
     {{python}} -m rafka_actors.bench.sweep --runs 3 --png docs/perf-group-size.png {{ARGS}}
 
+# Where the broker's CPU goes per request, by part (py-spy; bench/profile_broker.py).
+bench-profile *ARGS:
+    {{python}} bench/profile_broker.py {{ARGS}}
+
 # Data-plane and quick group figures through confluent-kafka (bench/quick.py).
 bench-quick *ARGS:
     {{python}} bench/quick.py {{ARGS}}
