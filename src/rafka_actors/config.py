@@ -65,6 +65,11 @@ class BrokerConfig:
         default=209715200,
         metadata=_doc("bytes of big frames (> 1 MiB) held at once, broker-wide"),
     )
+    idle_poll_time_us: int = field(
+        # not a Kafka setting: Seastar's (Redpanda's) --idle-poll-time-us; see gateway/idle_poll.py
+        default=100,
+        metadata=_doc("poll the sockets this long after each reply before sleeping (0 = off)"),
+    )
     max_connections: int = field(default=2**31 - 1, metadata=_doc("open connections in all"))
     max_connections_per_ip: int = field(default=2**31 - 1, metadata=_doc("from one address"))
     max_connections_per_user: int = field(
@@ -299,6 +304,8 @@ def _check_network_settings(config: BrokerConfig) -> None:
             raise ConfigError(f"{kafka_key(name)} must be positive")
     if config.group_passivation_idle_ms < 0:
         raise ConfigError("group.passivation.idle.ms must be >= 0")
+    if not 0 <= config.idle_poll_time_us <= 1_000_000:
+        raise ConfigError("idle.poll.time.us must be between 0 and 1000000")
     if config.queued_max_request_bytes == 0 or config.queued_max_request_bytes < -1:
         raise ConfigError("queued.max.request.bytes must be positive or -1 (no bound)")
     if config.connection_failed_authentication_delay_ms < 0:

@@ -17,6 +17,7 @@ def test_defaults_are_kafkas() -> None:
     assert config.auto_create_topics_enable is True
     assert config.socket_request_max_bytes == 104857600
     assert config.group_initial_rebalance_delay_ms == 3000
+    assert config.idle_poll_time_us == 100  # not Kafka's: polling after replies (Seastar's)
 
 
 def test_file_then_env_then_flags(tmp_path: Path) -> None:
@@ -48,6 +49,8 @@ def test_env_name_form() -> None:
         {"listen": "nohost"},
         {"socket.request.max.bytes": "0"},
         {"group.consumer.rebalance.heartbeat.interval.ms": "0"},
+        {"idle.poll.time.us": "-1"},
+        {"idle.poll.time.us": "1000001"},
     ],
 )
 def test_bad_values_are_refused(overrides: dict[str, str]) -> None:

@@ -108,6 +108,8 @@ async def _reply(
     if reply is not None:
         idle.waiting(SENDING)
         await stream.send_all(reply)
+        if ctx.idle_poll is not None:
+            ctx.idle_poll.replied()
         idle.busy()
     if conn.close_after_reply is not None:
         raise CloseConnection(conn.close_after_reply)

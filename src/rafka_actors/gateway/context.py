@@ -19,6 +19,7 @@ from ..actors.registry import GroupRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
+from .idle_poll import IdlePoller
 from .limits import ByteBudget, ConnectionLimits
 from .log_budget import LogBudget
 
@@ -41,6 +42,7 @@ class BrokerContext:
         default_factory=lambda: ConnectionLimits(2**31 - 1, 2**31 - 1, 2**31 - 1)
     )
     sasl: SaslSetup | None = None  # set on a SASL listener
+    idle_poll: IdlePoller | None = None  # idle.poll.time.us > 0
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
     # one budget of connection-close log lines per broker (a flood must not flood the log)
     close_log: LogBudget = field(

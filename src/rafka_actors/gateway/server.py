@@ -29,6 +29,7 @@ from ..group.effects import GroupConfig
 from .apis import API_TABLE
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
+from .idle_poll import IdlePoller
 from .limits import ConnectionLimits
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ async def run_broker(
                         config.max_connections_per_user,
                     ),
                     sasl=sasl,
+                    idle_poll=_idle_poller(config, services),
                 )
                 async with trio.open_nursery() as gateway:
                     serve = partial(trio.serve_listeners, partial(_serve, ctx), listeners)
@@ -211,6 +213,14 @@ def _peer(stream: trio.abc.Stream) -> tuple[str, int]:
     assert isinstance(transport, trio.SocketStream)
     host, port = transport.socket.getpeername()[:2]
     return host, port
+
+
+def _idle_poller(config: BrokerConfig, nursery: trio.Nursery) -> IdlePoller | None:
+    if config.idle_poll_time_us <= 0:
+        return None
+    poller = IdlePoller(config.idle_poll_time_us / 1e6)
+    nursery.start_soon(poller.run)
+    return poller
 
 
 async def _flush_periodically(data: DataPlane, interval_ms: int) -> None:

@@ -1,0 +1,91 @@
+"""After each reply the broker keeps trio's loop polling for `idle.poll.time.us`, then sleeps
+until the next reply (gateway/idle_poll.py). Time here is a fake clock the test moves."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from rafka_actors.gateway.connection import serve_connection
+from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
+from rafka_actors.gateway.idle_poll import IdlePoller
+
+from ..wire import request_frame
+from .test_connection import API_VERSIONS, Client, ctx  # noqa: F401 (the ctx fixture)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.reads = 0  # how often the poller looked: once per pass while it polls
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return self.now
+
+
+async def passes(n: int) -> None:
+    for _ in range(n):
+        await trio.lowlevel.checkpoint()
+
+
+async def test_the_poller_stays_runnable_for_its_budget_after_a_reply_and_then_sleeps() -> None:
+    clock = Clock()
+    poller = IdlePoller(100e-6, now=clock)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(poller.run)
+        await passes(3)
+        asleep = clock.reads
+        await passes(10)
+        assert clock.reads == asleep  # no reply yet: it sleeps, not polls
+
+        poller.replied()
+        await passes(10)
+        assert clock.reads >= asleep + 9  # runnable at every pass: the loop polls, never sleeps
+
+        clock.now = 100e-6  # the budget has run out
+        await passes(3)
+        spent = clock.reads
+        await passes(10)
+        assert clock.reads == spent
+
+        clock.now = 1.0
+        poller.replied()  # the next reply wakes it for another budget
+        await passes(5)
+        assert clock.reads > spent + 3
+        nursery.cancel_scope.cancel()  # cancellable while polling
+
+
+async def test_every_reply_a_connection_sends_restarts_the_budget(ctx: BrokerContext) -> None:  # noqa: F811
+    replies = []
+
+    class Counting(IdlePoller):
+        def replied(self) -> None:
+            replies.append(1)
+            super().replied()
+
+    ctx.idle_poll = Counting(100e-6)
+    async with trio.open_nursery() as nursery:
+        client_end, server_end = trio.testing.memory_stream_pair()
+        nursery.start_soon(serve_connection, server_end, ctx, ctx.apis, ConnectionInfo("t", 1))
+        client = Client(client_end)
+        for i in range(3):
+            await client.send(request_frame(API_VERSIONS, correlation_id=i))
+            assert await client.read_frame() is not None
+        assert len(replies) == 3
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(("value", "on"), [("100", True), ("0", False)])
+async def test_the_setting_starts_a_poller_or_none(value: str, on: bool, tmp_path: object) -> None:
+    from rafka_actors.config import load_config
+    from rafka_actors.gateway.server import _idle_poller
+
+    config = load_config(environ={}, overrides={"idle.poll.time.us": value})
+    async with trio.open_nursery() as nursery:
+        poller = _idle_poller(config, nursery)
+        assert (poller is not None) == on
+        if poller is not None:
+            assert poller.budget_s == pytest.approx(100e-6)
+        nursery.cancel_scope.cancel()
