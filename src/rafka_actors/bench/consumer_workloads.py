@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import confluent_kafka
@@ -265,13 +265,20 @@ def commits(target: Target, opts: Options) -> list[Figure]:
 
 
 def _aggregate(target: Target, topic: str, clients: int, window: float) -> float:
-    consumers = [_committer(target, topic) for _ in range(clients)]
+    return aggregate_commits([(target, topic)], clients, window)
+
+
+def aggregate_commits(places: Sequence[tuple[Target, str]], clients: int, window: float) -> float:
+    """Synchronous commits/s of `clients` committers, each in its own group and thread; client
+    i commits to the topic and broker of ``places[i % len(places)]``."""
+    homes = [places[i % len(places)] for i in range(clients)]
+    consumers = [_committer(target, topic) for target, topic in homes]
     counts = [0] * clients
     go = threading.Barrier(clients + 1)
 
     def run(i: int) -> None:
         go.wait()
-        counts[i] = len(_commit_loop(consumers[i], topic, window))
+        counts[i] = len(_commit_loop(consumers[i], homes[i][1], window))
 
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(clients)]
     for thread in threads:
