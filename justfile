@@ -37,6 +37,10 @@ bench-chart *ARGS:
 bench-profile *ARGS:
     {{python}} bench/profile_broker.py {{ARGS}}
 
+# 16 committers on one broker against 8 + 8 on two: what a second process could give.
+bench-split *ARGS:
+    {{python}} bench/split_brokers.py {{ARGS}}
+
 # Data-plane and quick group figures through confluent-kafka (bench/quick.py).
 bench-quick *ARGS:
     {{python}} bench/quick.py {{ARGS}}
