@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from request_cost import broker, replay, request
+from request_cost import broker, broker_arguments, replay, request
 
 from rafka_actors.bench.consumer_workloads import create_topic
 from rafka_actors.protocol.codec import encode_request
@@ -110,14 +110,11 @@ def report(op: str, rate: float, cpu_us: float, profile: Profile, top: int) -> s
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--broker", default="rafka-actors", help="rafka-actors|noida-db|tansu")
-    parser.add_argument("--bootstrap")
-    parser.add_argument("--pid", type=int)
+    broker_arguments(parser)
     parser.add_argument("--ops", default="commit,fetch,apiversions")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rate", type=int, default=500, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=12)
-    parser.add_argument("-o", dest="settings", action="append", default=[])
     args = parser.parse_args()
     if args.bootstrap and not args.pid:
         parser.error("--bootstrap needs --pid (the process py-spy samples)")

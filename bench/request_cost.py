@@ -90,15 +90,20 @@ def broker(args: argparse.Namespace) -> Iterator[Target]:
         yield target
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def broker_arguments(parser: argparse.ArgumentParser) -> None:
+    """--broker KIND to start one, or --bootstrap and --pid of one running; -o its settings."""
     parser.add_argument("--broker", default="rafka-actors", help="rafka-actors|noida-db|tansu")
     parser.add_argument("--bootstrap")
     parser.add_argument("--pid", type=int)
+    parser.add_argument("-o", dest="settings", action="append", default=[])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    broker_arguments(parser)
     parser.add_argument("--ops", default="apiversions,commit,fetch")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("-o", dest="settings", action="append", default=[])
     args = parser.parse_args()
     if args.bootstrap and not args.pid:
         parser.error("--bootstrap needs --pid (whose CPU time is measured)")
