@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +20,7 @@ from rafka_actors.actors.durable_log import (
     DurableCoordinatorLog,
     FsyncPolicy,
 )
+from rafka_actors.actors.fsync_process import FsyncProcess
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.group.effects import GroupConfig
 from rafka_actors.group.ops import OffsetCommitOp, OffsetFetchOp
@@ -29,6 +32,9 @@ from rafka_actors.group.records import (
     Record,
 )
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage import fsync_worker
+
+WORKER_DIR = Path(fsync_worker.__file__).parent
 
 
 def commit(group: str, topic: str, offset: int, partition: int = 0) -> OffsetCommitRecord:
@@ -125,23 +131,71 @@ async def test_a_failed_write_makes_append_raise(
     reopened.close()
 
 
+def fake_fsync_worker(tmp_path: Path, fsync: str) -> list[str]:
+    """The real worker's program with ``os.fsync`` replaced: ``fsync`` is the source of a
+    ``def fsync(fd)``, which may call ``real_fsync``."""
+    script = tmp_path / "fake_fsync_worker.py"
+    script.write_text(
+        f"import os, sys, time\nsys.path.insert(0, {str(WORKER_DIR)!r})\nimport fsync_worker\n"
+        f"real_fsync = os.fsync\n{fsync}\nos.fsync = fsync\n"
+        "sys.exit(fsync_worker.main(sys.argv))\n"
+    )
+    return [sys.executable, "-I", "-S", str(script)]
+
+
+def use_fsync_worker(monkeypatch: pytest.MonkeyPatch, command: list[str] | None) -> None:
+    """Logs that start from now on get this fsync worker (None: none; the thread and loop)."""
+
+    def start() -> FsyncProcess | None:
+        return None if command is None else FsyncProcess.start(command)
+
+    monkeypatch.setattr(DurableCoordinatorLog, "_start_fsync_process", staticmethod(start))
+
+
+FAILING_FSYNC = "def fsync(fd):\n    raise OSError(5, 'Input/output error')"
+SLOW_FSYNC = "def fsync(fd):\n    time.sleep(0.3)\n    real_fsync(fd)"
+
+
+async def append_together(log: DurableCoordinatorLog, groups: list[str], offset: int) -> list[str]:
+    """Append one commit for each group at once (one batch); the groups whose append raised
+    CoordinatorLogError."""
+    refused: list[str] = []
+
+    async def append(group: str) -> None:
+        try:
+            await log.append(GroupKey(1, group), [commit(group, "t", offset)])
+        except CoordinatorLogError:
+            refused.append(group)
+
+    async with trio.open_nursery() as nursery:
+        for group in groups:
+            nursery.start_soon(append, group)
+    return sorted(refused)
+
+
+@pytest.mark.parametrize("where", ["worker", "thread", "loop"])
 async def test_a_failed_fsync_refuses_every_later_append(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    key = GroupKey(1, "g")
-    async with running(tmp_path) as log:
-        real_fsync = os.fsync
+    """Wherever the fsync runs: the fsync worker (a batch of several, which is also where a
+    thread would run it without the worker) or the event loop (a lone append)."""
+    worker = fake_fsync_worker(tmp_path, FAILING_FSYNC) if where == "worker" else None
+    use_fsync_worker(monkeypatch, worker)
+    async with running(tmp_path / "log") as log:
+        assert (log.fsync_worker_pid is not None) == (where == "worker")
+        if where != "worker":
+            real_fsync = os.fsync
 
-        def fsync(fd: int) -> None:
-            monkeypatch.setattr(os, "fsync", real_fsync)
-            raise OSError(5, "Input/output error")
+            def fsync(fd: int) -> None:
+                monkeypatch.setattr(os, "fsync", real_fsync)
+                raise OSError(5, "Input/output error")
 
-        monkeypatch.setattr(os, "fsync", fsync)
-        with pytest.raises(CoordinatorLogError):
-            await log.append(key, [commit("g", "t", 1)])
-        with pytest.raises(CoordinatorLogError):
-            await log.append(key, [commit("g", "t", 2)])
-        assert log.records_of(key) == []
+            monkeypatch.setattr(os, "fsync", fsync)
+        groups = ["g"] if where == "loop" else ["g", "h"]
+        assert await append_together(log, groups, 1) == groups
+        assert await append_together(log, ["g"], 2) == ["g"]
+        assert await append_together(log, ["g", "h"], 3) == ["g", "h"]
+        assert log.keys() == []
 
 
 @pytest.mark.parametrize("policy", ["interval", "never"])
@@ -258,11 +312,13 @@ async def test_a_failed_append_now_raises_and_shows_nothing(
         assert log.records_of(key) == [commit("g", "t", 1)]
 
 
-async def test_a_lone_append_is_fsynced_without_a_thread_and_a_crowd_shares_one(
+async def test_without_the_worker_a_lone_append_is_fsynced_on_the_loop_and_a_crowd_in_a_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Under `always` a batch of one append is written and fsynced on the event loop (two
-    thread hand-offs cost more than the fsync); several appenders share one in a thread."""
+    """Under `always` with no fsync worker, a batch of one append is written and fsynced on
+    the event loop (two thread hand-offs cost more than the fsync); several appenders share
+    one in a thread."""
+    use_fsync_worker(monkeypatch, None)
     threaded: list[int] = []
     real_run_sync = trio.to_thread.run_sync
 
@@ -282,3 +338,57 @@ async def test_a_lone_append_is_fsynced_without_a_thread_and_a_crowd_shares_one(
     reopened = DurableCoordinatorLog.open(tmp_path)
     assert len(reopened.keys()) == 6
     reopened.close()
+
+
+async def test_the_fsync_worker_syncs_a_crowd_while_the_loop_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under `always` a batch of several appends is made durable by the fsync worker process,
+    and the event loop serves meanwhile (an fsync on the loop would stop it for the whole
+    flush, and one in a thread waits for the GIL); a lone append is fsynced on the loop."""
+    use_fsync_worker(monkeypatch, fake_fsync_worker(tmp_path, SLOW_FSYNC))  # 0.3 s a flush
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await trio.sleep(0.005)
+            ticks += 1
+
+    async with running(tmp_path / "log", fsync_policy="always") as log, trio.open_nursery() as n:
+        assert log.fsync_worker_pid is not None
+        await log.append(GroupKey(1, "lone"), [commit("lone", "t", 1)])  # a real, quick fsync
+        n.start_soon(tick)
+        assert await append_together(log, [f"g{i}" for i in range(5)], 1) == []
+        assert ticks >= 20  # the loop kept running through the worker's 0.3 s flush
+        assert log.fsyncs == 2 and log.stats.batches == 2  # the five shared one
+        n.cancel_scope.cancel()
+    reopened = DurableCoordinatorLog.open(tmp_path / "log")
+    assert len(reopened.keys()) == 6
+    reopened.close()
+
+
+async def test_if_the_fsync_worker_dies_fsyncs_go_to_a_thread(tmp_path: Path) -> None:
+    groups = ["g", "h"]
+    async with running(tmp_path, fsync_policy="always") as log:
+        pid = log.fsync_worker_pid
+        assert pid is not None
+        assert await append_together(log, groups, 1) == []
+        os.kill(pid, signal.SIGKILL)
+        assert await append_together(log, groups, 2) == []  # acknowledged all the same
+        assert log.fsync_worker_pid is None and log.fsyncs == 2
+        assert await append_together(log, groups, 3) == []
+        assert log.fsyncs == 3
+    reopened = DurableCoordinatorLog.open(tmp_path)
+    assert [reopened.records_of(GroupKey(1, g)) for g in groups] == [
+        [commit(g, "t", 3)] for g in groups
+    ]
+    reopened.close()
+
+
+async def test_closing_the_log_stops_its_fsync_worker(tmp_path: Path) -> None:
+    async with running(tmp_path, fsync_policy="always") as log:
+        pid = log.fsync_worker_pid
+        assert pid is not None
+    assert log.fsync_worker_pid is None
+    assert not await trio.Path(f"/proc/{pid}").exists()  # exited and reaped: no zombie

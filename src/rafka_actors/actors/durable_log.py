@@ -11,13 +11,16 @@ Group commit
 `append` encodes its records, queues them and waits. One flusher task takes *everything*
 queued, from all groups, writes it with one ``write`` and (policy ``always``) one ``fsync``, then
 applies the records to the in-memory view and wakes every appender of the batch. Under ``always``
-the write and fsync of a batch from several appenders run in a worker thread, and while it is on
-disk the next batch gathers, so an fsync is shared by every group that committed meanwhile and
-throughput grows with the number of groups instead of falling. A batch of one append (a lone
-committer) is written and fsynced on the event loop instead: the two thread hand-offs around an
-fsync cost more than the fsync itself on a small VM (~0.2 ms each against ~0.3 ms), and requests
-that arrive meanwhile wait in their sockets and form the next, larger batch (the loop is held
-for one fsync at most, on a slow disk some milliseconds).
+a batch from several appenders is written on the event loop (to the page cache) and fsynced by
+the fsync worker, a child process (actors/fsync_process.py), and while it is on disk the loop
+goes on serving and the next batch gathers, so an fsync is shared by every group that committed
+meanwhile and throughput grows with the number of groups instead of falling. Without the worker
+(it could not start, or it died) such a batch goes to a worker thread, which has to win the GIL
+back from the busy loop after the fsync (on a small VM that took longer than the fsync). A
+batch of one append (a lone committer) is written and fsynced on the event loop: a round trip
+to the worker or the thread costs more than the fsync itself, and requests that arrive
+meanwhile wait in their sockets and form the next, larger batch (the loop is held for one
+fsync at most, on a slow disk some milliseconds).
 
 Under the other policies the write (to the page cache: a few microseconds, less than a hop to a
 thread) is made by the appender itself (`append_now`), like the partition logs' appends, and a
@@ -39,19 +42,21 @@ Fsync policies (``coordinator.log.fsync``)
   Survives a process crash; a power loss can lose everything not yet in a sealed segment.
 
 Acknowledged one-record appends per second, N groups each appending in a loop (the slow test
-``tests/storage/test_coordinator_log_bench.py``; 2-vCPU VM, write+fsync ~0.4 ms)::
+``tests/storage/test_coordinator_log_bench.py``; session 10, 2-vCPU VM, write+fsync of 4 KiB
+0.24-0.29 ms)::
 
     groups        1        10       100      1000
-    always     2,665     9,856    33,675    36,256   (one fsync per batch)
-    interval  53,012    59,334    60,312    63,130
-    never     52,869    59,406    62,179    56,316
+    always     3,744    17,804    64,440    66,280   (one fsync per batch)
+    interval 113,235   113,488   114,177   108,578
+    never    113,825   112,256   109,871   113,820
 
-A lone group under ``always`` read 741-1,295/s while every fsync went to a thread, against
-1,722-2,434/s without in the same, interleaved runs. ``always`` is the default: one group
-commits in ~0.4 ms (consumers commit every few seconds), and with many groups the trio loop's
-CPU, not the disk, is the ceiling, so durability costs 10-40% at scale. On a disk with a
-5-10 ms fsync a lone group gets 100-200 commits/s but group commit still scales with the
-number of groups.
+With the thread instead of the fsync worker the ``always`` row read 3,829 / 16,774 / 59,469 /
+64,912 in the same session: with no sockets to serve, the loop rarely holds the GIL when the
+thread wants it back. Through real clients it does: 16 committing clients 4,756-5,348/s with
+the thread, 6,013-6,214/s with the worker (actors/fsync_process.py). ``always`` is the default:
+one group commits in ~0.4 ms (consumers commit every few seconds), and with many groups the
+trio loop's CPU, not the disk, is the ceiling. On a disk with a 5-10 ms fsync a lone group gets
+100-200 commits/s but group commit still scales with the number of groups.
 
 The view, start-up and compaction
 ---------------------------------
@@ -96,6 +101,7 @@ from ..storage.coordinator_segments import (
     CoordinatorSegments,
 )
 from ..storage.entry_replay import AmbiguousKeys, EntryReplay
+from .fsync_process import FsyncProcess, FsyncProcessGone
 
 __all__ = ["CoordinatorLogError", "DurableCoordinatorLog", "FsyncPolicy", "LogStats"]
 
@@ -187,6 +193,7 @@ class DurableCoordinatorLog:
         self._compaction_wanted = trio.Event()
         self._sync_deadline = math.inf  # when unsynced writes must be fsynced (interval)
         self._closed = False
+        self._fsync_process: FsyncProcess | None = None  # started by run() under `always`
         self.stats = LogStats()
 
     @classmethod
@@ -277,6 +284,11 @@ class DurableCoordinatorLog:
         return self._segments.fsyncs
 
     @property
+    def fsync_worker_pid(self) -> int | None:
+        """The fsync worker's process id, or None: fsyncs go to a thread or the loop."""
+        return None if self._fsync_process is None else self._fsync_process.pid
+
+    @property
     def segments(self) -> CoordinatorSegments:
         return self._segments
 
@@ -284,6 +296,8 @@ class DurableCoordinatorLog:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Flush and compact until cancelled; then fail what is still queued and close."""
+        if self._policy is FsyncPolicy.ALWAYS and self._fsync_process is None:
+            self._fsync_process = self._start_fsync_process()
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._flush_forever)
@@ -311,8 +325,11 @@ class DurableCoordinatorLog:
         if self._policy is FsyncPolicy.ALWAYS:
             payloads = [payload for pending in batch for payload in pending.payloads]
             try:
-                if len(batch) == 1:  # a lone appender: no thread (see "Group commit")
+                if len(batch) == 1:  # a lone appender: on the loop (see "Group commit")
                     self._write_and_sync(payloads)
+                elif self._fsync_process is not None:
+                    self._segments.append(payloads)
+                    await self._fsync_in_process()
                 else:
                     await trio.to_thread.run_sync(self._write_and_sync, payloads)
             except BaseException as exc:
@@ -321,6 +338,31 @@ class DurableCoordinatorLog:
             self._written(batch)
         else:
             self._write_batch(batch)
+
+    async def _fsync_in_process(self) -> None:
+        """fsync what is written through the fsync worker; in a thread if it is gone."""
+        assert self._fsync_process is not None
+        try:
+            error = await self._fsync_process.fsync(self._segments.fd_to_sync())
+        except FsyncProcessGone as exc:
+            log.warning("coordinator log: %s; fsyncing in a thread from now on", exc)
+            self._stop_fsync_process()
+            await trio.to_thread.run_sync(self._segments.fsync)
+        else:
+            self._segments.synced_elsewhere(error)
+
+    @staticmethod
+    def _start_fsync_process() -> FsyncProcess | None:
+        try:
+            return FsyncProcess.start()
+        except OSError as exc:
+            log.warning("coordinator log: no fsync worker (%s); fsyncing in a thread", exc)
+            return None
+
+    def _stop_fsync_process(self) -> None:
+        process, self._fsync_process = self._fsync_process, None
+        if process is not None:
+            process.close()
 
     def _write_batch(self, batch: list[_Pending]) -> None:
         """Write to the page cache (fsync policies interval and never), synchronously."""
@@ -408,6 +450,7 @@ class DurableCoordinatorLog:
         queued, self._queue = self._queue, []
         for pending in queued:
             pending.fail(CoordinatorLogError("the coordinator log closed first"))
+        self._stop_fsync_process()
         try:
             self._segments.close()
         except CoordinatorLogError:

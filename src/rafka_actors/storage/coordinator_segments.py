@@ -506,6 +506,20 @@ class CoordinatorSegments:
             raise CoordinatorLogFailed(f"{self._active.path}: fsync failed: {exc}") from exc
         self.fsyncs += 1
 
+    def fd_to_sync(self) -> int:
+        """The active segment's descriptor, for an fsync made elsewhere (the fsync worker
+        process); report its outcome with `synced_elsewhere`."""
+        self._check_usable()
+        return self._fd
+
+    def synced_elsewhere(self, error: OSError | None) -> None:
+        """The outcome of an fsync of `fd_to_sync()` made elsewhere: counted if it succeeded,
+        and if it failed, the log refuses every later append, as after a failed `fsync`."""
+        if error is not None:
+            self._failed = error
+            raise CoordinatorLogFailed(f"{self._active.path}: fsync failed: {error}") from error
+        self.fsyncs += 1
+
     def _roll(self) -> None:
         self.fsync()
         first = max(self._next_sequence, self._active.first_sequence + 1)
