@@ -247,7 +247,7 @@ def commits(target: Target, opts: Options) -> list[Figure]:
         got["one"] = len(latencies) / window
         got["p50"] = percentile(latencies, 50) * 1000
         got["p99"] = percentile(latencies, 99) * 1000
-        got["many"] = _aggregate(target, topic, clients, window)
+        got["many"] = aggregate_commits([(target, topic)], clients, window)
     except Exception as exc:
         log.warning("(c) commits failed: %s", exc)
     return [
@@ -262,10 +262,6 @@ def commits(target: Target, opts: Options) -> list[Figure]:
             got["many"],
         ),
     ]
-
-
-def _aggregate(target: Target, topic: str, clients: int, window: float) -> float:
-    return aggregate_commits([(target, topic)], clients, window)
 
 
 def aggregate_commits(places: Sequence[tuple[Target, str]], clients: int, window: float) -> float:
