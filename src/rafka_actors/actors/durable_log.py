@@ -349,7 +349,7 @@ class DurableCoordinatorLog:
             self._stop_fsync_process()
             await trio.to_thread.run_sync(self._segments.fsync)
         else:
-            self._segments.synced_elsewhere(error)
+            self._segments.fsynced(error)
 
     @staticmethod
     def _start_fsync_process() -> FsyncProcess | None:
