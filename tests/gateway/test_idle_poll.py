@@ -7,9 +7,11 @@ import pytest
 import trio
 import trio.testing
 
+from rafka_actors.config import load_config
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.idle_poll import IdlePoller
+from rafka_actors.gateway.server import _idle_poller
 
 from ..wire import request_frame
 from .test_connection import API_VERSIONS, Client, ctx  # noqa: F401 (the ctx fixture)
@@ -78,10 +80,7 @@ async def test_every_reply_a_connection_sends_restarts_the_budget(ctx: BrokerCon
 
 
 @pytest.mark.parametrize(("value", "on"), [("100", True), ("0", False)])
-async def test_the_setting_starts_a_poller_or_none(value: str, on: bool, tmp_path: object) -> None:
-    from rafka_actors.config import load_config
-    from rafka_actors.gateway.server import _idle_poller
-
+async def test_the_setting_starts_a_poller_or_none(value: str, on: bool) -> None:
     config = load_config(environ={}, overrides={"idle.poll.time.us": value})
     async with trio.open_nursery() as nursery:
         poller = _idle_poller(config, nursery)
