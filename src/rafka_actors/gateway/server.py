@@ -31,6 +31,7 @@ from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
 from .idle_poll import IdlePoller
 from .limits import ConnectionLimits
+from .plain_socket import PlainSocketStream
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +200,8 @@ async def _serve(ctx: BrokerContext, stream: trio.abc.Stream) -> None:
         await trio.aclose_forcefully(stream)
         return
     conn = ConnectionInfo(peer_host, peer_port)
+    if type(stream) is trio.SocketStream:  # TLS keeps trio's SSLStream
+        stream = PlainSocketStream(stream)
     if ctx.sasl is not None:
         conn.sasl = ctx.new_sasl_session()
         conn.gate = PRE_AUTH_APIS
