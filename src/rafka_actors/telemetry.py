@@ -16,12 +16,14 @@ from typing import Any
 from opentelemetry import trace
 
 _tracer = trace.get_tracer("rafka_actors")
-_NOT_TRACING: AbstractContextManager[trace.Span] = nullcontext(trace.INVALID_SPAN)
+NOT_TRACING: AbstractContextManager[trace.Span] = nullcontext(trace.INVALID_SPAN)
 _UNKNOWN = object()  # the API changed: fall back to its public function
 _PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
 
-def _tracing() -> bool:
+def tracing() -> bool:
+    """Whether a tracer provider is set: a caller whose span attributes cost something to
+    gather may ask first and use NOT_TRACING."""
     # trace.get_tracer_provider() looks up an environment variable on every call until a
     # provider is set; the module global it guards answers the same question for less.
     if getattr(trace, "_TRACER_PROVIDER", _UNKNOWN) is None and not _PROVIDER_FROM_ENV:
@@ -30,6 +32,6 @@ def _tracing() -> bool:
 
 
 def span(name: str, **attributes: Any) -> AbstractContextManager[trace.Span]:
-    if not _tracing():
-        return _NOT_TRACING  # no provider configured: nothing would record this span
+    if not tracing():
+        return NOT_TRACING  # no provider configured: nothing would record this span
     return _tracer.start_as_current_span(name, attributes=attributes)

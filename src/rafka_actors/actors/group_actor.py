@@ -247,6 +247,8 @@ class GroupActor:
                 pass  # it has mail or is stopping: it looks at its deadline again anyway
 
     def _span(self, op: Any) -> AbstractContextManager[Span]:
+        if not telemetry.tracing():  # every inline answer passes here: skip the attributes
+            return telemetry.NOT_TRACING
         return telemetry.span(
             _SPANS.get(type(op), "rafka.broker.group.timer"),
             group_id=self.key.group_id,

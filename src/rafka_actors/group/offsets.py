@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 GroupT = TypeVar("GroupT", bound="ClassicGroup | ConsumerGroup | None")
 
 NO_OFFSET = -1
+_OK = int(ErrorCode.none)  # per partition of every commit and fetch: an int, looked up once
 
 
 def commit(
@@ -78,7 +79,7 @@ def store_offsets(
         fx.records.append(
             OffsetCommitRecord(op.group_id, topic, partition, offset, epoch, metadata, fx.now)
         )
-        results.append((topic, partition, int(ErrorCode.none)))
+        results.append((topic, partition, _OK))
     fx.reply(waiter, OffsetCommitOpResp(tuple(results)))
 
 
@@ -111,7 +112,7 @@ def fetch(group: GroupT, op: OffsetFetchOp, waiter: int, fx: Effects) -> GroupT:
     for topic, partition in wanted:
         found = offsets.get((topic, partition))
         if found is None:
-            rows.append((topic, partition, NO_OFFSET, -1, "", int(ErrorCode.none)))
+            rows.append((topic, partition, NO_OFFSET, -1, "", _OK))
         else:
             rows.append(
                 (
@@ -120,7 +121,7 @@ def fetch(group: GroupT, op: OffsetFetchOp, waiter: int, fx: Effects) -> GroupT:
                     found.offset,
                     found.leader_epoch,
                     found.metadata,
-                    int(ErrorCode.none),
+                    _OK,
                 )
             )
     fx.reply(waiter, OffsetFetchOpResp(ErrorCode.none, tuple(rows)))
@@ -159,7 +160,7 @@ def delete_unsubscribed(
             continue
         if group.offsets.pop((topic, partition), None) is not None:
             fx.records.append(OffsetTombstone(op.group_id, topic, partition))
-        results.append((topic, partition, int(ErrorCode.none)))
+        results.append((topic, partition, _OK))
     fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
 
 
