@@ -21,6 +21,7 @@ API of the gateway). A null id is left to the INVALID_GROUP_ID check.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -167,7 +168,6 @@ def _sync_response(mod: Any, response: SyncGroupOpResp) -> Any:
 async def heartbeat(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     group_id = request.group_id
     with telemetry.span("rafka.gateway.group.heartbeat", version=version, group_id=group_id or ""):
-        mod = schema(HEARTBEAT_KEY, version)
         if denied(conn, group_id):
             code: int = DENIED
         elif not group_id:
@@ -181,7 +181,14 @@ async def heartbeat(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
             )
             response: HeartbeatOpResp = await ask_group_light(ctx, conn, group_id, op)
             code = response.error_code
-        return make(mod.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode(code))
+        return _heartbeat_response(version, code)
+
+
+@cache
+def _heartbeat_response(version: int, code: int) -> Any:
+    """kio's responses are frozen, and a heartbeat's depends on nothing else: one each."""
+    mod = schema(HEARTBEAT_KEY, version)
+    return make(mod.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode(code))
 
 
 # -- LeaveGroup ---------------------------------------------------------------------------
