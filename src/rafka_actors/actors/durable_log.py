@@ -318,6 +318,9 @@ class DurableCoordinatorLog:
     async def _work_or_deadline(self) -> None:
         while not self._queue and trio.current_time() < self._sync_deadline:
             self._wakeup = trio.Event()
+            if self._sync_deadline == math.inf:  # no sync due (always, never): no cancel scope
+                await self._wakeup.wait()
+                continue
             with trio.move_on_at(self._sync_deadline):
                 await self._wakeup.wait()
 
