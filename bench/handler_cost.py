@@ -14,12 +14,17 @@ phase (the machine's own CPU speed still moves them by 10-20%: compare within on
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+# As in the broker (cli.py): without this, importing kio in a dev install runs Hypothesis's
+# trio plugin, which sorts and shuffles every batch of runnable tasks.
+os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 
 import trio
 
