@@ -7,9 +7,10 @@ write here, on requests whose whole Python answer costs 7-45 us (docs/performanc
 `PlainSocketStream` makes the same system calls with `os.read` and `os.write` on the
 socket's descriptor and keeps what the wrappers promise:
 
-- one checkpoint per call: a cancelled task is not read for, a call that did not have to
-  wait still lets the other tasks run after it (as trio's does), and a call that would block
-  waits in trio's `wait_readable` / `wait_writable`;
+- one checkpoint per call that succeeds: a cancelled task is not read for, a call that did
+  not have to wait still lets the other tasks run after it (as trio's does), and a call that
+  would block waits in trio's `wait_readable` / `wait_writable` (a failed call raises at
+  once: the connection is over);
 - a closed stream raises `trio.ClosedResourceError`, a broken connection
   `trio.BrokenResourceError`. The descriptor is read afresh before every system call, so a
   closed socket's number, which the kernel may give to the next file, is never used.
