@@ -229,12 +229,12 @@ async def test_stopping_actor_answers_everything_it_holds(
     queued_send, _queued_receive = trio.open_memory_channel[Any](1)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(actor.run)
-        await actor.mailbox.send(Envelope(join_op(), parked_send))  # parks for 3 s
+        await actor.post(Envelope(join_op(), parked_send))  # parks for 3 s
         await trio.sleep(0.5)
         nursery.cancel_scope.cancel()
     # the queued one arrives after the stop and finds the mailbox closed
     with pytest.raises(trio.BrokenResourceError):
-        await actor.mailbox.send(Envelope(join_op(new_id="x"), queued_send))
+        await actor.post(Envelope(join_op(new_id="x"), queued_send))
     parked = parked_receive.receive_nowait()
     assert parked.error_code == ErrorCode.coordinator_not_available
 
@@ -298,7 +298,7 @@ async def test_a_parked_actor_holds_no_request_it_has_answered(
         await registry.ask(K, OffsetCommitOp("g", (("t", 0, 1, -1, ""),)))
         actor = registry._actors[K]
         reply = Reply()
-        actor.mailbox.send_nowait(Envelope(OffsetCommitOp("g", (("t", 0, 2, -1, ""),)), reply))
+        actor.post_nowait(Envelope(OffsetCommitOp("g", (("t", 0, 2, -1, ""),)), reply))
         await trio.sleep(1)  # answered, and the actor parked on its mailbox again
         assert reply.value.results == (("t", 0, 0),)
         answered = weakref.ref(reply)
@@ -489,6 +489,36 @@ async def test_a_heartbeat_after_a_due_deadline_is_not_answered_inline(
     autojump_clock.jump(SESSION / 1000 + 1)  # no checkpoint since: the actor is still parked
     with trio.testing.assert_checkpoints():
         await registry.ask_light(K, beat)
+
+
+async def test_a_parked_actor_with_mail_coming_answers_nothing_inline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Envelopes posted and not yet taken (handed to the parked receive, or queued behind
+    it) go first: a fetch is answered inline only once the actor has taken them."""
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(), MemoryCoordinatorLog(), passivate_after_s=10
+        )
+        await _no_inline_answer_while_mail_is_coming(registry)
+        nursery.cancel_scope.cancel()
+
+
+async def _no_inline_answer_while_mail_is_coming(registry: GroupRegistry) -> None:
+    await registry.ask(K, OffsetCommitOp("g", (("t", 0, 1, -1, ""),)))
+    await trio.testing.wait_all_tasks_blocked()
+    actor = registry._actors[K]
+    fetch = OffsetFetchOp("g", None)
+    assert actor.answer_inline(fetch) is not None  # parked, nothing posted
+    replies, answered = trio.open_memory_channel[Any](2)
+    actor.post_nowait(Envelope(OffsetCommitOp("g", (("t", 0, 2, -1, ""),)), replies))
+    assert actor.answer_inline(fetch) is None  # handed to the parked receive, not yet taken
+    actor.post_nowait(Envelope(OffsetCommitOp("g", (("t", 0, 3, -1, ""),)), replies))
+    assert actor.answer_inline(fetch) is None
+    await trio.testing.wait_all_tasks_blocked()
+    assert [answered.receive_nowait().results for _ in range(2)] == [(("t", 0, 0),)] * 2
+    answer = actor.answer_inline(fetch)
+    assert answer is not None and answer.offsets[0][2] == 3
 
 
 class FailingLog(MemoryCoordinatorLog):

@@ -104,7 +104,10 @@ class GroupActor:
         self._topics = topics  # topics(org_id): the image of that org's topics
         self._passivate_after_s = passivate_after_s
         self.last_active = trio.current_time()  # of the last request (for passivation)
-        self.mailbox, self._inbox = trio.open_memory_channel[Envelope](mailbox_size)
+        self._mailbox, self._inbox = trio.open_memory_channel[Envelope](mailbox_size)
+        # Envelopes posted and taken: their difference is what the mailbox holds (or has
+        # handed to the parked actor), without building MemoryChannelStatistics each time.
+        self._posted = self._taken = 0
         self._waiters: dict[int, tuple[ReplyTo, Any]] = {}  # token -> (reply to, its op)
         self._next_token = 1
         self._parked = False  # waiting on the mailbox (answer_inline may answer)
@@ -167,8 +170,27 @@ class GroupActor:
         finally:
             self._drain()
 
+    def post_nowait(self, envelope: Envelope) -> None:
+        """Put `envelope` in the mailbox; trio.WouldBlock if it is full, BrokenResourceError
+        if the actor has stopped. Every envelope goes in through here or `post`."""
+        self._mailbox.send_nowait(envelope)
+        self._posted += 1
+
+    async def post(self, envelope: Envelope) -> None:
+        """`post_nowait`, waiting for room in a full mailbox. Counted from the start: once
+        room frees up trio moves the envelope in before this task runs again, and while it
+        waits the actor has work coming (it must not stop, nor answer inline ahead of it)."""
+        self._posted += 1
+        try:
+            await self._mailbox.send(envelope)
+        except BaseException:  # cancelled or stopped: it never went in
+            self._posted -= 1
+            raise
+
     def _queued(self) -> int:
-        return self._inbox.statistics().current_buffer_used
+        """Envelopes posted and not yet taken: while the actor runs, those in its mailbox;
+        while it is parked, also one that trio may have handed to its waiting receive."""
+        return self._posted - self._taken
 
     async def _next_envelope(self) -> Envelope | None:
         deadline = self._deadline
@@ -177,18 +199,25 @@ class GroupActor:
             # A queued envelope needs no cancel scope (~10 us each); the actor still
             # checkpoints whenever its mailbox runs dry, and a due deadline goes first.
             try:
-                return self._inbox.receive_nowait()
+                envelope = self._inbox.receive_nowait()
             except trio.WouldBlock:
                 pass
+            else:
+                self._taken += 1
+                return envelope
         self._parked = True
         try:
             if deadline is None:
-                return await self._inbox.receive()
-            with trio.move_on_at(trio_time(deadline)) as self._wait:
-                return await self._inbox.receive()
-            return None
+                envelope = await self._inbox.receive()
+            else:
+                with trio.move_on_at(trio_time(deadline)) as self._wait:
+                    envelope = await self._inbox.receive()
+                if self._wait.cancelled_caught:  # the deadline came first
+                    return None
         finally:
             self._parked, self._wait = False, None
+        self._taken += 1
+        return envelope
 
     def answer_inline(self, op: InlineOp) -> Any | None:
         """The answer to an OffsetFetch, a classic Heartbeat or an OffsetCommit, given here in
@@ -242,7 +271,7 @@ class GroupActor:
         stop = not self._passivate_after_s and self.idle
         if uncovered or stop:
             try:
-                self.mailbox.send_nowait(Envelope(RECHECK, None))
+                self.post_nowait(Envelope(RECHECK, None))
             except (trio.WouldBlock, trio.BrokenResourceError):
                 pass  # it has mail or is stopping: it looks at its deadline again anyway
 

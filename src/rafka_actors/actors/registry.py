@@ -70,9 +70,9 @@ class GroupRegistry:
                 try:
                     # Waiting for the reply is this call's checkpoint; a yield here too
                     # would cost every request another pass of the scheduler.
-                    actor.mailbox.send_nowait(envelope)
+                    actor.post_nowait(envelope)
                 except trio.WouldBlock:  # a full mailbox: wait for room (backpressure)
-                    await actor.mailbox.send(envelope)
+                    await actor.post(envelope)
                 break
             except trio.BrokenResourceError:  # it stopped just now: spawn a fresh one
                 if self._actors.get(key) is actor:
@@ -114,7 +114,7 @@ class GroupRegistry:
             for actor in list(self._actors.values()):
                 if actor.last_active <= cutoff and actor.idle:
                     try:
-                        actor.mailbox.send_nowait(Envelope(PASSIVATE, None))
+                        actor.post_nowait(Envelope(PASSIVATE, None))
                     except (trio.WouldBlock, trio.BrokenResourceError):
                         pass  # busy after all, or already stopping
 
