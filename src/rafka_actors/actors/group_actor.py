@@ -227,9 +227,9 @@ class GroupActor:
         Only while the actor is parked on an empty mailbox: then no step is half done (no
         offset is in memory before it is in the log), and trio runs one task at a time, so
         the handler sees the same settled state the actor would, and the whole step (state
-        machine, log write, replies) runs without a checkpoint. An envelope already handed
-        to the parked actor is not yet answered, so answering before it is still a valid
-        order.
+        machine, log write, replies) runs without a checkpoint. Not while anything posted
+        is still untaken, even an envelope trio has handed to the parked receive: requests
+        that reached the actor first are answered first.
 
         A Heartbeat or a commit may move deadlines, so neither is answered here once the
         parked wait's deadline is due (the timer goes first). A Heartbeat also needs that
