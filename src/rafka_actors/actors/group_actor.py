@@ -237,16 +237,16 @@ class GroupActor:
         waiting (`writable_now`: not under fsync policy `always`)."""
         if not self._parked or self._queued():
             return None
-        kind, wait = type(op), self._wait
+        kind, wait, trio_now = type(op), self._wait, trio.current_time()
         if kind is not ops.OffsetFetchOp:
-            if wait is not None and trio.current_time() >= wait.deadline:
+            if wait is not None and trio_now >= wait.deadline:
                 return None  # a due timer goes first
             if kind is ops.HeartbeatOp and wait is None:
                 return None
             if kind is ops.OffsetCommitOp and not self.log.writable_now():
                 return None
-        self.last_active = trio.current_time()
-        now = now_ms()
+        self.last_active = trio_now
+        now = now_ms(trio_now)
         try:
             with self._span(op) as span:
                 result = self._handle(op, INLINE, now, span)
