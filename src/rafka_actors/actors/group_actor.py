@@ -177,9 +177,16 @@ class GroupActor:
         self._posted += 1
 
     async def post(self, envelope: Envelope) -> None:
-        """`post_nowait`, waiting for room in a full mailbox. Counted from the start: once
-        room frees up trio moves the envelope in before this task runs again, and while it
-        waits the actor has work coming (it must not stop, nor answer inline ahead of it)."""
+        """`post_nowait`, or wait for room in a full mailbox (backpressure). Without a
+        checkpoint when there is room: the caller's wait for its reply is one. A waiting
+        envelope counts from the start: once room frees up trio moves it in before this task
+        runs again, and meanwhile the actor has work coming (it must not stop, nor answer
+        inline ahead of it)."""
+        try:
+            self.post_nowait(envelope)
+            return
+        except trio.WouldBlock:
+            pass
         self._posted += 1
         try:
             await self._mailbox.send(envelope)

@@ -67,12 +67,9 @@ class GroupRegistry:
         while True:
             actor = self._actors.get(key) or self._spawn(key)
             try:
-                try:
-                    # Waiting for the reply is this call's checkpoint; a yield here too
-                    # would cost every request another pass of the scheduler.
-                    actor.post_nowait(envelope)
-                except trio.WouldBlock:  # a full mailbox: wait for room (backpressure)
-                    await actor.post(envelope)
+                # No yield unless the mailbox is full: waiting for the reply is this call's
+                # checkpoint, and another would cost every request a pass of the scheduler.
+                await actor.post(envelope)
                 break
             except trio.BrokenResourceError:  # it stopped just now: spawn a fresh one
                 if self._actors.get(key) is actor:
