@@ -1,6 +1,7 @@
 """200 random garbage frames and 300 half-open connections leave the broker serving a real
 client, and bad connections are closed with log lines (up to a budget per interval) rather than
-crashing anything."""
+crashing anything. So do peers that reset their connection mid-frame or before reading their
+reply: the gateway reads and writes plain sockets itself (gateway/plain_socket.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import socket
 import struct
 
 import pytest
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from ..broker_process import BrokerProcess
+from ..wire import request_frame
 from .clients import Confluent
 
 pytestmark = pytest.mark.e2e
@@ -70,3 +73,22 @@ def test_garbage_and_half_open_connections(broker: BrokerProcess) -> None:
     # Closes are logged 50 per 10 s, the rest counted (gateway/log_budget.py): a garbage flood
     # must not flood the log.
     assert broker.log_text().count("closing connection") >= 50
+
+
+def test_peers_that_reset_mid_frame_or_before_their_reply(broker: BrokerProcess) -> None:
+    address = (broker.host, broker.port)
+    request = request_frame(
+        ApiVersionsRequest(client_software_name="reset", client_software_version="1")
+    )
+    for i in range(60):
+        sock = socket.create_connection(address, timeout=10)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # a whole request (its reply meets the reset) or part of one; then RST, not FIN
+        sock.sendall(request if i % 2 else request[:7])
+        sock.close()
+
+    client = Confluent(broker.bootstrap)
+    client.create_topic("after-resets", 1)
+    assert client.produce("after-resets", [(b"k", b"v")], "none") == 1
+    assert broker.alive()
+    assert "Traceback" not in broker.log_text()
