@@ -11,6 +11,7 @@ from rafka_actors.config import load_config
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.idle_poll import IdlePoller
+from rafka_actors.gateway.plain_socket import PlainSocketStream
 from rafka_actors.gateway.server import _idle_poller
 
 from ..wire import request_frame
@@ -59,13 +60,42 @@ async def test_the_poller_stays_runnable_for_its_budget_after_a_reply_and_then_s
         nursery.cancel_scope.cancel()  # cancellable while polling
 
 
+async def test_a_stream_polling_for_itself_has_the_budget_and_the_task_sleeps() -> None:
+    clock = Clock()
+    poller = IdlePoller(100e-6, now=clock)
+    stream, other = object(), object()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(poller.run)
+        await passes(3)
+        poller.replied(by=stream)
+        await passes(3)
+        asleep = clock.reads
+        await passes(10)
+        assert clock.reads == asleep  # the stream polls: the task does not
+        assert poller.polls_for(stream)
+        assert not poller.polls_for(other)
+
+        poller.replied(by=other)  # a later reply on another stream takes it over
+        assert not poller.polls_for(stream)
+        assert poller.polls_for(other)
+
+        clock.now = 100e-6
+        assert not poller.polls_for(other)  # its budget has run out
+
+        poller.replied()  # a stream that cannot poll (TLS): the task polls again
+        assert not poller.polls_for(other)
+        await passes(5)
+        assert clock.reads > asleep + 3
+        nursery.cancel_scope.cancel()
+
+
 async def test_every_reply_a_connection_sends_restarts_the_budget(ctx: BrokerContext) -> None:  # noqa: F811
     replies = []
 
     class Counting(IdlePoller):
-        def replied(self) -> None:
-            replies.append(1)
-            super().replied()
+        def replied(self, by: object | None = None) -> None:
+            replies.append(by)
+            super().replied(by)
 
     ctx.idle_poll = Counting(100e-6)
     async with trio.open_nursery() as nursery:
@@ -75,7 +105,30 @@ async def test_every_reply_a_connection_sends_restarts_the_budget(ctx: BrokerCon
         for i in range(3):
             await client.send(request_frame(API_VERSIONS, correlation_id=i))
             assert await client.read_frame() is not None
-        assert len(replies) == 3
+        assert replies == [None, None, None]  # a memory stream cannot poll for itself
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_plain_socket_connection_polls_for_itself_after_its_replies(
+    ctx: BrokerContext,  # noqa: F811
+) -> None:
+    polling = []
+
+    class Recording(IdlePoller):
+        def replied(self, by: object | None = None) -> None:
+            polling.append(by)
+            super().replied(by)
+
+    ctx.idle_poll = Recording(100e-6)
+    ours, theirs = trio.socket.socketpair()
+    stream = PlainSocketStream(trio.SocketStream(ours), ctx.idle_poll)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_connection, stream, ctx, ctx.apis, ConnectionInfo("t", 1))
+        client = Client(trio.SocketStream(theirs))
+        for i in range(2):
+            await client.send(request_frame(API_VERSIONS, correlation_id=i))
+            assert await client.read_frame() is not None
+        assert polling == [stream, stream]
         nursery.cancel_scope.cancel()
 
 

@@ -10,6 +10,8 @@ import pytest
 import trio
 import trio.testing
 
+from rafka_actors.gateway import plain_socket
+from rafka_actors.gateway.idle_poll import IdlePoller
 from rafka_actors.gateway.plain_socket import PlainSocketStream
 
 
@@ -124,3 +126,83 @@ async def test_max_bytes_below_one_is_refused(pair):
     stream, _ = pair
     with pytest.raises(ValueError):
         await stream.receive_some(0)
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_after_its_reply_a_read_polls_the_socket_until_the_budget_ends(pair, monkeypatch):
+    stream, peer = pair
+    waits = []
+
+    async def counted_wait(fd: int) -> None:
+        waits.append(fd)
+        await trio.lowlevel.wait_readable(fd)
+
+    monkeypatch.setattr(plain_socket, "wait_readable", counted_wait)
+    clock = Clock()
+    stream.poller = IdlePoller(1.0, now=clock)
+    stream.poller.replied(by=stream)
+    passes = 0
+
+    async def read(got: list[bytes]) -> None:
+        got.append(await stream.receive_some(100))
+
+    async def peer_sends_after(n: int, data: bytes) -> None:
+        nonlocal passes
+        for passes in range(1, n + 1):  # noqa: B007 (read after the loop)
+            await trio.lowlevel.checkpoint()
+        peer.sendall(data)
+
+    got: list[bytes] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read, got)
+        nursery.start_soon(peer_sends_after, 20, b"next")
+    assert got == [b"next"]
+    assert waits == []  # polled at every pass; never parked in epoll
+
+    clock.now = 1.0  # the budget is spent: the next read waits in epoll
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read, got)
+        await trio.testing.wait_all_tasks_blocked()
+        peer.sendall(b"late")
+    assert got == [b"next", b"late"]
+    assert len(waits) == 1
+
+
+async def test_a_later_reply_on_another_stream_takes_the_polling_over(pair, monkeypatch):
+    stream, peer = pair
+    waits = []
+
+    async def counted_wait(fd: int) -> None:
+        waits.append(fd)
+        await trio.lowlevel.wait_readable(fd)
+
+    monkeypatch.setattr(plain_socket, "wait_readable", counted_wait)
+    stream.poller = IdlePoller(1000.0)
+    stream.poller.replied(by=stream)
+    stream.poller.replied(by=object())  # another connection replied since
+    got = []
+    async with trio.open_nursery() as nursery:
+
+        async def read() -> None:
+            got.append(await stream.receive_some(100))
+
+        nursery.start_soon(read)
+        await trio.testing.wait_all_tasks_blocked()  # only a parked reader lets this return
+        peer.sendall(b"data")
+    assert got == [b"data"]
+    assert len(waits) == 1
+
+
+async def test_a_polling_read_can_be_cancelled(pair):
+    stream, _ = pair
+    stream.poller = IdlePoller(1000.0)
+    stream.poller.replied(by=stream)
+    with trio.move_on_after(0.05) as scope:
+        await stream.receive_some(100)
+    assert scope.cancelled_caught

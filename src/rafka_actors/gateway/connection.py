@@ -35,6 +35,7 @@ from .context import Api, BrokerContext, ConnectionInfo
 from .frames import BIG_FRAME, SENDING, FrameReader
 from .identities import WithGroupIdentities
 from .idle import CloseConnection, IdleClock, run_watched
+from .plain_socket import PlainSocketStream
 
 log = logging.getLogger(__name__)
 
@@ -109,10 +110,17 @@ async def _reply(
         idle.waiting(SENDING)
         await stream.send_all(reply)
         if ctx.idle_poll is not None:
-            ctx.idle_poll.replied()
+            ctx.idle_poll.replied(by=_polling_itself(stream))
         idle.busy()
     if conn.close_after_reply is not None:
         raise CloseConnection(conn.close_after_reply)
+
+
+def _polling_itself(stream: trio.abc.Stream) -> trio.abc.Stream | None:
+    """The stream, if it polls its own socket for the next request (plain_socket.py)."""
+    if isinstance(stream, PlainSocketStream) and stream.poller is not None:
+        return stream
+    return None
 
 
 async def _pipelined(

@@ -9,7 +9,13 @@ more synchronous commits/s from one librdkafka client (docs/performance.md). Sea
 Redpanda, does the same for the same reason (its ``--idle-poll-time-us``, 0 on overprovisioned
 machines).
 
-The poller is one task: while the budget after the latest reply lasts it yields at every
+A plain TCP connection answered one request at a time polls its own socket instead
+(gateway/plain_socket.py): the poller's task only polls for the replies of other streams
+(TLS, read-ahead), and the stream that sent the latest reply asks `polls_for` whether its
+budget lasts. One stream or the task polls at a time, never more, so a thousand idle
+connections cost what one does.
+
+The poller's task: while the budget after the latest reply lasts it yields at every
 pass of trio's scheduler, and a scheduler with a runnable task polls epoll without
 sleeping. It never delays other tasks (they run between its yields), costs nothing while no
 replies go out, and at most one budget of CPU per reply. Real time, not trio's clock: under
@@ -30,17 +36,24 @@ class IdlePoller:
         self._now = now
         self._until = 0.0  # poll until then (self._now's time)
         self._asleep: trio.Event | None = None  # set to wake the parked poller
+        self._by: object | None = None  # the stream polling for itself, if any
 
-    def replied(self) -> None:
-        """A reply went out: poll for the next request for the budget from now."""
+    def replied(self, by: object | None = None) -> None:
+        """A reply went out: poll for the next request for the budget from now. `by`, the
+        stream that sent it, polls its own socket instead of this task (plain_socket.py)."""
         self._until = self._now() + self.budget_s
-        if self._asleep is not None:
+        self._by = by
+        if by is None and self._asleep is not None:
             self._asleep.set()
             self._asleep = None
 
+    def polls_for(self, by: object) -> bool:
+        """Whether `by` sent the latest reply and its budget lasts."""
+        return self._by is by and self._now() < self._until
+
     async def run(self) -> None:
         while True:
-            if self._now() < self._until:
+            if self._by is None and self._now() < self._until:
                 await trio.lowlevel.checkpoint()  # cancellable: shutdown may come mid-budget
             else:
                 self._asleep = trio.Event()

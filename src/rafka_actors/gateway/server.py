@@ -201,7 +201,10 @@ async def _serve(ctx: BrokerContext, stream: trio.abc.Stream) -> None:
         return
     conn = ConnectionInfo(peer_host, peer_port)
     if type(stream) is trio.SocketStream:  # TLS keeps trio's SSLStream
-        stream = PlainSocketStream(stream)
+        # A connection answered one request at a time polls for its next one itself; a
+        # pipelined one is already waiting to read when its reply goes out.
+        one_at_a_time = ctx.config.max_in_flight_requests_per_connection <= 1
+        stream = PlainSocketStream(stream, ctx.idle_poll if one_at_a_time else None)
     if ctx.sasl is not None:
         conn.sasl = ctx.new_sasl_session()
         conn.gate = PRE_AUTH_APIS
