@@ -293,6 +293,7 @@ async def test_append_now_writes_before_returning_where_the_policy_allows(tmp_pa
         with trio.testing.assert_no_checkpoints():
             log.append_now(key, [commit("g", "t", 1)])
         assert log.records_of(key) == [commit("g", "t", 1)]
+        assert (log.stats.appends, log.stats.records, log.stats.batches) == (1, 1, 1)
         log.close()
         assert not log.writable_now()
     reopened = DurableCoordinatorLog.open(tmp_path / "never")
@@ -310,6 +311,7 @@ async def test_a_failed_append_now_raises_and_shows_nothing(
         with pytest.raises(CoordinatorLogError, match="not stored"):
             log.append_now(key, [commit("g", "t", 2)])
         assert log.records_of(key) == [commit("g", "t", 1)]
+        assert (log.stats.appends, log.stats.failed_batches) == (1, 1)
 
 
 async def test_without_the_worker_a_lone_append_is_fsynced_on_the_loop_and_a_crowd_in_a_thread(

@@ -258,9 +258,17 @@ class DurableCoordinatorLog:
         """Write ``records`` as the fsync policy promises before returning, without a
         checkpoint (only while `writable_now()`); raise CoordinatorLogError if not stored."""
         assert self.writable_now(), "append_now while a write must wait"
-        pending = _Pending(key, tuple(records), [encode_entry(key, r) for r in records])
-        self._write_batch([pending])
-        self._raise_if_failed(pending)
+        payloads = [encode_entry(key, r) for r in records]
+        try:
+            self._segments.append(payloads)
+        except BaseException as exc:  # as a batch of one: counted, logged, raised
+            pending = _Pending(key, tuple(records), payloads)
+            self._failed([pending], exc)
+            self._raise_if_failed(pending)
+            raise
+        # No _Pending and no Event to set: nobody waits for this append but the caller.
+        self._view.apply(key, records, payloads)
+        self._count_written(1, len(payloads))
 
     @staticmethod
     def _raise_if_failed(pending: _Pending) -> None:
@@ -391,8 +399,12 @@ class DurableCoordinatorLog:
         for pending in batch:
             self._view.apply(pending.key, pending.records, pending.payloads)
             pending.done.set()
-        self.stats.appends += len(batch)
-        self.stats.records += sum(len(pending.payloads) for pending in batch)
+        self._count_written(len(batch), sum(len(pending.payloads) for pending in batch))
+
+    def _count_written(self, appends: int, records: int) -> None:
+        """One batch of `appends` is written: count it, and start what it makes due."""
+        self.stats.appends += appends
+        self.stats.records += records
         self.stats.batches += 1
         if self._policy is FsyncPolicy.INTERVAL and self._sync_deadline == math.inf:
             self._sync_deadline = trio.current_time() + self._fsync_interval
