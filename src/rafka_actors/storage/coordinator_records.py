@@ -48,8 +48,9 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import IntEnum
+from operator import attrgetter
 from typing import Any
 
 import cbor2
@@ -178,11 +179,23 @@ _FIELDS: dict[type, tuple[str, ...]] = {
 }
 
 
+def _field_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The record's fields as a tuple, in one C call (attrgetter of one name is no tuple)."""
+    get = attrgetter(*names)
+    return get if len(names) > 1 else lambda record: (get(record),)
+
+
+# An entry's head (type tag, schema version) and field getter per class: every commit
+# encodes one entry, so nothing here is looked up or converted per call.
+_ENCODING: dict[type, tuple[int, int, Callable[[Any], tuple[Any, ...]]]] = {
+    cls: (int(tag), len(schemas) - 1, _field_getter(_FIELDS[cls]))
+    for cls, (tag, schemas) in _SCHEMAS.items()
+}
+
+
 def encode_entry(key: GroupKey, record: Record) -> bytes:
-    cls = type(record)
-    tag, schemas = _SCHEMAS[cls]
-    fields = [getattr(record, name) for name in _FIELDS[cls]]
-    return cbor2.dumps([int(tag), len(schemas) - 1, key.org_id, key.group_id, *fields])
+    tag, version, fields = _ENCODING[type(record)]
+    return cbor2.dumps((tag, version, key.org_id, key.group_id, *fields(record)))
 
 
 def decode_entry(payload: bytes) -> tuple[GroupKey, Record]:
