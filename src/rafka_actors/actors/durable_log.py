@@ -191,6 +191,7 @@ class DurableCoordinatorLog:
         self._queue: list[_Pending] = []
         self._wakeup = trio.Event()
         self._compaction_wanted = trio.Event()
+        self._rolls_seen = -1  # the first write looks at what start-up found
         self._sync_deadline = math.inf  # when unsynced writes must be fsynced (interval)
         self._closed = False
         self._fsync_process: FsyncProcess | None = None  # started by run() under `always`
@@ -409,8 +410,10 @@ class DurableCoordinatorLog:
         if self._policy is FsyncPolicy.INTERVAL and self._sync_deadline == math.inf:
             self._sync_deadline = trio.current_time() + self._fsync_interval
             self._wakeup.set()  # the flusher must learn of the new sync deadline
-        if self._segments.dirty_bytes >= self._dirty_limit:
-            self._compaction_wanted.set()
+        if self._segments.rolls != self._rolls_seen:  # only a roll adds dirty bytes
+            self._rolls_seen = self._segments.rolls
+            if self._segments.dirty_bytes >= self._dirty_limit:
+                self._compaction_wanted.set()
 
     def _write_and_sync(self, payloads: list[bytes]) -> None:
         self._segments.append(payloads)

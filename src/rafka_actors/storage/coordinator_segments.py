@@ -407,6 +407,7 @@ class CoordinatorSegments:
         self._failed: BaseException | None = None
         self._closed = False
         self.fsyncs = 0
+        self.rolls = 0  # segments sealed by appends: only a roll adds dirty bytes
 
     @classmethod
     def open(
@@ -542,6 +543,7 @@ class CoordinatorSegments:
             self._sealed.append(old)
             self._active, self._fd = _Segment(first, path, 0), fd
         self._next_sequence = first
+        self.rolls += 1
 
     def _check_usable(self) -> None:
         if self._closed:
