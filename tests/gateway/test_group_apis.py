@@ -24,7 +24,7 @@ from kio.schema.errors import ErrorCode
 from trio.testing import MockClock
 
 from rafka_actors.gateway.apis import API_TABLE, groups
-from rafka_actors.gateway.apis._build import make
+from rafka_actors.gateway.apis._build import error_code, make
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.group.consumer_protocol import encode_assignment, encode_subscription
@@ -652,3 +652,10 @@ async def test_offset_delete_group_errors(client: Client, autojump_clock: MockCl
     busy = await client.call(offset_delete_req("live", {"t": [0]}))
     assert busy.error_code == ErrorCode.none
     assert deleted(busy) == [("t", 0, ErrorCode.group_subscribed_to_topic)]
+
+
+def test_error_code_is_the_enum_member_and_refuses_an_unknown_code() -> None:
+    for code in ErrorCode:
+        assert error_code(int(code)) is code
+    with pytest.raises(ValueError):
+        error_code(32_000)

@@ -14,9 +14,12 @@ from functools import cache
 from types import ModuleType
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from ...protocol.messages import response_class
 
 _ZERO = datetime.timedelta(0)
+_ERROR_CODES = {int(code): code for code in ErrorCode}
 
 
 @cache
@@ -29,6 +32,14 @@ def make(cls: type, **values: Any) -> Any:
     if names.issuperset(values):  # the usual case: no new dict to build
         return cls(**values)
     return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def error_code(value: int) -> ErrorCode:
+    """`ErrorCode(value)`: a dict lookup for a known code, a fifth of the enum's own call."""
+    try:
+        return _ERROR_CODES[value]
+    except KeyError:
+        return ErrorCode(value)  # raises ValueError for a code kio does not know
 
 
 def has_field(cls: type, name: str) -> bool:

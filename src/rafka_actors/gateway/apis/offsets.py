@@ -37,7 +37,7 @@ from kio.schema.errors import ErrorCode
 from ... import telemetry
 from ...group.ops import OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp, OffsetFetchOpResp
 from ..context import BrokerContext, ConnectionInfo
-from ._build import NO_THROTTLE, make, schema
+from ._build import NO_THROTTLE, error_code, make, schema
 from .groups import DENIED, ask_group_light, denied
 
 TOPIC_DENIED = ErrorCode.topic_authorization_failed
@@ -144,7 +144,7 @@ def partition_results(
                 make(
                     partition_cls,
                     partition_index=p.partition_index,
-                    error_code=ErrorCode(results.get((t.name, p.partition_index), missing)),
+                    error_code=error_code(results.get((t.name, p.partition_index), missing)),
                 )
                 for p in t.partitions
             ),
@@ -191,7 +191,7 @@ async def _fetch_group(
     """(group error, response topics) for one group: the request (v1-v7) or a v8+ group."""
     if wanted.topics is None:  # every committed offset
         response = await _fetch_response(ctx, conn, wanted, None, stable)
-        code = ErrorCode(response.error_code)
+        code = error_code(response.error_code)
         every = () if code != ErrorCode.none else response.offsets
         return code, _topics_of_rows(mod, version, (r for r in every if conn.may_use_topic(r[0])))
     allowed: list[Any] = []
@@ -199,7 +199,7 @@ async def _fetch_group(
     for t in wanted.topics:
         (allowed if conn.may_use_topic(t.name) else refused).append(t)
     response = await _fetch_response(ctx, conn, wanted, allowed, stable)
-    code = ErrorCode(response.error_code)
+    code = error_code(response.error_code)
     requested = allowed + refused  # Kafka appends the refused topics
     if code != ErrorCode.none:
         # v1 has no group-level error: each requested partition carries it.
@@ -237,13 +237,13 @@ def _topics_as_requested(
     mod: Any, version: int, requested: Any, rows: Iterable[FetchRow]
 ) -> tuple[Any, ...]:
     found = {(row[0], row[1]): row for row in rows}
-    topic_cls, _ = _classes(mod, version)
+    topic_cls, partition_cls = _classes(mod, version)
     return tuple(
         make(
             topic_cls,
             name=t.name,
             partitions=tuple(
-                _partition(mod, version, found.get((t.name, p), (t.name, p, -1, -1, "", 0)))
+                _partition(partition_cls, found.get((t.name, p), (t.name, p, -1, -1, "", 0)))
                 for p in t.partition_indexes
             ),
         )
@@ -252,23 +252,22 @@ def _topics_as_requested(
 
 
 def _topics_of_rows(mod: Any, version: int, rows: Iterable[FetchRow]) -> tuple[Any, ...]:
+    topic_cls, partition_cls = _classes(mod, version)
     by_topic: dict[str, list[Any]] = {}
     for row in rows:
-        by_topic.setdefault(row[0], []).append(_partition(mod, version, row))
-    topic_cls, _ = _classes(mod, version)
+        by_topic.setdefault(row[0], []).append(_partition(partition_cls, row))
     return tuple(make(topic_cls, name=n, partitions=tuple(ps)) for n, ps in by_topic.items())
 
 
-def _partition(mod: Any, version: int, row: FetchRow) -> Any:
+def _partition(partition_cls: type, row: FetchRow) -> Any:
     _, partition, offset, epoch, metadata, error = row
-    _, partition_cls = _classes(mod, version)
     return make(
         partition_cls,
         partition_index=partition,
         committed_offset=offset,
         committed_leader_epoch=epoch,
         metadata=metadata,
-        error_code=ErrorCode(error),
+        error_code=error_code(error),
     )
 
 
