@@ -135,26 +135,30 @@ class Clock:
         return self.now
 
 
-async def test_after_its_reply_a_read_polls_the_socket_until_the_budget_ends(pair, monkeypatch):
-    stream, peer = pair
-    waits = []
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The descriptors the stream parked on in trio's wait_readable, in order."""
+    parked: list[int] = []
 
     async def counted_wait(fd: int) -> None:
-        waits.append(fd)
+        parked.append(fd)
         await trio.lowlevel.wait_readable(fd)
 
     monkeypatch.setattr(plain_socket, "wait_readable", counted_wait)
+    return parked
+
+
+async def test_after_its_reply_a_read_polls_the_socket_until_the_budget_ends(pair, waits):
+    stream, peer = pair
     clock = Clock()
     stream.poller = IdlePoller(1.0, now=clock)
     stream.poller.replied(by=stream)
-    passes = 0
 
     async def read(got: list[bytes]) -> None:
         got.append(await stream.receive_some(100))
 
-    async def peer_sends_after(n: int, data: bytes) -> None:
-        nonlocal passes
-        for passes in range(1, n + 1):  # noqa: B007 (read after the loop)
+    async def peer_sends_after(passes: int, data: bytes) -> None:
+        for _ in range(passes):
             await trio.lowlevel.checkpoint()
         peer.sendall(data)
 
@@ -174,15 +178,8 @@ async def test_after_its_reply_a_read_polls_the_socket_until_the_budget_ends(pai
     assert len(waits) == 1
 
 
-async def test_a_later_reply_on_another_stream_takes_the_polling_over(pair, monkeypatch):
+async def test_a_later_reply_on_another_stream_takes_the_polling_over(pair, waits):
     stream, peer = pair
-    waits = []
-
-    async def counted_wait(fd: int) -> None:
-        waits.append(fd)
-        await trio.lowlevel.wait_readable(fd)
-
-    monkeypatch.setattr(plain_socket, "wait_readable", counted_wait)
     stream.poller = IdlePoller(1000.0)
     stream.poller.replied(by=stream)
     stream.poller.replied(by=object())  # another connection replied since
