@@ -174,13 +174,11 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
 _BY_TAG: dict[int, tuple[type, tuple[_Schema, ...]]] = {
     tag: (cls, schemas) for cls, (tag, schemas) in _SCHEMAS.items()
 }
-_FIELDS: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _SCHEMAS
-}
 
 
-def _field_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
-    """The record's fields as a tuple, in one C call (attrgetter of one name is no tuple)."""
+def _field_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    """A record's fields as a tuple, in one C call (attrgetter of one name is no tuple)."""
+    names = [f.name for f in dataclasses.fields(cls)]
     get = attrgetter(*names)
     return get if len(names) > 1 else lambda record: (get(record),)
 
@@ -188,7 +186,7 @@ def _field_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
 # An entry's head (type tag, schema version) and field getter per class: every commit
 # encodes one entry, so nothing here is looked up or converted per call.
 _ENCODING: dict[type, tuple[int, int, Callable[[Any], tuple[Any, ...]]]] = {
-    cls: (int(tag), len(schemas) - 1, _field_getter(_FIELDS[cls]))
+    cls: (int(tag), len(schemas) - 1, _field_getter(cls))
     for cls, (tag, schemas) in _SCHEMAS.items()
 }
 
