@@ -89,47 +89,49 @@ async def test_a_stream_polling_for_itself_has_the_budget_and_the_task_sleeps() 
         nursery.cancel_scope.cancel()
 
 
-async def test_every_reply_a_connection_sends_restarts_the_budget(ctx: BrokerContext) -> None:  # noqa: F811
-    replies = []
+class Recording(IdlePoller):
+    """Keeps the `by` of every reply it hears of."""
 
-    class Counting(IdlePoller):
-        def replied(self, by: object | None = None) -> None:
-            replies.append(by)
-            super().replied(by)
+    def __init__(self, budget_s: float) -> None:
+        super().__init__(budget_s)
+        self.replies: list[object | None] = []
 
-    ctx.idle_poll = Counting(100e-6)
+    def replied(self, by: object | None = None) -> None:
+        self.replies.append(by)
+        super().replied(by)
+
+
+async def answer_api_versions(
+    ctx: BrokerContext,  # noqa: F811
+    server_end: trio.abc.Stream,
+    client_end: trio.abc.Stream,
+    times: int,
+) -> None:
+    """Serve `server_end` and have the client on `client_end` ask ApiVersions `times` times."""
     async with trio.open_nursery() as nursery:
-        client_end, server_end = trio.testing.memory_stream_pair()
         nursery.start_soon(serve_connection, server_end, ctx, ctx.apis, ConnectionInfo("t", 1))
         client = Client(client_end)
-        for i in range(3):
+        for i in range(times):
             await client.send(request_frame(API_VERSIONS, correlation_id=i))
             assert await client.read_frame() is not None
-        assert replies == [None, None, None]  # a memory stream cannot poll for itself
         nursery.cancel_scope.cancel()
+
+
+async def test_every_reply_a_connection_sends_restarts_the_budget(ctx: BrokerContext) -> None:  # noqa: F811
+    ctx.idle_poll = poller = Recording(100e-6)
+    client_end, server_end = trio.testing.memory_stream_pair()
+    await answer_api_versions(ctx, server_end, client_end, 3)
+    assert poller.replies == [None, None, None]  # a memory stream cannot poll for itself
 
 
 async def test_a_plain_socket_connection_polls_for_itself_after_its_replies(
     ctx: BrokerContext,  # noqa: F811
 ) -> None:
-    polling = []
-
-    class Recording(IdlePoller):
-        def replied(self, by: object | None = None) -> None:
-            polling.append(by)
-            super().replied(by)
-
-    ctx.idle_poll = Recording(100e-6)
+    ctx.idle_poll = poller = Recording(100e-6)
     ours, theirs = trio.socket.socketpair()
-    stream = PlainSocketStream(trio.SocketStream(ours), ctx.idle_poll)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve_connection, stream, ctx, ctx.apis, ConnectionInfo("t", 1))
-        client = Client(trio.SocketStream(theirs))
-        for i in range(2):
-            await client.send(request_frame(API_VERSIONS, correlation_id=i))
-            assert await client.read_frame() is not None
-        assert polling == [stream, stream]
-        nursery.cancel_scope.cancel()
+    stream = PlainSocketStream(trio.SocketStream(ours), poller)
+    await answer_api_versions(ctx, stream, trio.SocketStream(theirs), 2)
+    assert poller.replies == [stream, stream]
 
 
 @pytest.mark.parametrize(("value", "on"), [("100", True), ("0", False)])
