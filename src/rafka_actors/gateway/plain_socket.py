@@ -75,15 +75,11 @@ class PlainSocketStream(trio.abc.Stream):
                 await cancel_shielded_checkpoint()
                 return data
             poller = self.poller
-            if poller is not None:
-                while poller.polls_for(self):  # our reply was the latest: the peer's is near
-                    await checkpoint()
-                    try:
-                        return os.read(self._fd(), size)
-                    except BlockingIOError:
-                        pass
             while True:
-                await wait_readable(self._fd())
+                if poller is not None and poller.polls_for(self):
+                    await checkpoint()  # our reply was the latest: the peer's is near
+                else:
+                    await wait_readable(self._fd())
                 try:
                     return os.read(self._fd(), size)
                 except BlockingIOError:
