@@ -9,7 +9,8 @@ the group actor and its state machine, or the coordinator log. The CPU figure is
 with the sampler attached (py-spy costs the broker a little).
 
     .venv/bin/python bench/profile_broker.py [--broker KIND | --bootstrap HOST:PORT --pid PID]
-        [--ops commit,fetch,apiversions] [--seconds 5] [--rate 500] [--top 12] [-o KEY=VALUE ...]
+        [--ops commit,fetch,apiversions] [--seconds 5] [--rate 500] [--top 12] [--clients 1]
+        [-o KEY=VALUE ...]
 
 py-spy needs to read the broker's memory: root, or ptrace allowed for the user
 (``/proc/sys/kernel/yama/ptrace_scope`` 0).
@@ -115,6 +116,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rate", type=int, default=500, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--clients", type=int, default=1, help="at once, one group each")
     args = parser.parse_args()
     if args.bootstrap and not args.pid:
         parser.error("--bootstrap needs --pid (the process py-spy samples)")
@@ -123,11 +125,14 @@ def main() -> int:
         assert target.pid is not None
         topic = create_topic(target, 1)
         for op in args.ops.split(","):
-            frame = encode_request(request(op, f"profile-{op}", topic), 1, "bench")
-            replay(target.bootstrap, target.pid, frame, 0.5)  # the group exists, warm
+            frames = [
+                encode_request(request(op, f"profile-{op}-{i}", topic), 1, "bench")
+                for i in range(args.clients)
+            ]
+            replay(target.bootstrap, target.pid, frames, 0.5)  # the groups exist, warm
             out = Path(tmp) / f"{op}.txt"
             sampler = sample(target.pid, args.seconds, args.rate, out)
-            rate, cpu_us = replay(target.bootstrap, target.pid, frame, args.seconds)
+            rate, cpu_us = replay(target.bootstrap, target.pid, frames, args.seconds)
             _, err = sampler.communicate(timeout=args.seconds + 60)
             if sampler.returncode != 0 or not out.exists():
                 print(f"py-spy failed ({sampler.returncode}): {err.decode().strip()}")

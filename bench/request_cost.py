@@ -7,12 +7,18 @@ noida-db or tansu, see rafka_actors.bench.brokers) unless --bootstrap and --pid 
 that is running.
 
     .venv/bin/python bench/request_cost.py [--broker KIND | --bootstrap HOST:PORT --pid PID]
-        [--ops apiversions,commit,fetch] [--seconds 3] [--rounds 5] [-o KEY=VALUE ...]
+        [--ops apiversions,commit,fetch] [--seconds 3] [--rounds 5] [--clients 1]
+        [-o KEY=VALUE ...]
+
+With `--clients N`, N processes replay at once, each its own group (as (c)'s 16 committers
+do), and the rate is their sum: what the broker serves when it, not one client's round trip,
+is the limit.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import shlex
 import socket
 import statistics
@@ -21,6 +27,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.offset_commit.v8 import request as commit
@@ -59,8 +66,9 @@ def request(op: str, group: str, topic: str) -> object:
     return fetch.OffsetFetchRequest(groups=(wanted,), require_stable=False)
 
 
-def replay(bootstrap: str, pid: int, frame: bytes, seconds: float) -> tuple[float, float]:
-    """(requests/s, broker CPU microseconds per request) over `seconds`."""
+def _client(bootstrap: str, frame: bytes, seconds: float, start: Any, counts: Any) -> None:
+    """One blocking client: warm up, wait for `start`, replay `frame` for `seconds` and put
+    how many it answered in `counts`."""
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port))) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -72,11 +80,31 @@ def replay(bootstrap: str, pid: int, frame: bytes, seconds: float) -> tuple[floa
 
         for _ in range(200):  # warm up (the group exists, its actor is alive)
             one()
-        cpu0, start, count = cpu_seconds(pid), time.perf_counter(), 0
-        while time.perf_counter() - start < seconds:
+        start.wait()
+        began, count = time.perf_counter(), 0
+        while time.perf_counter() - began < seconds:
             one()
             count += 1
-        elapsed, cpu1 = time.perf_counter() - start, cpu_seconds(pid)
+    counts.put(count)
+
+
+def replay(bootstrap: str, pid: int, frames: list[bytes], seconds: float) -> tuple[float, float]:
+    """(requests/s, broker CPU microseconds per request) over `seconds`, one client per
+    frame, all at once."""
+    start, counts = multiprocessing.Event(), multiprocessing.Queue()
+    clients = [
+        multiprocessing.Process(target=_client, args=(bootstrap, frame, seconds, start, counts))
+        for frame in frames
+    ]
+    for client in clients:
+        client.start()
+    time.sleep(0.2 + 0.02 * len(clients))  # every client has warmed up
+    cpu0, began = cpu_seconds(pid), time.perf_counter()
+    start.set()
+    count = sum(counts.get() for _ in clients)
+    elapsed, cpu1 = time.perf_counter() - began, cpu_seconds(pid)
+    for client in clients:
+        client.join()
     assert cpu0 is not None and cpu1 is not None, "the broker is gone"
     return count / elapsed, (cpu1 - cpu0) / count * 1e6
 
@@ -104,6 +132,7 @@ def main() -> int:
     parser.add_argument("--ops", default="apiversions,commit,fetch")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--clients", type=int, default=1, help="at once, one group each")
     args = parser.parse_args()
     if args.bootstrap and not args.pid:
         parser.error("--bootstrap needs --pid (whose CPU time is measured)")
@@ -112,9 +141,12 @@ def main() -> int:
         assert target.pid is not None
         topic = create_topic(target, TOPIC_PARTITIONS)
         for op in args.ops.split(","):
-            frame = encode_request(request(op, f"cost-{op}", topic), 1, "bench")
+            frames = [
+                encode_request(request(op, f"cost-{op}-{i}", topic), 1, "bench")
+                for i in range(args.clients)
+            ]
             rounds = [
-                replay(target.bootstrap, target.pid, frame, args.seconds)
+                replay(target.bootstrap, target.pid, frames, args.seconds)
                 for _ in range(args.rounds)
             ]
             costs = sorted(cost for _, cost in rounds)
