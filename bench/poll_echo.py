@@ -6,24 +6,35 @@ measures the two ways of doing it with nothing else in the way: a trio echo serv
 the loop running ("task"), one whose connection retries its own read at every pass of the
 scheduler ("self", what the broker does), and one without polling ("none"). A blocking client
 sends a 60-byte frame and waits for it back, as a synchronous Kafka client does; the figure is
-round trips per second, the best of the rounds. Modes alternate, so a drift of the machine
-shows in the spread.
+round trips per second, the best of the rounds, and the server's CPU per round trip. Modes
+alternate, so a drift of the machine shows in the spread.
 
-    .venv/bin/python bench/poll_echo.py [--modes task,self,none] [--rounds 2] [--seconds 1.5]
+With `--clients N`, N blocking clients (processes) echo at once and the rate is their sum: the
+floor of what a trio server spends per request when it, not one client's round trip, is the
+limit. Mode "reactor" is the same server without a task per connection: one task waits for
+its own level-triggered epoll and serves every ready socket in turn (what a gateway redesigned
+around one event loop of its own, not trio's tasks, could save per request).
+
+    .venv/bin/python bench/poll_echo.py [--modes task,self,none,reactor] [--rounds 2]
+        [--seconds 1.5] [--clients 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
+import select
 import shlex
 import socket
 import subprocess
 import sys
 import time
+from typing import Any
 
 import trio
 
+from rafka_actors.bench.loadgen import cpu_seconds
 from rafka_actors.gateway.idle_poll import IdlePoller
 from rafka_actors.gateway.plain_socket import PlainSocketStream
 
@@ -32,6 +43,9 @@ FRAME = b"x" * 60
 
 
 async def serve(mode: str, listener: socket.socket) -> None:
+    if mode == "reactor":
+        await serve_from_one_task(listener)
+        return
     poller = IdlePoller(BUDGET_S)
 
     async def echo(stream: trio.SocketStream) -> None:
@@ -47,39 +61,104 @@ async def serve(mode: str, listener: socket.socket) -> None:
         await trio.serve_listeners(echo, [trio.SocketListener(sock)])
 
 
-def round_trips(port: int, seconds: float) -> float:
+async def serve_from_one_task(listener: socket.socket) -> None:
+    """Every connection served by this one task from its own level-triggered epoll, polled
+    for BUDGET_S after each pass that found work (as the broker polls after a reply)."""
+    ready = select.epoll()
+    listener.setblocking(False)
+    ready.register(listener.fileno(), select.EPOLLIN)
+    clients: dict[int, socket.socket] = {}
+    poll_until = 0.0
+    while True:
+        events = ready.poll(0)
+        if not events:
+            if time.perf_counter() < poll_until:
+                await trio.lowlevel.checkpoint()
+            else:
+                await trio.lowlevel.wait_readable(ready.fileno())
+            continue
+        for fd, _ in events:
+            if fd == listener.fileno():
+                client, _ = listener.accept()
+                client.setblocking(False)
+                client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as trio's
+                clients[client.fileno()] = client
+                ready.register(client.fileno(), select.EPOLLIN)
+                continue
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if data:
+                os.write(fd, data)  # 60 bytes into an empty socket buffer: never short
+            else:
+                ready.unregister(fd)
+                clients.pop(fd).close()
+        poll_until = time.perf_counter() + BUDGET_S
+        await trio.lowlevel.checkpoint()
+
+
+def round_trips(port: int, seconds: float, start: Any = None, rates: Any = None) -> float:
+    """One blocking client's round trips/s; with `start`, it waits for it after warming up
+    and puts its rate in `rates`."""
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         for _ in range(500):  # warm up
             sock.sendall(FRAME)
             sock.recv(len(FRAME), socket.MSG_WAITALL)
-        count, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
+        if start is not None:
+            start.wait()
+        count, began = 0, time.perf_counter()
+        while time.perf_counter() - began < seconds:
             sock.sendall(FRAME)
             sock.recv(len(FRAME), socket.MSG_WAITALL)
             count += 1
-        return count / (time.perf_counter() - start)
+        rate = count / (time.perf_counter() - began)
+    if rates is not None:
+        rates.put(rate)
+    return rate
 
 
-def measure(mode: str, seconds: float) -> float:
-    with socket.create_server(("127.0.0.1", 0)) as listener:
+def measure(mode: str, seconds: float, clients: int) -> tuple[float, float]:
+    """(round trips/s of all clients together, server CPU microseconds per round trip)."""
+    with socket.create_server(("127.0.0.1", 0), backlog=max(clients, 5)) as listener:
         port = listener.getsockname()[1]
         server = subprocess.Popen(
             [sys.executable, __file__, "--serve", mode, "--fd", str(listener.fileno())],
             pass_fds=[listener.fileno()],
         )
     try:
-        return round_trips(port, seconds)
+        if clients == 1:
+            cpu0 = cpu_seconds(server.pid)
+            rate = round_trips(port, seconds)
+        else:
+            start, rates = multiprocessing.Event(), multiprocessing.Queue()
+            runs = [
+                multiprocessing.Process(target=round_trips, args=(port, seconds, start, rates))
+                for _ in range(clients)
+            ]
+            for run in runs:
+                run.start()
+            time.sleep(0.2 + 0.02 * clients)  # every client has warmed up
+            cpu0 = cpu_seconds(server.pid)
+            start.set()
+            rate = sum(rates.get() for _ in runs)
+            for run in runs:
+                run.join()
+        cpu1 = cpu_seconds(server.pid)
     finally:
         server.kill()
         server.wait()
+    assert cpu0 is not None and cpu1 is not None, "the server is gone"
+    return rate, (cpu1 - cpu0) / (rate * seconds) * 1e6
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--modes", default="task,self,none")
+    parser.add_argument("--modes", default="task,self,none,reactor")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=1.5)
+    parser.add_argument("--clients", type=int, default=1, help="echoing at once")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--fd", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -89,14 +168,16 @@ def main() -> int:
         return 0
     print(f"# {shlex.join(['bench/poll_echo.py', *sys.argv[1:]])}  ({os.cpu_count()} cores)")
     modes = args.modes.split(",")
-    rates: dict[str, list[float]] = {mode: [] for mode in modes}
+    runs: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
     for _ in range(args.rounds):
         for mode in modes:
-            rates[mode].append(measure(mode, args.seconds))
-    for mode, got in rates.items():
+            runs[mode].append(measure(mode, args.seconds, args.clients))
+    for mode, got in runs.items():
+        best = max(rate for rate, _ in got)
         print(
-            f"{mode:>4}: best {max(got):,.0f} round trips/s "
-            f"({1e6 / max(got):.1f} us), all {', '.join(f'{r:,.0f}' for r in got)}"
+            f"{mode:>7}: best {best:,.0f} round trips/s ({1e6 / best:.1f} us), "
+            f"all {', '.join(f'{rate:,.0f}' for rate, _ in got)}; server CPU per round trip "
+            f"{min(cpu for _, cpu in got):.1f} us"
         )
     return 0
 

@@ -25,5 +25,22 @@ def test_every_mode_echoes_and_prints_its_round_trips() -> None:
         m.group(1): float(m.group(2).replace(",", ""))
         for m in re.finditer(r"^\s*(\w+): best ([\d,]+) round trips/s", done.stdout, re.MULTILINE)
     }
-    assert set(found) == {"task", "self", "none"}
+    assert set(found) == {"task", "self", "none", "reactor"}
     assert all(rate > 0 for rate in found.values())
+
+
+def test_several_clients_echo_at_once_in_every_mode() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "poll_echo.py"),
+            *("--rounds", "1", "--seconds", "0.1", "--clients", "3"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    found = re.findall(r"^\s*(\w+): best ([\d,]+) round trips/s", done.stdout, re.MULTILINE)
+    assert {mode for mode, _ in found} == {"task", "self", "none", "reactor"}
+    assert all(float(rate.replace(",", "")) > 0 for _, rate in found)
