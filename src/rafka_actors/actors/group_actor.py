@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import trio
 from kio.schema.errors import ErrorCode
@@ -63,7 +63,7 @@ PASSIVATE = object()  # an Envelope op: stop if still idle (sent by the registry
 # stop if idle when passivation is immediate.
 RECHECK = object()
 
-InlineOp = ops.OffsetFetchOp | ops.HeartbeatOp | ops.OffsetCommitOp
+InlineOp: TypeAlias = ops.OffsetFetchOp | ops.HeartbeatOp | ops.OffsetCommitOp
 
 
 INLINE = 0  # the waiter token of an op answered inline (mailbox tokens start at 1)

@@ -10,7 +10,7 @@ waiter token it names. `next_deadline(group)` tells the actor when to wake up ne
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from kio.schema.errors import ErrorCode
 
@@ -39,7 +39,7 @@ from .ops import (
 from .records import Record
 from .state import ClassicGroup, GroupState
 
-AnyGroup = ClassicGroup | ConsumerGroup | None
+AnyGroup: TypeAlias = ClassicGroup | ConsumerGroup | None
 
 
 def next_deadline(group: AnyGroup) -> int | None:

@@ -22,9 +22,7 @@ from .ops import (
     SyncGroupOp,
     SyncGroupOpResp,
 )
-from .state import ClassicGroup, Member
-
-P, C, S, E, D = rb.P, rb.C, rb.S, rb.E, rb.D
+from .state import C, ClassicGroup, D, E, Member, P, S
 
 
 def validate_member(group: ClassicGroup, member_id: str, instance_id: str | None) -> int:

@@ -33,7 +33,7 @@ from ._codegen import PartsEncoder
 from .errors import MalformedRequest
 from .fast_encoder import parts_encoder
 from .frame_guard import frame_guard
-from .headers import RequestHeader, encode_tagged_fields, read_tagged_fields
+from .headers import Frame, RequestHeader, encode_tagged_fields, read_tagged_fields
 from .messages import API_VERSIONS_KEY, request_class, response_class
 from .tolerant_decoder import Reader, tolerant_reader
 
@@ -81,7 +81,7 @@ def _decode(cls: type, frame: Any, offset: int) -> Any:
     return entity
 
 
-def decode_request(header: RequestHeader, frame: bytes, body_offset: int) -> object:
+def decode_request(header: RequestHeader, frame: Frame, body_offset: int) -> object:
     """Decode the request body of ``frame`` (which starts with ``header``).
 
     Raises :class:`UnsupportedVersion` for unknown (key, version) pairs and

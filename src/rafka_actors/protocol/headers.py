@@ -33,6 +33,10 @@ from .messages import is_flexible_request
 _FIXED = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 _MAX_VARINT_BYTES = 5  # Kafka's unsigned varints are at most 32 bits
 
+# A request frame: bytes from the gateway, any buffer from a test or a tool (the compiled
+# build checks these annotations at run time, so they must say what callers pass).
+Frame = bytes | bytearray | memoryview
+
 
 class RequestHeader(NamedTuple):
     api_key: int
@@ -42,7 +46,7 @@ class RequestHeader(NamedTuple):
     group_identities: bool = False  # the header carried GROUP_IDENTITY_TAG (our admin tool)
 
 
-def read_uvarint(buf: bytes, offset: int) -> tuple[int, int]:
+def read_uvarint(buf: Frame, offset: int) -> tuple[int, int]:
     """Decode an unsigned varint at ``offset``; returns (value, new offset)."""
     value = 0
     for i in range(_MAX_VARINT_BYTES):
@@ -56,12 +60,12 @@ def read_uvarint(buf: bytes, offset: int) -> tuple[int, int]:
     raise MalformedRequest("varint longer than 5 bytes")
 
 
-def skip_tagged_fields(buf: bytes, offset: int) -> int:
+def skip_tagged_fields(buf: Frame, offset: int) -> int:
     """Skip a whole tagged-field section; returns the offset after it."""
     return _scan_tagged_fields(buf, offset)[0]
 
 
-def _scan_tagged_fields(buf: bytes, offset: int) -> tuple[int, bool]:
+def _scan_tagged_fields(buf: Frame, offset: int) -> tuple[int, bool]:
     """(offset after the section, whether GROUP_IDENTITY_TAG is in it)."""
     count, offset = read_uvarint(buf, offset)
     found = False
@@ -98,7 +102,7 @@ def encode_tagged_fields(fields: Mapping[int, bytes]) -> bytes:
     return b"".join(parts)
 
 
-def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
+def parse_request_header(frame: Frame) -> tuple[RequestHeader, int]:
     """Parse the request header of ``frame``; returns it and the body offset."""
     if len(frame) < _FIXED.size:
         raise MalformedRequest(f"request header truncated ({len(frame)} bytes)")

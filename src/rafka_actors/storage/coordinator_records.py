@@ -179,8 +179,10 @@ _BY_TAG: dict[int, tuple[type, tuple[_Schema, ...]]] = {
 def _field_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
     """A record's fields as a tuple, in one C call (attrgetter of one name is no tuple)."""
     names = [f.name for f in dataclasses.fields(cls)]
-    get = attrgetter(*names)
-    return get if len(names) > 1 else lambda record: (get(record),)
+    if len(names) == 1:
+        one: Callable[[Any], Any] = attrgetter(names[0])
+        return lambda record: (one(record),)
+    return attrgetter(*names)
 
 
 # An entry's head (type tag, schema version) and field getter per class: every commit
