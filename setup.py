@@ -1,4 +1,4 @@
-"""The compiled build of the request hot path (docs/performance.md, "The compiled hot path").
+"""The compiled build of the request hot path (docs/performance.md, session 13).
 
 A wheel (`pip install .`) compiles the modules every request passes through with mypyc, which
 turns their type-annotated Python into a C extension. Nothing is written twice: the modules
@@ -60,9 +60,9 @@ def _pure_python(reason: BaseException) -> None:
     print(f"rafka-actors: hot path not compiled ({reason!r}); pure Python", file=sys.stderr)
 
 
-def _placeholder() -> list[Any]:
-    # build_ext runs only for a distribution with extensions; OptionalMypycBuild sets them.
-    return [Extension("rafka_actors._compiled", sources=[])]
-
-
-setup(ext_modules=_placeholder(), cmdclass={"build_ext": OptionalMypycBuild})
+# build_ext runs only for a distribution with extensions: a placeholder, which
+# OptionalMypycBuild replaces with the compiled modules (or none).
+setup(
+    ext_modules=[Extension("rafka_actors._compiled", sources=[])],
+    cmdclass={"build_ext": OptionalMypycBuild},
+)

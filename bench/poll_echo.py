@@ -22,7 +22,6 @@ around one event loop of its own, not trio's tasks, could save per request).
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import select
 import shlex
@@ -34,9 +33,11 @@ from typing import Any
 
 import trio
 
-from rafka_actors.bench.loadgen import cpu_seconds
 from rafka_actors.gateway.idle_poll import IdlePoller
 from rafka_actors.gateway.plain_socket import PlainSocketStream
+
+sys.path.insert(0, os.path.dirname(__file__))
+from request_cost import together  # the same clients-at-once harness
 
 BUDGET_S = 100e-6  # the broker's default idle.poll.time.us
 FRAME = b"x" * 60
@@ -98,25 +99,21 @@ async def serve_from_one_task(listener: socket.socket) -> None:
         await trio.lowlevel.checkpoint()
 
 
-def round_trips(port: int, seconds: float, start: Any = None, rates: Any = None) -> float:
-    """One blocking client's round trips/s; with `start`, it waits for it after warming up
-    and puts its rate in `rates`."""
+def round_trips(port: int, seconds: float, start: Any, rates: Any) -> None:
+    """One blocking client: warm up, wait for `start`, echo for `seconds` and put its round
+    trips/s in `rates`."""
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         for _ in range(500):  # warm up
             sock.sendall(FRAME)
             sock.recv(len(FRAME), socket.MSG_WAITALL)
-        if start is not None:
-            start.wait()
+        start.wait()
         count, began = 0, time.perf_counter()
         while time.perf_counter() - began < seconds:
             sock.sendall(FRAME)
             sock.recv(len(FRAME), socket.MSG_WAITALL)
             count += 1
-        rate = count / (time.perf_counter() - began)
-    if rates is not None:
-        rates.put(rate)
-    return rate
+        rates.put(count / (time.perf_counter() - began))
 
 
 def measure(mode: str, seconds: float, clients: int) -> tuple[float, float]:
@@ -128,29 +125,12 @@ def measure(mode: str, seconds: float, clients: int) -> tuple[float, float]:
             pass_fds=[listener.fileno()],
         )
     try:
-        if clients == 1:
-            cpu0 = cpu_seconds(server.pid)
-            rate = round_trips(port, seconds)
-        else:
-            start, rates = multiprocessing.Event(), multiprocessing.Queue()
-            runs = [
-                multiprocessing.Process(target=round_trips, args=(port, seconds, start, rates))
-                for _ in range(clients)
-            ]
-            for run in runs:
-                run.start()
-            time.sleep(0.2 + 0.02 * clients)  # every client has warmed up
-            cpu0 = cpu_seconds(server.pid)
-            start.set()
-            rate = sum(rates.get() for _ in runs)
-            for run in runs:
-                run.join()
-        cpu1 = cpu_seconds(server.pid)
+        rates, _, cpu = together(round_trips, [(port, seconds)] * clients, server.pid)
     finally:
         server.kill()
         server.wait()
-    assert cpu0 is not None and cpu1 is not None, "the server is gone"
-    return rate, (cpu1 - cpu0) / (rate * seconds) * 1e6
+    rate = sum(rates)
+    return rate, cpu / (rate * seconds) * 1e6
 
 
 def main() -> int:

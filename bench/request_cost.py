@@ -25,7 +25,7 @@ import statistics
 import struct
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -88,25 +88,35 @@ def _client(bootstrap: str, frame: bytes, seconds: float, start: Any, counts: An
     counts.put(count)
 
 
+def together(
+    client: Callable[..., None], argsets: list[tuple[Any, ...]], pid: int
+) -> tuple[list[Any], float, float]:
+    """Run `client(*args, start, results)` for each of `argsets` in a process of its own: each
+    warms up, waits for `start`, then puts one result. Returns (the results, wall seconds
+    from start to the last result, CPU seconds `pid` used meanwhile)."""
+    start, results = multiprocessing.Event(), multiprocessing.Queue()
+    processes = [
+        multiprocessing.Process(target=client, args=(*args, start, results)) for args in argsets
+    ]
+    for process in processes:
+        process.start()
+    time.sleep(0.2 + 0.02 * len(processes))  # every client has warmed up
+    cpu0, began = cpu_seconds(pid), time.perf_counter()
+    start.set()
+    got = [results.get() for _ in processes]
+    elapsed, cpu1 = time.perf_counter() - began, cpu_seconds(pid)
+    for process in processes:
+        process.join()
+    assert cpu0 is not None and cpu1 is not None, f"process {pid} is gone"
+    return got, elapsed, cpu1 - cpu0
+
+
 def replay(bootstrap: str, pid: int, frames: list[bytes], seconds: float) -> tuple[float, float]:
     """(requests/s, broker CPU microseconds per request) over `seconds`, one client per
     frame, all at once."""
-    start, counts = multiprocessing.Event(), multiprocessing.Queue()
-    clients = [
-        multiprocessing.Process(target=_client, args=(bootstrap, frame, seconds, start, counts))
-        for frame in frames
-    ]
-    for client in clients:
-        client.start()
-    time.sleep(0.2 + 0.02 * len(clients))  # every client has warmed up
-    cpu0, began = cpu_seconds(pid), time.perf_counter()
-    start.set()
-    count = sum(counts.get() for _ in clients)
-    elapsed, cpu1 = time.perf_counter() - began, cpu_seconds(pid)
-    for client in clients:
-        client.join()
-    assert cpu0 is not None and cpu1 is not None, "the broker is gone"
-    return count / elapsed, (cpu1 - cpu0) / count * 1e6
+    counts, elapsed, cpu = together(_client, [(bootstrap, f, seconds) for f in frames], pid)
+    count = sum(counts)
+    return count / elapsed, cpu / count * 1e6
 
 
 @contextmanager
