@@ -4,32 +4,23 @@ group's request at once and the printed rate is their sum (no timing asserted)."
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from . import run_bench_script
 
 
 def test_several_clients_replay_at_once_and_the_figures_are_printed() -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "request_cost.py"),
-            *("--ops", "commit,fetch", "--seconds", "0.3", "--rounds", "1", "--clients", "3"),
-            *("-o", "coordinator.log.fsync=never"),
-        ],
-        capture_output=True,
-        text=True,
+    out = run_bench_script(
+        "request_cost.py",
+        *("--ops", "commit,fetch", "--seconds", "0.3", "--rounds", "1", "--clients", "3"),
+        *("-o", "coordinator.log.fsync=never"),
         timeout=120,
-        check=True,
     )
-    assert done.stdout.startswith("# bench/request_cost.py --ops commit,fetch")
+    assert out.startswith("# bench/request_cost.py --ops commit,fetch")
     found = {
         m.group(1): (float(m.group(2).replace(",", "")), float(m.group(3)))
         for m in re.finditer(
             r"^(\w+): ([\d,]+) requests/s; broker CPU per request: best (\d+) us",
-            done.stdout,
+            out,
             re.MULTILINE,
         )
     }
