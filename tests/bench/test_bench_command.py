@@ -76,6 +76,17 @@ def test_broker_variants_carry_their_settings() -> None:
         brokers.parse_brokers(["kafka"], [])
 
 
+def test_broker_list_splits_outside_brackets() -> None:
+    listed = "rafka-actors,rafka-actors[coordinator.log.fsync=never,idle.poll.time.us=0],noida-db"
+    assert brokers.split_broker_list(listed) == [
+        "rafka-actors",
+        "rafka-actors[coordinator.log.fsync=never,idle.poll.time.us=0]",
+        "noida-db",
+    ]
+    variant = brokers.parse_brokers(brokers.split_broker_list(listed), [])[1]
+    assert variant.settings == ("coordinator.log.fsync=never", "idle.poll.time.us=0")
+
+
 def test_measure_merges_runs_and_skips_what_does_not_apply() -> None:
     calls: list[str] = []
 

@@ -12,6 +12,7 @@ SIGTERM (SIGKILL after 5 s). Only rafka-actors serves KIP-848 (`group.protocol=c
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -151,6 +152,11 @@ def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def split_broker_list(text: str) -> list[str]:
+    """`--brokers`' comma-separated names; a comma inside `[...]` separates settings."""
+    return [name for name in re.findall(r"(?:[^,\[]|\[[^\]]*\])+", text) if name.strip()]
 
 
 def parse_brokers(names: Sequence[str], rafka_settings: Sequence[str]) -> list[Broker]:

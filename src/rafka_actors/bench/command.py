@@ -95,7 +95,7 @@ def measure(
 
 
 def run(args: argparse.Namespace) -> int:
-    from .brokers import BrokerUnavailable, parse_brokers, running
+    from .brokers import BrokerUnavailable, parse_brokers, running, split_broker_list
     from .table import Results, as_json, machine, markdown
 
     def progress(line: str) -> None:
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         results.targets.append(target.name)
         results.figures[target.name] = measure(target, chosen, opts, progress)
     else:
-        for broker in parse_brokers(args.brokers.split(","), args.rafka_override):
+        for broker in parse_brokers(split_broker_list(args.brokers), args.rafka_override):
             try:
                 with running(broker) as target:
                     progress(f"{broker.name}: started at {target.bootstrap}")
