@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import importlib
 
-# The gateway's request path, the group's actor and state machine, and the coordinator log.
+# The gateway's request path (with the connection's socket, frame reader and idle clock, and
+# the topic lookups of a commit), the group's actor and state machine, and the coordinator log.
+# group.state is left out: mypyc cannot compile its exception subclass of RuntimeError.
 HOT_MODULES = (
     "protocol.codec",
     "protocol.headers",
     "protocol.messages",
     "gateway.connection",
+    "gateway.frames",
+    "gateway.idle",
+    "gateway.idle_poll",
+    "gateway.plain_socket",
+    "telemetry",
+    "actors.data_plane",
+    "storage.topics",
     "gateway.context",
     "gateway.apis._build",
     "gateway.apis.groups",
