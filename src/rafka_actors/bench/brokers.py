@@ -104,11 +104,14 @@ def _wait_ready(proc: subprocess.Popen[bytes], bootstrap: str, log_path: Path) -
 
 
 @contextmanager
-def running(broker: Broker) -> Iterator[Target]:
-    """The broker, started on a free port with a temporary data dir, as a Target."""
+def running(broker: Broker, data_dir: Path | None = None) -> Iterator[Target]:
+    """The broker, started on a free port, as a Target: on `data_dir` (to start it again on
+    what an earlier run left), else on a temporary data dir."""
     with tempfile.TemporaryDirectory(prefix=f"bench-{broker.kind}-") as tmp:
-        data_dir, log_path = Path(tmp) / "data", Path(tmp) / "broker.log"
-        data_dir.mkdir()
+        log_path = Path(tmp) / "broker.log"
+        if data_dir is None:
+            data_dir = Path(tmp) / "data"
+            data_dir.mkdir()
         port = free_port()
         bootstrap = f"127.0.0.1:{port}"
         with open(log_path, "wb") as log_file:
