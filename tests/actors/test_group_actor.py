@@ -562,8 +562,8 @@ async def test_an_idle_actor_stores_a_commit_inline_and_the_log_has_it_first(
 async def test_a_commit_waits_its_turn_when_the_log_cannot_write_at_once(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """Under fsync `always` (here: a held log) the write waits, so the commit goes through
-    the mailbox and nothing reads its offset before the log has it."""
+    """Under fsync `always` (here: a held log) the write waits: the commit is not answered
+    without a checkpoint (answer_durably waits for the log in the caller's task)."""
     log = HeldLog()
     log.release.set()
     async with trio.open_nursery() as nursery:
@@ -573,6 +573,156 @@ async def test_a_commit_waits_its_turn_when_the_log_cannot_write_at_once(
         await trio.testing.wait_all_tasks_blocked()
         with trio.testing.assert_checkpoints():
             await registry.ask_light(K, commit)
+        nursery.cancel_scope.cancel()
+
+
+async def _parked_actor_with_a_commit(registry: GroupRegistry, log: HeldLog) -> GroupActor:
+    """The group's actor, parked on its empty mailbox after a first stored commit (offset 1);
+    `log.release` is cleared again, so the next append waits."""
+    log.release.set()
+    await registry.ask(K, OffsetCommitOp("g", (("t", 0, 1, -1, None),)))
+    await trio.testing.wait_all_tasks_blocked()
+    log.release = trio.Event()
+    actor = registry._actors[K]
+    assert actor._parked
+    return actor
+
+
+async def test_a_commit_that_waits_for_the_log_is_stepped_in_the_callers_task(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Under fsync `always` a commit to a parked actor skips the mailbox round trip: the
+    caller's task holds the group while the log stores the records, then answers."""
+    log = HeldLog()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=10)
+        actor = await _parked_actor_with_a_commit(registry, log)
+        posted = actor._posted
+        answers: list[Any] = []
+
+        async def commit() -> None:
+            answers.append(
+                await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, 2, -1, None),)))
+            )
+
+        nursery.start_soon(commit)
+        await trio.testing.wait_all_tasks_blocked()
+        assert answers == [] and actor._posted == posted  # waiting for the log, not the actor
+        log.release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert answers[0].results == (("t", 0, ErrorCode.none),)
+        assert actor._posted == posted
+        assert [r.offset for r in log.records_of(K) if isinstance(r, OffsetCommitRecord)] == [2]
+        fetched = await registry.ask_light(K, OffsetFetchOp("g", None))
+        assert fetched.offsets == (("t", 0, 2, -1, "", 0),)
+        nursery.cancel_scope.cancel()
+
+
+async def test_while_a_commit_holds_the_group_everything_else_waits_its_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Nothing is answered inline while the group is held, and what reaches the mailbox
+    meanwhile is stepped after the held commit: no read sees its offset before the log has
+    it, and a later commit is not overtaken."""
+    log = HeldLog()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=10)
+        await _parked_actor_with_a_commit(registry, log)
+        answers: dict[str, Any] = {}
+
+        async def ask(name: str, op: Any) -> None:
+            answers[name] = await registry.ask_light(K, op)
+
+        nursery.start_soon(ask, "held", OffsetCommitOp("g", (("t", 0, 2, -1, None),)))
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(ask, "read", OffsetFetchOp("g", None))
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(ask, "later", OffsetCommitOp("g", (("t", 0, 3, -1, None),)))
+        await trio.testing.wait_all_tasks_blocked()
+        assert answers == {}  # the read did not get offset 1 inline, nor 2 early
+        log.release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert answers["held"].results == answers["later"].results == (("t", 0, 0),)
+        assert answers["read"].offsets == (("t", 0, 2, -1, "", 0),)
+        latest = [r.offset for r in log.records_of(K) if isinstance(r, OffsetCommitRecord)]
+        assert latest == [3]  # the later commit was stepped after the held one
+        nursery.cancel_scope.cancel()
+
+
+class QueuedThenHeldLog(HeldLog):
+    """As the durable log does: the records are queued for the log at once, and the append
+    then waits for `release` (their fsync)."""
+
+    async def append(self, key: GroupKey, records: Any) -> None:
+        await MemoryCoordinatorLog.append(self, key, records)
+        await self.release.wait()
+
+
+async def test_a_holding_caller_cancelled_mid_wait_holds_the_group_until_the_log_has_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The client may hang up while its commit waits for the fsync. The records are queued
+    for the log by then and the group already holds the offset, so the wait is shielded:
+    the group stays held, and nobody reads the offset, until the log has it."""
+    log = QueuedThenHeldLog()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=10)
+        actor = await _parked_actor_with_a_commit(registry, log)
+        reads: list[Any] = []
+
+        async def read() -> None:
+            reads.append(await registry.ask_light(K, OffsetFetchOp("g", None)))
+
+        before_release: list[tuple[int, bool]] = []
+        with trio.CancelScope() as scope:
+
+            async def cancel_read_release() -> None:
+                await trio.testing.wait_all_tasks_blocked()
+                scope.cancel()  # while the caller waits for the log
+                nursery.start_soon(read)
+                await trio.testing.wait_all_tasks_blocked()
+                before_release.append((len(reads), actor._held is not None))
+                log.release.set()
+
+            nursery.start_soon(cancel_read_release)
+            await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, 2, -1, None),)))
+            await trio.lowlevel.checkpoint()
+        assert scope.cancelled_caught
+        assert before_release == [(0, True)]  # still held, nothing read, until the log is done
+        await trio.testing.wait_all_tasks_blocked()
+        assert actor._held is None
+        assert reads[0].offsets == (("t", 0, 2, -1, "", 0),)
+        nursery.cancel_scope.cancel()
+
+
+class BreakableHeldLog(HeldLog):
+    """A held log whose appends fail after their wait once `broken` is set (a failed fsync)."""
+
+    broken = False
+
+    async def append(self, key: GroupKey, records: Any) -> None:
+        await self.release.wait()
+        if self.broken:
+            raise CoordinatorLogError("injected: fsync failed")
+        await super().append(key, records)
+
+
+async def test_a_held_commit_that_cannot_be_stored_is_not_acknowledged(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log = BreakableHeldLog()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=10)
+        actor = await _parked_actor_with_a_commit(registry, log)
+        log.broken = True
+        log.release.set()
+        failed = await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, 2, -1, None),)))
+        assert failed.results == (("t", 0, ErrorCode.coordinator_not_available),)
+        assert actor._held is None
+        log.broken = False
+        # rebuilt from the log: the unstored offset is gone
+        fetched = await registry.ask_light(K, OffsetFetchOp("g", None))
+        assert fetched.offsets == (("t", 0, 1, -1, "", 0),)
         nursery.cancel_scope.cancel()
 
 

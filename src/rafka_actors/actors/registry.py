@@ -21,7 +21,7 @@ import trio
 from ..consumer_group.state import ConsumerGroup
 from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from ..group.effects import GroupConfig
-from ..group.ops import ExpireOffsetsOp
+from ..group.ops import ExpireOffsetsOp, OffsetCommitOp
 from ..ids import GroupKey
 from .coordinator_log import CoordinatorLog, now_ms, stored_group, stored_membership
 from .group_actor import PASSIVATE, Envelope, GroupActor, InlineOp
@@ -83,6 +83,8 @@ class GroupRegistry:
         actor = self._actors.get(key)
         if actor is not None:
             response = actor.answer_inline(op)
+            if response is None and type(op) is OffsetCommitOp:
+                response = await actor.answer_durably(op)
             if response is not None:
                 return response
         return await self.ask(key, op)
