@@ -434,6 +434,27 @@ async def test_offset_commit_unknown_topic_or_partition(
     assert committed(fetched) == {("t", 0): (0, 4), ("t", 1): (0, 5), ("t", 7): (0, -1)}
 
 
+async def test_a_fully_committed_request_gets_one_shared_response_per_shape(
+    ctx: BrokerContext, autojump_clock: MockClock
+) -> None:
+    """A consumer commits the same partitions again and again, and each time every one is
+    stored: one immutable response (and its encoding) serves them all. Anything else, a
+    partition refused, is built afresh."""
+    conn = ConnectionInfo("10.0.0.7", 4242)
+    commit = API_TABLE[COMMIT].handler
+
+    async def answer(topics: dict[str, list[tuple[int, int]]]) -> Any:
+        return await commit(ctx, conn, 9, commit_req(9, topics))
+
+    first = await answer({"t": [(0, 1), (1, 1)]})
+    assert committed(first) == {("t", 0): (0, -1), ("t", 1): (0, -1)}
+    assert await answer({"t": [(0, 2), (1, 2)]}) is first  # other offsets, same answer
+    assert await answer({"t": [(1, 3), (0, 3)]}) is not first  # another order, another answer
+    partly = await answer({"t": [(0, 4), (9, 4)]})
+    assert committed(partly)[("t", 9)] == (ErrorCode.unknown_topic_or_partition, -1)
+    assert await answer({"t": [(0, 5), (9, 5)]}) is not partly
+
+
 async def test_offset_commit_of_only_unknown_topics_creates_no_group(
     client: Client, autojump_clock: MockClock
 ) -> None:

@@ -24,6 +24,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._introspect import get_field_tag
 
+from rafka_actors.protocol import codec
 from rafka_actors.protocol._codegen import uvarint
 from rafka_actors.protocol.api_versions_error import encode_api_versions_fallback
 from rafka_actors.protocol.codec import (
@@ -390,6 +391,36 @@ def test_response_header_v1_framing() -> None:
     frame = encode_response(RequestHeader(12, 4, 7, "c"), response)
     body = b"\x00\x00\x01\x02" + b"\x00\x00" + b"\x00"
     assert frame == b"\x00\x00\x00\x0c" + b"\x00\x00\x00\x07" + b"\x00" + body
+
+
+def test_a_shared_response_is_built_and_encoded_once_per_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kio.schema.heartbeat.v4.response import HeartbeatResponse
+
+    monkeypatch.setattr(codec, "SHARED_MAX", 2)
+    monkeypatch.setattr(codec, "_SHARED", {})
+    monkeypatch.setattr(codec, "_SHARED_BODIES", {})
+    built: list[Any] = []
+
+    def build() -> Any:
+        built.append(HeartbeatResponse(throttle_time=SECONDS, error_code=ErrorCode.none))
+        return built[-1]
+
+    first = codec.shared_response("k", build)
+    assert codec.shared_response("k", build) is first and len(built) == 1
+    # the body comes from the cache, and is what encoding an equal response gives
+    monkeypatch.setitem(codec._SHARED_BODIES, id(first), (first, b"cached body"))
+    assert encode_response(RequestHeader(12, 4, 7, "c"), first).endswith(b"cached body")
+    fresh = HeartbeatResponse(throttle_time=SECONDS, error_code=ErrorCode.none)
+    del codec._SHARED_BODIES[id(first)]
+    codec._SHARED.clear()
+    again = codec.shared_response("k", build)
+    header = RequestHeader(12, 4, 7, "c")
+    assert encode_response(header, again) == encode_response(header, fresh)
+    codec.shared_response("other", build)
+    codec.shared_response("third", build)  # full: both caches start afresh
+    assert list(codec._SHARED) == ["third"] and len(codec._SHARED_BODIES) == 1
 
 
 def test_api_versions_responses_always_use_header_v0() -> None:

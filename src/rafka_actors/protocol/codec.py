@@ -119,8 +119,12 @@ def encode_response(
             f"api_key={header.api_key} v{header.api_version}"
         )
     encode_into, header_v1 = _PLANS.get(cls) or _response_plan(cls)
-    parts: list[bytes] = [b""]
-    encode_into(response, parts)
+    shared = _SHARED_BODIES.get(id(response))
+    if shared is not None and shared[0] is response:
+        parts = [b"", shared[1]]
+    else:
+        parts = [b""]
+        encode_into(response, parts)
     size = sum(map(len, parts))
     if tags:
         if not header_v1:
@@ -132,6 +136,32 @@ def encode_response(
     else:
         parts[0] = _SIZE_HEADER_V0.pack(size + 4, header.correlation_id)
     return b"".join(parts)
+
+
+# Responses that handlers hand out again and again, and their encoded bodies (see
+# `shared_response`); both are emptied together when full.
+_SHARED: dict[Any, Any] = {}
+_SHARED_BODIES: dict[int, tuple[Any, bytes]] = {}
+SHARED_MAX = 4096
+
+
+def shared_response(key: Any, build: Callable[[], Any]) -> Any:
+    """The response `build()` returns for `key`, built and encoded once and then handed out
+    again: for an answer that many requests get (every partition of a client's usual commit
+    stored). The response must be immutable (kio's entities are frozen) and `key` must say
+    everything it depends on, its class and version included."""
+    response = _SHARED.get(key)
+    if response is None:
+        response = build()
+        if len(_SHARED) >= SHARED_MAX:
+            _SHARED.clear()
+            _SHARED_BODIES.clear()
+        encode_into, _ = _PLANS.get(type(response)) or _response_plan(type(response))
+        parts: list[bytes] = []
+        encode_into(response, parts)
+        _SHARED[key] = response
+        _SHARED_BODIES[id(response)] = (response, b"".join(parts))
+    return response
 
 
 def encode_request(

@@ -36,6 +36,7 @@ from kio.schema.errors import ErrorCode
 
 from ... import telemetry
 from ...group.ops import OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp, OffsetFetchOpResp
+from ...protocol.codec import shared_response
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, error_code, make, schema
 from .groups import DENIED, ask_group_light, denied
@@ -115,6 +116,32 @@ def _known_offsets(
 
 
 def _commit_response(
+    mod: Any, request: Any, results: dict[tuple[str, int], int], missing: ErrorCode
+) -> Any:
+    """The response; when every requested partition was committed (a consumer's usual
+    commit, the same answer every time), one shared response and encoding per shape."""
+    shape = _all_committed(request.topics, results)
+    if shape is None:
+        return _build_commit_response(mod, request, results, missing)
+    return shared_response(
+        (COMMIT_KEY, mod, shape), lambda: _build_commit_response(mod, request, results, missing)
+    )
+
+
+def _all_committed(topics: Any, results: dict[tuple[str, int], int]) -> tuple[Any, ...] | None:
+    """((topic, (partition, ...)), ...) of the request if every partition was committed."""
+    shape = []
+    for t in topics:
+        name = t.name
+        indexes = tuple([p.partition_index for p in t.partitions])
+        for index in indexes:
+            if results.get((name, index)) != 0:
+                return None
+        shape.append((name, indexes))
+    return tuple(shape)
+
+
+def _build_commit_response(
     mod: Any, request: Any, results: dict[tuple[str, int], int], missing: ErrorCode
 ) -> Any:
     topics = partition_results(
