@@ -28,6 +28,7 @@ from rafka_actors.gateway.apis._build import error_code, make
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.group.consumer_protocol import encode_assignment, encode_subscription
+from rafka_actors.protocol import codec
 from rafka_actors.protocol.messages import request_class, response_class
 
 from ..wire import parse_response, request_frame
@@ -289,6 +290,18 @@ async def test_heartbeat(client: Client, version: int, autojump_clock: MockClock
     assert await beat("stranger") == ErrorCode.unknown_member_id
     assert await beat(joined.member_id, group="") == ErrorCode.invalid_group_id
     assert await beat(joined.member_id, group="other") == ErrorCode.unknown_member_id
+
+
+async def test_heartbeat_answers_are_shared_and_encoded_once(
+    ctx: BrokerContext, autojump_clock: MockClock
+) -> None:
+    conn = ConnectionInfo("10.0.0.7", 4242)
+    heartbeat = API_TABLE[HEARTBEAT].handler
+    stranger = req(HEARTBEAT, 4, group_id="g", generation_id=1, member_id="stranger")
+    first = await heartbeat(ctx, conn, 4, stranger)
+    assert first.error_code == ErrorCode.unknown_member_id
+    assert await heartbeat(ctx, conn, 4, stranger) is first
+    assert id(first) in codec._SHARED_BODIES  # its body is encoded once, not per reply
 
 
 async def test_heartbeats_keep_a_member_alive_and_silence_expires_it(

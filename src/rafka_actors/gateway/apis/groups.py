@@ -21,7 +21,6 @@ API of the gateway). A null id is left to the INVALID_GROUP_ID check.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -39,6 +38,7 @@ from ...group.ops import (
     SyncGroupOpResp,
 )
 from ...ids import GroupKey, new_member_id
+from ...protocol.codec import shared_response
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema, to_ms
 
@@ -184,11 +184,16 @@ async def heartbeat(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
         return _heartbeat_response(version, code)
 
 
-@cache
 def _heartbeat_response(version: int, code: int) -> Any:
-    """kio's responses are frozen, and a heartbeat's depends on nothing else: one each."""
-    mod = schema(HEARTBEAT_KEY, version)
-    return make(mod.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode(code))
+    """A heartbeat's answer depends on nothing else: one shared and pre-encoded each."""
+    return shared_response(
+        (HEARTBEAT_KEY, version, code),
+        lambda: make(
+            schema(HEARTBEAT_KEY, version).HeartbeatResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode(code),
+        ),
+    )
 
 
 # -- LeaveGroup ---------------------------------------------------------------------------
