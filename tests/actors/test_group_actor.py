@@ -707,29 +707,14 @@ class BreakableHeldLog(HeldLog):
         await super().append(key, records)
 
 
-async def test_a_held_commit_that_cannot_be_stored_is_not_acknowledged(
-    autojump_clock: trio.testing.MockClock,
+@pytest.mark.parametrize("log_class", [FailingLog, BreakableHeldLog], ids=["inline", "held"])
+async def test_a_commit_stepped_by_its_caller_that_cannot_be_stored_is_not_acknowledged(
+    autojump_clock: trio.testing.MockClock, log_class: type[FailingLog | BreakableHeldLog]
 ) -> None:
-    log = BreakableHeldLog()
-    async with trio.open_nursery() as nursery:
-        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=10)
-        actor = await _parked_actor_with_a_commit(registry, log)
-        log.broken = True
+    """Answered inline (the write fails) or held for the log (the fsync fails)."""
+    log = log_class()
+    if isinstance(log, HeldLog):
         log.release.set()
-        failed = await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, 2, -1, None),)))
-        assert failed.results == (("t", 0, ErrorCode.coordinator_not_available),)
-        assert actor._held is None
-        log.broken = False
-        # rebuilt from the log: the unstored offset is gone
-        fetched = await registry.ask_light(K, OffsetFetchOp("g", None))
-        assert fetched.offsets == (("t", 0, 1, -1, "", 0),)
-        nursery.cancel_scope.cancel()
-
-
-async def test_an_inline_commit_that_cannot_be_stored_is_not_acknowledged(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    log = FailingLog()
     async with trio.open_nursery() as nursery:
         registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=10)
         await registry.ask(K, OffsetCommitOp("g", (("t", 0, 1, -1, None),)))
@@ -737,6 +722,8 @@ async def test_an_inline_commit_that_cannot_be_stored_is_not_acknowledged(
         log.broken = True
         failed = await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, 2, -1, None),)))
         assert failed.results == (("t", 0, ErrorCode.coordinator_not_available),)
+        assert registry._actors[K]._held is None
+        log.broken = False
         # the actor rebuilt the group from the log: the unstored offset is gone
         fetched = await registry.ask_light(K, OffsetFetchOp("g", None))
         assert fetched.offsets == (("t", 0, 1, -1, "", 0),)
