@@ -23,7 +23,7 @@ import trio.testing
 from kio.schema.errors import ErrorCode
 from trio.testing import MockClock
 
-from rafka_actors.gateway.apis import API_TABLE, groups
+from rafka_actors.gateway.apis import API_TABLE, groups, offsets
 from rafka_actors.gateway.apis._build import error_code, make
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
@@ -448,7 +448,7 @@ async def test_offset_commit_unknown_topic_or_partition(
 
 
 async def test_a_fully_committed_request_gets_one_shared_response_per_shape(
-    ctx: BrokerContext, autojump_clock: MockClock
+    ctx: BrokerContext, autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A consumer commits the same partitions again and again, and each time every one is
     stored: one immutable response (and its encoding) serves them all. Anything else, a
@@ -466,6 +466,10 @@ async def test_a_fully_committed_request_gets_one_shared_response_per_shape(
     partly = await answer({"t": [(0, 4), (9, 4)]})
     assert committed(partly)[("t", 9)] == (ErrorCode.unknown_topic_or_partition, -1)
     assert await answer({"t": [(0, 5), (9, 5)]}) is not partly
+    monkeypatch.setattr(offsets, "SHARED_PARTITIONS", 1)  # bigger commits: built each time
+    assert await answer({"t": [(0, 6), (1, 6)]}) is not first
+    single = await answer({"t": [(0, 7)]})
+    assert await answer({"t": [(0, 8)]}) is single
 
 
 async def test_offset_commit_of_only_unknown_topics_creates_no_group(

@@ -47,6 +47,7 @@ COMMIT_KEY = 8
 FETCH_KEY = 9
 
 FetchRow = tuple[str, int, int, int, str | None, int]  # as in OffsetFetchOpResp.offsets
+SHARED_PARTITIONS = 64  # commits of at most this many partitions may share their response
 
 
 def partition_exists(
@@ -129,11 +130,17 @@ def _commit_response(
 
 
 def _all_committed(topics: Any, results: dict[tuple[str, int], int]) -> tuple[Any, ...] | None:
-    """((topic, (partition, ...)), ...) of the request if every partition was committed."""
+    """((topic, (partition, ...)), ...) of the request if every partition was committed and
+    there are at most SHARED_PARTITIONS (a consumer's usual commit; sharing bigger ones
+    would let varying subsets of many partitions fill the cache with big responses)."""
     shape = []
+    count = 0
     for t in topics:
         name = t.name
         indexes = tuple([p.partition_index for p in t.partitions])
+        count += len(indexes)
+        if count > SHARED_PARTITIONS:
+            return None
         for index in indexes:
             if results.get((name, index)) != 0:
                 return None
