@@ -32,7 +32,8 @@ from rafka_actors.bench.brokers import (
     running,
     split_broker_list,
 )
-from rafka_actors.bench.consumer_workloads import create_topic
+from rafka_actors.bench.consumer_workloads import PROTOCOLS, create_topic
+from rafka_actors.bench.core import Target
 
 NO_OFFSET = -1001  # librdkafka's OFFSET_INVALID: the group has no committed offset
 
@@ -73,7 +74,7 @@ def acknowledged_then_killed(
         with running(broker, data_dir) as target:
             topic = create_topic(target, 1)
             for group in range(groups):
-                with _consumer(target.bootstrap, group) as consumer:
+                with _consumer(target, group) as consumer:
                     for offset in range(1, commits + 1):
                         consumer.commit(
                             offsets=[TopicPartition(topic, 0, offset)], asynchronous=False
@@ -83,23 +84,17 @@ def acknowledged_then_killed(
         with running(broker, data_dir) as target:
             seen = []
             for group in range(groups):
-                with _consumer(target.bootstrap, group) as consumer:
+                with _consumer(target, group) as consumer:
                     (found,) = consumer.committed([TopicPartition(topic, 0)], timeout=30)
                     seen.append(found.offset)
     return sum(offset == commits for offset in seen), seen
 
 
 @contextmanager
-def _consumer(bootstrap: str, group: int) -> Iterator[Consumer]:
-    """A confluent-kafka consumer of group `sigkill-<n>` that commits only when told."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"sigkill-{group}",
-            "enable.auto.commit": False,
-            "log_level": 0,
-        }
-    )
+def _consumer(target: Target, group: int) -> Iterator[Consumer]:
+    """A classic consumer of group `sigkill-<n>`, as the bench's workloads make them (it
+    commits only when told)."""
+    consumer = Consumer(PROTOCOLS["classic"](target, f"sigkill-{group}"))
     try:
         yield consumer
     finally:
