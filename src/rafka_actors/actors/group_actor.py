@@ -252,16 +252,13 @@ class GroupActor:
         parked wait's deadline is due (the timer goes first). A Heartbeat also needs that
         wait (its member has a session deadline); a commit needs a log that writes without
         waiting (`writable_now`: not under fsync policy `always`)."""
-        if not self._parked or self._queued() or self._held is not None:
+        kind, trio_now = type(op), trio.current_time()
+        if not self._steppable_by_caller(trio_now, timed=kind is not ops.OffsetFetchOp):
             return None
-        kind, wait, trio_now = type(op), self._wait, trio.current_time()
-        if kind is not ops.OffsetFetchOp:
-            if wait is not None and trio_now >= wait.deadline:
-                return None  # a due timer goes first
-            if kind is ops.HeartbeatOp and wait is None:
-                return None
-            if kind is ops.OffsetCommitOp and not self.log.writable_now():
-                return None
+        if kind is ops.HeartbeatOp and self._wait is None:
+            return None
+        if kind is ops.OffsetCommitOp and not self.log.writable_now():
+            return None
         self.last_active = trio_now
         now = now_ms(trio_now)
         try:
@@ -288,11 +285,9 @@ class GroupActor:
         the hold before its next step, so requests are still stepped in arrival order and
         no one reads an offset before it is stored. The wait is shielded: a step whose
         records may be stored is always settled, whatever happens to the caller."""
-        if not self._parked or self._queued() or self._held is not None:
+        trio_now = trio.current_time()
+        if not self._steppable_by_caller(trio_now, timed=True):
             return None
-        wait, trio_now = self._wait, trio.current_time()
-        if wait is not None and trio_now >= wait.deadline:
-            return None  # a due timer goes first
         self.last_active = trio_now
         now = now_ms(trio_now)
         held = self._held = trio.Event()
@@ -311,6 +306,15 @@ class GroupActor:
             held.set()
         self._wake_if_needed()
         return answer
+
+    def _steppable_by_caller(self, trio_now: float, *, timed: bool) -> bool:
+        """Whether a caller's task may step now (answer_inline, answer_durably): the actor is
+        parked on an empty mailbox and no step holds the group, and for a step that may move
+        deadlines (`timed`) the parked wait's deadline is not due (the timer goes first)."""
+        if not self._parked or self._queued() or self._held is not None:
+            return False
+        wait = self._wait
+        return not (timed and wait is not None and trio_now >= wait.deadline)
 
     def _wake_if_needed(self) -> None:
         """After an inline step: make the parked actor wait for the (possibly earlier)
