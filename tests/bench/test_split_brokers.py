@@ -3,8 +3,6 @@ on each (no timing asserted)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +12,9 @@ from rafka_actors.bench.consumer_workloads import aggregate_commits, create_topi
 from rafka_actors.bench.core import Target
 
 from ..broker_process import BrokerProcess
+from . import run_bench_script
 
 pytestmark = pytest.mark.e2e
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def _groups(bootstrap: str) -> set[str]:
@@ -41,12 +39,6 @@ def test_committers_are_spread_over_the_brokers_given(tmp_path: Path) -> None:
 
 def test_the_script_compares_one_broker_with_two() -> None:
     args = ["--rounds", "1", "--seconds", "0.3", "--clients", "2"]
-    run = subprocess.run(
-        [sys.executable, str(BENCH / "split_brokers.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    last = run.stdout.strip().splitlines()[-1]
-    assert last.startswith("2 committers: one broker ") and "two/one = " in last, run.stdout
+    out = run_bench_script("split_brokers.py", *args, timeout=120)
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("2 committers: one broker ") and "two/one = " in last, out
