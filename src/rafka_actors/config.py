@@ -140,6 +140,12 @@ class BrokerConfig:
     coordinator_log_fsync: str = field(default="always", metadata=_doc("always|interval|never"))
     coordinator_log_fsync_interval_ms: int = field(default=1000, metadata=_doc("for interval"))
     coordinator_log_segment_bytes: int = field(default=64 << 20, metadata=_doc("segment size"))
+    coordinator_log_preallocate_bytes: int = field(
+        # like Kafka's log.preallocate, but on by default and a chunk at a time: an fsync that
+        # finds the file's size unchanged skips a journal commit (storage/coordinator_segments.py)
+        default=1 << 20,
+        metadata=_doc("space reserved ahead of the log's writes (0: none)"),
+    )
     coordinator_log_compaction_interval_ms: int = field(
         default=60_000, metadata=_doc("how often sealed segments are compacted")
     )

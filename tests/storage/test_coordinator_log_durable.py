@@ -101,16 +101,17 @@ async def test_group_commit_shares_fsyncs_between_groups(tmp_path: Path) -> None
 
 
 def failing(errno: int, once: bool = False) -> Callable[..., Any]:
-    real = os.write
+    """A stand-in for ``os.pwrite`` (how the log writes its frames) that fails."""
+    real = os.pwrite
     state = {"failed": False}
 
-    def write(fd: int, data: bytes) -> int:
+    def pwrite(fd: int, data: bytes, offset: int) -> int:
         if once and state["failed"]:
-            return real(fd, data)
+            return real(fd, data, offset)
         state["failed"] = True
         raise OSError(errno, os.strerror(errno))
 
-    return write
+    return pwrite
 
 
 async def test_a_failed_write_makes_append_raise(
@@ -119,7 +120,7 @@ async def test_a_failed_write_makes_append_raise(
     key = GroupKey(1, "g")
     async with running(tmp_path) as log:
         await log.append(key, [commit("g", "t", 1)])
-        monkeypatch.setattr(os, "write", failing(28, once=True))
+        monkeypatch.setattr(os, "pwrite", failing(28, once=True))
         with pytest.raises(CoordinatorLogError, match="not stored") as info:
             await log.append(key, [commit("g", "t", 2)])
         assert "No space left" in str(info.value.__cause__)
@@ -307,7 +308,7 @@ async def test_a_failed_append_now_raises_and_shows_nothing(
     key = GroupKey(1, "g")
     async with running(tmp_path, fsync_policy="never") as log:
         log.append_now(key, [commit("g", "t", 1)])
-        monkeypatch.setattr(os, "write", failing(28, once=True))
+        monkeypatch.setattr(os, "pwrite", failing(28, once=True))
         with pytest.raises(CoordinatorLogError, match="not stored"):
             log.append_now(key, [commit("g", "t", 2)])
         assert log.records_of(key) == [commit("g", "t", 1)]

@@ -19,6 +19,7 @@ from rafka_actors.storage.coordinator_segments import (
     CoordinatorLogFailed,
     CoordinatorSegments,
     CorruptCoordinatorLog,
+    read_segment,
 )
 
 LOGGER = "rafka_actors.storage.coordinator_segments"
@@ -83,13 +84,13 @@ def test_new_log_and_frame_layout(tmp_path: Path) -> None:
 def test_a_batch_is_one_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log, _ = open_log(tmp_path)
     writes: list[int] = []
-    real_write = os.write
+    real_write = os.pwrite
 
-    def counting_write(fd: int, data: bytes) -> int:
+    def counting_write(fd: int, data: bytes, offset: int) -> int:
         writes.append(len(data))
-        return real_write(fd, data)
+        return real_write(fd, data, offset)
 
-    monkeypatch.setattr(os, "write", counting_write)
+    monkeypatch.setattr(os, "pwrite", counting_write)
     log.append([payload(i) for i in range(50)])
     monkeypatch.undo()
     assert len(writes) == 1
@@ -116,12 +117,14 @@ def test_torn_tail_at_every_byte_of_the_last_frame(
         directory.mkdir()
         (directory / files[0].name).write_bytes(data[:cut])
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger=LOGGER):
+        with caplog.at_level(logging.DEBUG, logger=LOGGER):
             log, entries = open_log(directory)
         assert offsets(entries) == [0, 1, 2]
-        if cut > last:
+        if any(data[last:cut]):
             assert f"torn or corrupt tail at byte {last}" in caplog.text
             assert files[0].name in caplog.text
+        elif cut > last:  # the zero bytes of a length's start: as if preallocated, unwritten
+            assert f"dropping {cut - last} bytes of unused preallocated space" in caplog.text
         assert (directory / files[0].name).stat().st_size == last
         log.append([payload(9)])  # appends go on after the cut
         log.close()
@@ -204,6 +207,85 @@ def test_damage_in_a_sealed_segment_is_corruption_even_at_its_end(tmp_path: Path
     log.close()
 
 
+def test_the_active_segment_is_preallocated_and_cut_back_when_sealed_or_closed(
+    tmp_path: Path,
+) -> None:
+    sizes = [len(payload(i)) + 8 for i in range(41)]
+    log, _ = open_log(tmp_path, segment_bytes=sum(sizes[:40]), preallocate_bytes=500)
+    log.append([payload(0)])
+    [active] = segment_files(tmp_path)
+    assert active.stat().st_size == sizes[0] + 500  # grown ahead: fsyncs find its size unchanged
+    assert log.size_bytes == sizes[0]
+    log.append([payload(i) for i in range(1, 10)])  # within the space
+    assert active.stat().st_size == sizes[0] + 500
+    log.append([payload(i) for i in range(10, 40)])  # past it: grown, up to the segment size
+    assert active.stat().st_size == sum(sizes[:40])
+    log.append([payload(40)])  # does not fit: the segment is sealed
+    sealed, active = segment_files(tmp_path)
+    assert sealed.stat().st_size == sum(sizes[:40])
+    assert active.stat().st_size == sizes[40] + 500
+    log.close()
+    assert active.stat().st_size == sizes[40]  # its frames and nothing after them
+    _, entries = open_log(tmp_path)
+    assert offsets(entries) == list(range(41))
+
+
+def test_a_crash_leaves_unused_space_that_replay_drops_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log, _ = open_log(tmp_path / "live", preallocate_bytes=1 << 16)
+    log.append([payload(0), payload(1)])
+    log.append([payload(2)])
+    [live] = segment_files(tmp_path / "live")
+    image = tmp_path / "crashed"  # the files as a kill -9 leaves them: never closed
+    image.mkdir()
+    (image / live.name).write_bytes(live.read_bytes())
+    log.close()
+    frames = live.stat().st_size
+    assert (image / live.name).stat().st_size > frames + 60_000  # zeros after the frames
+    assert offsets([e for _, e in read_segment(image / live.name, decode_entry)]) == [0, 1, 2]
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        log, entries = open_log(image)
+    assert offsets(entries) == [0, 1, 2]
+    assert not caplog.records  # unwritten space is not damage
+    assert (image / live.name).stat().st_size == frames
+    log.append([payload(3)])
+    log.close()
+    _, entries = open_log(image)
+    assert offsets(entries) == [0, 1, 2, 3]
+
+
+def test_a_frame_torn_inside_preallocated_space_is_a_torn_tail(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    [path] = write_log(tmp_path, [[0, 1]])
+    data = path.read_bytes()
+    last = frame_starts(data)[-1]
+    path.write_bytes(data[: last + 20] + bytes(4096))  # half a frame, then unwritten space
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        log, entries = open_log(tmp_path)
+    assert offsets(entries) == [0]
+    assert f"torn or corrupt tail at byte {last}" in caplog.text
+    log.close()
+
+
+def test_appends_go_on_where_space_cannot_be_preallocated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unsupported(fd: int, offset: int, length: int) -> None:
+        raise OSError(95, "Operation not supported")
+
+    monkeypatch.setattr(os, "posix_fallocate", unsupported)
+    log, _ = open_log(tmp_path)
+    log.append([payload(0)])
+    log.append([payload(1)])
+    [path] = segment_files(tmp_path)
+    assert path.stat().st_size == log.size_bytes == 2 * (len(payload(0)) + 8)
+    log.close()
+    _, entries = open_log(tmp_path)
+    assert offsets(entries) == [0, 1]
+
+
 def test_rolls_segments_named_by_first_sequence(tmp_path: Path) -> None:
     one = len(payload(0)) + 8
     log, _ = open_log(tmp_path, segment_bytes=3 * one)
@@ -230,16 +312,16 @@ def test_a_failed_write_raises_and_leaves_no_partial_frame(
 ) -> None:
     log, _ = open_log(tmp_path)
     log.append([payload(0)])
-    real_write = os.write
+    real_write = os.pwrite
 
-    def short_then_fail(fd: int, data: bytes) -> int:
-        monkeypatch.setattr(os, "write", failing)
-        return real_write(fd, bytes(data)[:5])
+    def short_then_fail(fd: int, data: bytes, offset: int) -> int:
+        monkeypatch.setattr(os, "pwrite", failing)
+        return real_write(fd, bytes(data)[:5], offset)
 
-    def failing(fd: int, data: bytes) -> int:
+    def failing(fd: int, data: bytes, offset: int) -> int:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "write", short_then_fail)
+    monkeypatch.setattr(os, "pwrite", short_then_fail)
     with pytest.raises(CoordinatorLogError, match="write failed"):
         log.append([payload(1)])
     monkeypatch.undo()

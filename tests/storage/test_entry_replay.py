@@ -179,6 +179,23 @@ def test_a_torn_tail_is_cut_at_the_same_byte_as_without_bulk(
     assert results[0][1] < len(data) - cut
 
 
+@pytest.mark.parametrize("zeros", [1, 4096, 1 << 20])
+def test_unwritten_space_after_the_frames_is_dropped_as_without_bulk(
+    tmp_path: Path, zeros: int, chunk: int
+) -> None:
+    """What a crash leaves of the active segment's preallocated space: zeros after the last
+    frame, cut off by either replay."""
+    results = []
+    for bulk in (True, False):
+        directory = tmp_path / str(bulk)
+        path = _log_with(directory, _commits(50))
+        data = path.read_bytes()
+        path.write_bytes(data + bytes(zeros))
+        results.append((_replay(directory, bulk=bulk), path.stat().st_size))
+    assert results[0] == results[1]
+    assert results[0][1] == len(data)
+
+
 def test_damage_before_good_frames_is_reported_or_skipped_as_without_bulk(
     tmp_path: Path, chunk: int
 ) -> None:

@@ -95,6 +95,7 @@ from ..storage.coordinator_records import (
     entry_compaction_key,
 )
 from ..storage.coordinator_segments import (
+    DEFAULT_PREALLOCATE_BYTES,
     DEFAULT_SEGMENT_BYTES,
     CompactionStats,
     CoordinatorLogError,
@@ -141,7 +142,7 @@ class _Pending:
 
 
 def _replay(
-    data_dir: Path, segment_bytes: int, skip_corruption: bool, *, bulk: bool
+    data_dir: Path, segment_bytes: int, preallocate_bytes: int, skip_corruption: bool, *, bulk: bool
 ) -> tuple[CoordinatorSegments, LatestRecords[bytes]]:
     view: LatestRecords[bytes] = LatestRecords()
     replay = EntryReplay(view, bulk=bulk)
@@ -150,6 +151,7 @@ def _replay(
         decode_stored,
         replay.apply_entry,
         segment_bytes=segment_bytes,
+        preallocate_bytes=preallocate_bytes,
         skip_corruption=skip_corruption,
         bulk=replay.bulk,
     )
@@ -205,6 +207,7 @@ class DurableCoordinatorLog:
         fsync_policy: FsyncPolicy | str = FsyncPolicy.ALWAYS,
         fsync_interval_ms: int = 1000,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        preallocate_bytes: int = DEFAULT_PREALLOCATE_BYTES,
         compaction_interval_ms: int = DEFAULT_COMPACTION_INTERVAL_MS,
         compaction_dirty_bytes: int | None = None,
         tombstone_retention_ms: int = DEFAULT_TOMBSTONE_RETENTION_MS,
@@ -212,10 +215,14 @@ class DurableCoordinatorLog:
     ) -> DurableCoordinatorLog:
         """Open ``<data_dir>/coordinator`` and replay it (blocking file I/O: call at start-up)."""
         try:
-            segments, view = _replay(data_dir, segment_bytes, skip_corruption, bulk=True)
+            segments, view = _replay(
+                data_dir, segment_bytes, preallocate_bytes, skip_corruption, bulk=True
+            )
         except AmbiguousKeys as exc:
             log.warning("coordinator log: %s; replaying it entry by entry", exc)
-            segments, view = _replay(data_dir, segment_bytes, skip_corruption, bulk=False)
+            segments, view = _replay(
+                data_dir, segment_bytes, preallocate_bytes, skip_corruption, bulk=False
+            )
         log.info("coordinator log replayed: %d groups", len(view))
         return cls(
             segments,

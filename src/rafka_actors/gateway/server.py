@@ -107,6 +107,7 @@ def open_coordinator_log(config: BrokerConfig) -> DurableCoordinatorLog:
         fsync_policy=config.coordinator_log_fsync,
         fsync_interval_ms=config.coordinator_log_fsync_interval_ms,
         segment_bytes=config.coordinator_log_segment_bytes,
+        preallocate_bytes=config.coordinator_log_preallocate_bytes,
         compaction_interval_ms=config.coordinator_log_compaction_interval_ms,
         tombstone_retention_ms=config.coordinator_log_tombstone_retention_ms,
         skip_corruption=config.coordinator_log_skip_corruption,

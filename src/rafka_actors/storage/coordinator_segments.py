@@ -11,13 +11,20 @@ is given.
 
 Appends and durability
 ----------------------
-`append` writes all the frames of a batch with one ``os.write`` (so a group commit costs one
-system call), leaving them in the page cache: they survive the death of the process, not of the
-machine. `fsync` makes them durable. When a batch would push the active segment past
-``segment_bytes`` it is fsynced, sealed, and a new one started. A failed write is cut back off
-the file so the next append starts on a frame boundary; a failed fsync poisons the log
-(`CoordinatorLogFailed`): after one, the kernel may have dropped dirty pages, so no later write
-can be acknowledged as durable.
+`append` writes all the frames of a batch with one ``os.pwrite`` at the end of the written
+frames (so a group commit costs one system call), leaving them in the page cache: they survive
+the death of the process, not of the machine. `fsync` makes them durable. When a batch would push
+the active segment past ``segment_bytes`` it is fsynced, sealed, and a new one started. A failed
+write is cut back off the file so the next append starts on a frame boundary; a failed fsync
+poisons the log (`CoordinatorLogFailed`): after one, the kernel may have dropped dirty pages, so
+no later write can be acknowledged as durable.
+
+Preallocation: the active segment's file is grown ahead of the writes, ``preallocate_bytes`` at
+a time (``posix_fallocate``), so that most fsyncs find the file's size unchanged and flush only
+data, not the inode through the journal. On ext4 (2-vCPU VM, session 15) a 120-byte write and
+fsync took 142 us at the median when appending and 92 us inside preallocated space. A sealed or
+closed segment is cut back to its frames first; a crash leaves the unused space as zeros after
+the last frame, which recovery drops without a warning (it is not damage).
 
 Recovery
 --------
@@ -25,7 +32,8 @@ Recovery
 is damaged if its header is incomplete, its length is zero or runs past the end of the file, its
 CRC does not match, or ``decode`` raises ValueError. What happens next depends on whether any
 good frame (header and CRC check out) follows it: if none does and the segment is the last, the
-damage is a torn tail, what a crash leaves, and the file is truncated there with a warning. Any
+damage is a torn tail, what a crash leaves, and the file is truncated there with a warning (or
+quietly, if all of it is zeros: preallocated space never written). Any
 other damage means acknowledged data was hurt, and `CorruptCoordinatorLog` names the file and
 byte; with ``skip_corruption`` the damaged bytes are skipped instead (up to the next good frame),
 with a warning. Other exceptions from ``decode`` (a record from a newer broker) are fatal.
@@ -85,6 +93,7 @@ from crc32c import crc32c
 from .fsutil import fsync_dir
 
 __all__ = [
+    "DEFAULT_PREALLOCATE_BYTES",
     "DEFAULT_SEGMENT_BYTES",
     "Bulk",
     "CompactionStats",
@@ -97,11 +106,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_SEGMENT_BYTES = 64 << 20
+DEFAULT_PREALLOCATE_BYTES = 1 << 20
 SUFFIX = ".log"
 TEMP_SUFFIX = ".compacting"
 _HEADER = struct.Struct(">II")
 _HEADER_SIZE = _HEADER.size
-_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+_WRITE_FLAGS = os.O_WRONLY | os.O_CLOEXEC  # no O_APPEND: writes go to the end of the frames
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
 
 T = TypeVar("T")
@@ -152,6 +162,17 @@ def _write_all(fd: int, data: bytes) -> None:
     view, written = memoryview(data), 0
     while written < len(view):  # a regular file only writes short on huge buffers
         written += os.write(fd, view[written:] if written else view)
+
+
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    view, written = memoryview(data), 0
+    while written < len(view):
+        written += os.pwrite(fd, view[written:] if written else view, offset + written)
+
+
+def _unwritten(data: bytes, pos: int) -> bool:
+    """Whether everything from ``pos`` on is zeros: preallocated space a crash left unused."""
+    return data.count(0, pos) == len(data) - pos
 
 
 def _frames(payloads: Sequence[bytes]) -> bytes:
@@ -207,6 +228,7 @@ class _Walk(Generic[T]):
         self.last, self.skip, self.start = last, skip, start
         self.torn_at: int | None = None  # where a torn tail starts (last segment only)
         self.reason = ""
+        self.unwritten = False  # the tail is preallocated space, not a torn frame
 
     def __iter__(self) -> Iterator[tuple[int, int, T]]:
         pos, data = self.start, self.data
@@ -224,6 +246,9 @@ class _Walk(Generic[T]):
                     yield pos, end, value
                     pos = end
                     continue
+            if self.last and _unwritten(data, pos):  # no frame can follow: spare the scan
+                self.torn_at, self.reason, self.unwritten = pos, "unwritten", True
+                return
             resume = _next_good_frame(data, pos)
             if resume is None and self.last:
                 self.torn_at, self.reason = pos, why
@@ -371,13 +396,17 @@ def _replay_segment(
         apply(value)
         count += 1
     if walk.torn_at is not None:
-        log.warning(
-            "%s: torn or corrupt tail at byte %d, truncating (%d bytes dropped): %s",
-            path,
-            walk.torn_at,
-            len(walk.data) - walk.torn_at,
-            walk.reason,
-        )
+        dropped = len(walk.data) - walk.torn_at
+        if walk.unwritten:
+            log.debug("%s: dropping %d bytes of unused preallocated space", path, dropped)
+        else:
+            log.warning(
+                "%s: torn or corrupt tail at byte %d, truncating (%d bytes dropped): %s",
+                path,
+                walk.torn_at,
+                dropped,
+                walk.reason,
+            )
         os.truncate(path, walk.torn_at)
     return count
 
@@ -393,16 +422,19 @@ class CoordinatorSegments:
         *,
         segment_bytes: int,
         skip_corruption: bool,
+        preallocate_bytes: int = DEFAULT_PREALLOCATE_BYTES,
     ) -> None:
         *sealed, active = segments
         self._dir = directory
         self._segment_bytes = segment_bytes
+        self._preallocate_bytes = max(preallocate_bytes, 0)
         self._skip = skip_corruption
         self._lock = threading.Lock()  # guards _sealed (compaction runs in another thread)
         self._compacting = threading.Lock()
         self._sealed = sealed
         self._active = active
-        self._fd = os.open(active.path, _APPEND_FLAGS)
+        self._fd = os.open(active.path, _WRITE_FLAGS)
+        self._file_size = active.size  # beyond the frames: preallocated, unwritten space
         self._next_sequence = active.first_sequence + active_entries
         self._failed: BaseException | None = None
         self._closed = False
@@ -419,6 +451,7 @@ class CoordinatorSegments:
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         skip_corruption: bool = False,
         bulk: Bulk | None = None,
+        preallocate_bytes: int = DEFAULT_PREALLOCATE_BYTES,
     ) -> CoordinatorSegments:
         """Open (creating if needed) the log in ``directory``, replaying it into ``apply``
         (and ``bulk.apply_run``, for the payloads it recognises)."""
@@ -436,7 +469,12 @@ class CoordinatorSegments:
             stat = path.stat()
             segments.append(_Segment(first, path, stat.st_size, stat.st_mtime_ns))
         return cls(
-            directory, segments, count, segment_bytes=segment_bytes, skip_corruption=skip_corruption
+            directory,
+            segments,
+            count,
+            segment_bytes=segment_bytes,
+            skip_corruption=skip_corruption,
+            preallocate_bytes=preallocate_bytes,
         )
 
     # -- state ----------------------------------------------------------------------------
@@ -480,8 +518,11 @@ class CoordinatorSegments:
         data = _frames(payloads)
         if self._active.size and self._active.size + len(data) > self._segment_bytes:
             self._roll()
+        end = self._active.size + len(data)
+        if end > self._file_size:
+            self._preallocate(end)
         try:
-            _write_all(self._fd, data)
+            _pwrite_all(self._fd, data, self._active.size)
         except BaseException as exc:
             self._cut_back()
             if isinstance(exc, OSError):
@@ -491,11 +532,32 @@ class CoordinatorSegments:
         self._next_sequence += len(payloads)
 
     def _cut_back(self) -> None:
-        """Drop a partial write so the next append starts on a frame boundary."""
+        """Drop a partial write (and the space after it) so that nothing but frames and zeros
+        can follow the last frame."""
         try:
             os.ftruncate(self._fd, self._active.size)
         except OSError as exc:
             self._failed = exc
+        else:
+            self._file_size = self._active.size
+
+    def _preallocate(self, end: int) -> None:
+        """Grow the file to hold ``end`` bytes and up to ``preallocate_bytes`` more, within the
+        segment size. If the file system cannot, the write extends the file itself."""
+        target = max(end, min(end + self._preallocate_bytes, self._segment_bytes))
+        if target > end:
+            try:
+                os.posix_fallocate(self._fd, self._file_size, target - self._file_size)
+            except OSError as exc:
+                log.debug("%s: cannot preallocate: %s", self._active.path, exc)
+                return
+            self._file_size = target
+
+    def _trim(self) -> None:
+        """Cut the unused preallocated space off the active segment (before sealing it)."""
+        if self._file_size > self._active.size:
+            os.ftruncate(self._fd, self._active.size)
+            self._file_size = self._active.size
 
     def fsync(self) -> None:
         """Make everything appended so far durable."""
@@ -523,11 +585,15 @@ class CoordinatorSegments:
         self.fsyncs += 1
 
     def _roll(self) -> None:
+        try:
+            self._trim()  # made durable by the fsync, before the next segment exists
+        except OSError as exc:
+            raise CoordinatorLogError(f"{self._active.path}: cannot seal: {exc}") from exc
         self.fsync()
         first = max(self._next_sequence, self._active.first_sequence + 1)
         path = self._dir / _segment_name(first)
         try:
-            fd = os.open(path, _APPEND_FLAGS | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(path, _WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o644)
         except OSError as exc:
             raise CoordinatorLogError(f"{path}: cannot start a segment: {exc}") from exc
         try:
@@ -541,7 +607,7 @@ class CoordinatorSegments:
         os.close(old_fd)
         with self._lock:
             self._sealed.append(old)
-            self._active, self._fd = _Segment(first, path, 0), fd
+            self._active, self._fd, self._file_size = _Segment(first, path, 0), fd, 0
         self._next_sequence = first
         self.rolls += 1
 
@@ -557,6 +623,10 @@ class CoordinatorSegments:
             return
         try:
             if self._failed is None:
+                try:
+                    self._trim()
+                except OSError as exc:  # recovery drops the zeros instead
+                    log.warning("%s: cannot trim preallocated space: %s", self._active.path, exc)
                 self.fsync()
         finally:
             self._closed = True
