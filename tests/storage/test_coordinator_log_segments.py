@@ -54,6 +54,14 @@ def write_log(directory: Path, batches: list[list[int]], **kw: object) -> list[P
     return segment_files(directory)
 
 
+def appends_continue(log: CoordinatorSegments, directory: Path, before: list[int]) -> None:
+    """Append one more entry, close, and check a reopened log has ``before`` and it."""
+    log.append([payload(len(before))])
+    log.close()
+    _, entries = open_log(directory)
+    assert offsets(entries) == [*before, len(before)]
+
+
 def frame_starts(data: bytes) -> list[int]:
     starts, pos = [], 0
     while pos < len(data):
@@ -100,10 +108,8 @@ def test_a_batch_is_one_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_replay_after_reopen_and_appends_continue(tmp_path: Path) -> None:
     write_log(tmp_path, [[0], [1, 2]])
     log, entries = open_log(tmp_path)
-    log.append([payload(3)])
-    log.close()
-    _, entries = open_log(tmp_path)
-    assert offsets(entries) == [0, 1, 2, 3]
+    assert offsets(entries) == [0, 1, 2]
+    appends_continue(log, tmp_path, [0, 1, 2])
 
 
 def test_torn_tail_at_every_byte_of_the_last_frame(
@@ -249,10 +255,7 @@ def test_a_crash_leaves_unused_space_that_replay_drops_quietly(
     assert offsets(entries) == [0, 1, 2]
     assert not caplog.records  # unwritten space is not damage
     assert (image / live.name).stat().st_size == frames
-    log.append([payload(3)])
-    log.close()
-    _, entries = open_log(image)
-    assert offsets(entries) == [0, 1, 2, 3]
+    appends_continue(log, image, [0, 1, 2])
 
 
 def test_a_frame_torn_inside_preallocated_space_is_a_torn_tail(
