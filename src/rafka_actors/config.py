@@ -269,6 +269,8 @@ def load_config(
     _check_network_settings(config)
     if config.coordinator_log_fsync not in ("always", "interval", "never"):
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
+    if config.coordinator_log_preallocate_bytes < 0:
+        raise ConfigError("coordinator.log.preallocate.bytes must be >= 0")
     return config
 
 

@@ -5,8 +5,10 @@ from pathlib import Path
 import pytest
 
 from rafka_actors.config import BrokerConfig, ConfigError, load_config, parse_properties
-from rafka_actors.gateway.server import group_config
+from rafka_actors.gateway.server import group_config, open_coordinator_log
 from rafka_actors.group.effects import GroupConfig
+from rafka_actors.group.records import OffsetCommitRecord
+from rafka_actors.ids import GroupKey
 
 
 def test_defaults_are_kafkas() -> None:
@@ -51,6 +53,7 @@ def test_env_name_form() -> None:
         {"group.consumer.rebalance.heartbeat.interval.ms": "0"},
         {"idle.poll.time.us": "-1"},
         {"idle.poll.time.us": "1000001"},
+        {"coordinator.log.preallocate.bytes": "-1"},
     ],
 )
 def test_bad_values_are_refused(overrides: dict[str, str]) -> None:
@@ -86,3 +89,23 @@ def test_consumer_heartbeat_cadences_reach_the_group_machine() -> None:
     defaults = group_config(BrokerConfig())
     assert defaults.consumer_rebalance_heartbeat_interval_ms == 250
     assert GroupConfig().consumer_rebalance_heartbeat_interval_ms == 250
+
+
+@pytest.mark.parametrize("preallocate", [0, 8192])
+def test_the_coordinator_log_preallocates_what_the_setting_says(
+    tmp_path: Path, preallocate: int
+) -> None:
+    overrides = {
+        "data.dir": str(tmp_path),
+        "coordinator.log.preallocate.bytes": str(preallocate),
+        "coordinator.log.fsync": "never",
+    }
+    log = open_coordinator_log(load_config(environ={}, overrides=overrides))
+    try:
+        log.append_now(GroupKey(1, "g"), [OffsetCommitRecord("g", "t", 0, 1, -1, None, 0)])
+        [segment] = (tmp_path / "coordinator").glob("*.log")
+        written = log.segments.size_bytes
+        assert 0 < written < 8192
+        assert segment.stat().st_size == (written + preallocate if preallocate else written)
+    finally:
+        log.close()

@@ -427,7 +427,7 @@ class CoordinatorSegments:
         *sealed, active = segments
         self._dir = directory
         self._segment_bytes = segment_bytes
-        self._preallocate_bytes = max(preallocate_bytes, 0)
+        self._preallocate_bytes = preallocate_bytes
         self._skip = skip_corruption
         self._lock = threading.Lock()  # guards _sealed (compaction runs in another thread)
         self._compacting = threading.Lock()
