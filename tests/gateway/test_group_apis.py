@@ -472,6 +472,36 @@ async def test_a_fully_committed_request_gets_one_shared_response_per_shape(
     assert await answer({"t": [(0, 8)]}) is single
 
 
+@pytest.mark.parametrize("version", [1, 8])
+async def test_an_unchanged_offset_fetch_gets_one_shared_response(
+    ctx: BrokerContext, autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """Asking again for offsets that have not moved (committed() in a loop, a lag exporter)
+    gets the same immutable response; a moved offset, another question or a response of more
+    than SHARED_PARTITIONS partitions is built afresh. Never a stale one."""
+    conn = ConnectionInfo("10.0.0.7", 4242)
+    commit, fetch = API_TABLE[COMMIT].handler, API_TABLE[FETCH].handler
+
+    async def ask(topics: dict[str, list[int]] | None = None) -> Any:
+        return await fetch(ctx, conn, version, fetch_req(version, topics or {"t": [0, 1]}))
+
+    def fetched(response: Any) -> dict[tuple[str, int], tuple[int, int]]:
+        return committed(response if version < 8 else response.groups[0])
+
+    await commit(ctx, conn, 9, commit_req(9, {"t": [(0, 10), (1, 20)]}))
+    first = await ask()
+    assert fetched(first) == {("t", 0): (0, 10), ("t", 1): (0, 20)}
+    assert await ask() is first
+    await commit(ctx, conn, 9, commit_req(9, {"t": [(1, 21)]}))
+    moved = await ask()
+    assert fetched(moved) == {("t", 0): (0, 10), ("t", 1): (0, 21)}
+    assert moved is not first and await ask() is moved
+    assert fetched(await ask({"t": [1, 0]})) == fetched(moved)  # another order: rebuilt
+    monkeypatch.setattr(offsets, "SHARED_PARTITIONS", 1)
+    assert await ask() is not await ask()
+    assert fetched(await ask()) == fetched(moved)
+
+
 async def test_offset_commit_of_only_unknown_topics_creates_no_group(
     client: Client, autojump_clock: MockClock
 ) -> None:

@@ -47,7 +47,7 @@ COMMIT_KEY = 8
 FETCH_KEY = 9
 
 FetchRow = tuple[str, int, int, int, str | None, int]  # as in OffsetFetchOpResp.offsets
-SHARED_PARTITIONS = 64  # commits of at most this many partitions may share their response
+SHARED_PARTITIONS = 64  # responses of at most this many partitions may be shared
 
 
 def partition_exists(
@@ -188,59 +188,74 @@ def partition_results(
 
 
 # -- OffsetFetch --------------------------------------------------------------------------
+Shape = tuple[tuple[str, tuple[int, ...]], ...]  # (topic, partition indexes) as requested
+# One group's answer: (group id, error, the topics asked for (None: every one), rows)
+GroupAnswer = tuple[str | None, ErrorCode, Shape | None, tuple[FetchRow, ...]]
+
+
 async def offset_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     group_id = getattr(request, "group_id", None)  # v1-v7 name one group, v8+ a batch
     with telemetry.span(
         "rafka.gateway.group.offset-fetch", version=version, group_id=group_id or ""
     ):
-        mod = schema(FETCH_KEY, version)
         stable = getattr(request, "require_stable", False)  # v7+
-        if version < 8:
-            code, topics = await _fetch_group(ctx, conn, mod, version, request, stable)
-            if code != ErrorCode.none and version >= 2:
-                topics = ()
-            return make(
-                mod.OffsetFetchResponse,
-                throttle_time=NO_THROTTLE,
-                error_code=code,
-                topics=topics,
-            )
-        groups = []
-        for group in request.groups:
-            code, topics = await _fetch_group(ctx, conn, mod, version, group, stable)
-            groups.append(
-                make(
-                    mod.OffsetFetchResponseGroup,
-                    group_id=group.group_id or "",  # "": encodable even for a null id
-                    error_code=code,
-                    topics=() if code != ErrorCode.none else topics,
-                )
-            )
-        return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
+        wanted = (request,) if version < 8 else request.groups
+        answers = tuple([await _fetch_group(ctx, conn, group, stable) for group in wanted])
+        mod = schema(FETCH_KEY, version)
+        if sum(len(rows) for *_, rows in answers) > SHARED_PARTITIONS:
+            return _build_fetch_response(mod, version, answers)
+        # The answer is a pure function of the answers: a client asking again and again for
+        # offsets that have not moved (committed(), a lag exporter) gets one shared encoding.
+        return shared_response(
+            (FETCH_KEY, mod, answers), lambda: _build_fetch_response(mod, version, answers)
+        )
 
 
 async def _fetch_group(
-    ctx: BrokerContext, conn: ConnectionInfo, mod: Any, version: int, wanted: Any, stable: bool
-) -> tuple[ErrorCode, tuple[Any, ...]]:
-    """(group error, response topics) for one group: the request (v1-v7) or a v8+ group."""
+    ctx: BrokerContext, conn: ConnectionInfo, wanted: Any, stable: bool
+) -> GroupAnswer:
+    """One group's answer: for the request (v1-v7) or one of its groups (v8+)."""
+    group_id = wanted.group_id
     if wanted.topics is None:  # every committed offset
         response = await _fetch_response(ctx, conn, wanted, None, stable)
         code = error_code(response.error_code)
         every = () if code != ErrorCode.none else response.offsets
-        return code, _topics_of_rows(mod, version, (r for r in every if conn.may_use_topic(r[0])))
+        return group_id, code, None, tuple(r for r in every if conn.may_use_topic(r[0]))
     allowed: list[Any] = []
     refused: list[Any] = []
     for t in wanted.topics:
         (allowed if conn.may_use_topic(t.name) else refused).append(t)
     response = await _fetch_response(ctx, conn, wanted, allowed, stable)
     code = error_code(response.error_code)
-    requested = allowed + refused  # Kafka appends the refused topics
-    if code != ErrorCode.none:
+    requested = tuple((t.name, tuple(t.partition_indexes)) for t in allowed + refused)
+    if code != ErrorCode.none:  # Kafka appends the refused topics
         # v1 has no group-level error: each requested partition carries it.
-        rows: Iterable[FetchRow] = _rows(requested, int(code))
-    else:
-        rows = [*response.offsets, *_rows(refused, TOPIC_DENIED)]
-    return code, _topics_as_requested(mod, version, requested, rows)
+        return group_id, code, requested, _rows(requested, int(code))
+    rows = (*response.offsets, *_rows(requested[len(allowed) :], TOPIC_DENIED))
+    return group_id, code, requested, rows
+
+
+def _build_fetch_response(mod: Any, version: int, answers: tuple[GroupAnswer, ...]) -> Any:
+    if version < 8:
+        [(_, code, requested, rows)] = answers
+        return make(
+            mod.OffsetFetchResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=code,
+            topics=()
+            if code != ErrorCode.none and version >= 2
+            else _topics(mod, version, requested, rows),
+        )
+    groups = tuple(
+        make(
+            mod.OffsetFetchResponseGroup,
+            group_id=group_id or "",  # "": encodable even for a null id
+            error_code=code,
+            topics=() if code != ErrorCode.none else _topics(mod, version, requested, rows),
+        )
+        for group_id, code, requested, rows in answers
+    )
+    return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=groups)
 
 
 async def _fetch_response(
@@ -262,35 +277,31 @@ async def _fetch_response(
     return response
 
 
-def _rows(topics: list[Any], error: int) -> list[FetchRow]:
+def _rows(topics: Shape, error: int) -> tuple[FetchRow, ...]:
     """No offset, and `error`, for each partition of `topics`."""
-    return [(t.name, p, -1, -1, "", error) for t in topics for p in t.partition_indexes]
+    return tuple((name, p, -1, -1, "", error) for name, indexes in topics for p in indexes)
 
 
-def _topics_as_requested(
-    mod: Any, version: int, requested: Any, rows: Iterable[FetchRow]
-) -> tuple[Any, ...]:
-    found = {(row[0], row[1]): row for row in rows}
+def _topics(mod: Any, version: int, requested: Shape | None, rows: Iterable[FetchRow]) -> Any:
+    """The response's topics: as requested, or every topic of `rows` (requested is None)."""
     topic_cls, partition_cls = _classes(mod, version)
+    if requested is None:
+        by_topic: dict[str, list[Any]] = {}
+        for row in rows:
+            by_topic.setdefault(row[0], []).append(_partition(partition_cls, row))
+        return tuple(make(topic_cls, name=n, partitions=tuple(ps)) for n, ps in by_topic.items())
+    found = {(row[0], row[1]): row for row in rows}
     return tuple(
         make(
             topic_cls,
-            name=t.name,
+            name=name,
             partitions=tuple(
-                _partition(partition_cls, found.get((t.name, p), (t.name, p, -1, -1, "", 0)))
-                for p in t.partition_indexes
+                _partition(partition_cls, found.get((name, p), (name, p, -1, -1, "", 0)))
+                for p in indexes
             ),
         )
-        for t in requested
+        for name, indexes in requested
     )
-
-
-def _topics_of_rows(mod: Any, version: int, rows: Iterable[FetchRow]) -> tuple[Any, ...]:
-    topic_cls, partition_cls = _classes(mod, version)
-    by_topic: dict[str, list[Any]] = {}
-    for row in rows:
-        by_topic.setdefault(row[0], []).append(_partition(partition_cls, row))
-    return tuple(make(topic_cls, name=n, partitions=tuple(ps)) for n, ps in by_topic.items())
 
 
 def _partition(partition_cls: type, row: FetchRow) -> Any:
