@@ -202,6 +202,7 @@ async def offset_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, r
         wanted = (request,) if version < 8 else request.groups
         answers = tuple([await _fetch_group(ctx, conn, group, stable) for group in wanted])
         mod = schema(FETCH_KEY, version)
+        # (the rows are the response's partitions: every one asked for, or found)
         if sum(len(rows) for *_, rows in answers) > SHARED_PARTITIONS:
             return _build_fetch_response(mod, version, answers)
         # The answer is a pure function of the answers: a client asking again and again for
