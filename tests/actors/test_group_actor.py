@@ -308,6 +308,108 @@ async def test_a_parked_actor_holds_no_request_it_has_answered(
         nursery.cancel_scope.cancel()
 
 
+async def test_a_group_that_only_commits_and_fetches_never_starts_a_task(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A simple consumer's group is answered inline by a dormant actor: no trio task and no
+    mailbox (about half a live group's memory). Its first request that must wait (a
+    JoinGroup) wakes the same actor, offsets and all."""
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(), MemoryCoordinatorLog(), passivate_after_s=10
+        )
+        sweeper_only = len(nursery.child_tasks)
+        for offset in range(3):
+            await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, offset, -1, ""),)))
+            fetched = await registry.ask_light(K, OffsetFetchOp("g", None))
+            assert fetched.offsets == (("t", 0, offset, -1, "", 0),)
+        actor = registry._actors[K]
+        assert actor.dormant and len(nursery.child_tasks) == sweeper_only
+        joined = await join_and_sync(registry)
+        assert registry._actors[K] is actor and not actor.dormant
+        assert len(nursery.child_tasks) == sweeper_only + 1
+        described = await registry.ask(K, DescribeGroupOp("g"))
+        assert described.members[0][0] == joined.member_id
+        fetched = await registry.ask_light(K, OffsetFetchOp("g", None))
+        assert fetched.offsets == (("t", 0, 2, -1, "", 0),)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_dormant_actor_is_dropped_after_the_passivation_delay(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(), MemoryCoordinatorLog(), passivate_after_s=10
+        )
+        await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, 5, -1, ""),)))
+        await trio.sleep(9)
+        assert registry._actors[K].dormant
+        await trio.sleep(7)  # the sweeper drops it between 1 and 1.5 delays after the commit
+        assert K not in registry._actors
+        fetched = await registry.ask_light(K, OffsetFetchOp("g", None))  # from the log
+        assert fetched.offsets == (("t", 0, 5, -1, "", 0),)
+        nursery.cancel_scope.cancel()
+
+
+async def test_with_immediate_passivation_a_dormant_actor_leaves_nothing_behind(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Reads of unknown groups and a simple consumer's commits hold no actor afterwards,
+    and never started a task to stop."""
+
+    class CountTasks(trio.abc.Instrument):
+        spawned = 0
+
+        def task_spawned(self, task: trio.lowlevel.Task) -> None:
+            self.spawned += 1
+
+    tasks = CountTasks()
+    trio.lowlevel.add_instrument(tasks)
+    for i in range(3):
+        key = GroupKey(0, f"unknown-{i}")
+        assert (await registry.ask_light(key, OffsetFetchOp(key.group_id, None))).offsets == ()
+        assert key not in registry._actors
+    await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, 7, -1, ""),)))
+    assert K not in registry._actors
+    assert (await registry.ask_light(K, OffsetFetchOp("g", None))).offsets[0][2] == 7
+    trio.lowlevel.remove_instrument(tasks)
+    assert tasks.spawned == 0
+
+
+async def test_a_dormant_actor_holding_a_commit_for_the_log_is_kept_and_woken_by_mail(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A first commit under fsync `always` (a held log) holds a dormant actor: the sweeper
+    must not drop it meanwhile (a fresh actor would read the log without the commit), and a
+    JoinGroup arriving meanwhile wakes it and is stepped after the commit is stored."""
+    log = HeldLog()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=10)
+        answers: dict[str, Any] = {}
+
+        async def ask(name: str, op: Any, light: bool) -> None:
+            answers[name] = await (registry.ask_light if light else registry.ask)(K, op)
+
+        nursery.start_soon(ask, "commit", OffsetCommitOp("g", (("t", 0, 3, -1, ""),)), True)
+        await trio.testing.wait_all_tasks_blocked()
+        actor = registry._actors[K]
+        assert actor.dormant and actor._held is not None
+        await trio.sleep(30)  # three sweeps
+        assert registry._actors[K] is actor
+        nursery.start_soon(ask, "join", join_op(), False)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not actor.dormant and answers == {}
+        log.release.set()
+        await trio.sleep(4)  # the initial rebalance delay
+        assert answers["commit"].results == (("t", 0, ErrorCode.none),)
+        assert answers["join"].error_code == ErrorCode.none
+        assert registry._actors[K] is actor
+        fetched = await registry.ask_light(K, OffsetFetchOp("g", None))
+        assert fetched.offsets == (("t", 0, 3, -1, "", 0),)
+        nursery.cancel_scope.cancel()
+
+
 async def test_resume_starts_groups_with_members_without_reading_offsets(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -11,6 +11,12 @@ be stepped in the requesting connection's task instead (`answer_inline`; a commi
 wait for its fsync, `answer_durably`, holding the group until the log has it), which saves the
 mailbox round trip's two task switches; the order of steps is the same.
 
+The registry spawns an actor dormant: no task and no mailbox until its first envelope or
+deadline (`wake`). Until then it is an actor parked on an empty mailbox with nothing due, so
+inline steps answer it, and a group that only commits and fetches offsets (a simple consumer,
+a lag exporter) never costs a trio task and a memory channel, about half of a live group's
+memory (docs/performance.md).
+
 Replies go to one-shot channels. A client that hung up while parked has closed its end, so
 sending fails with BrokenResourceError and is simply dropped: the member's slot is cleaned up
 by the rebalance or session timeout, as in Kafka.
@@ -100,7 +106,10 @@ class GroupActor:
         group: AnyGroup = None,
         topics: Callable[[int], TopicImage] = lambda _org: EMPTY_IMAGE,
         passivate_after_s: float = 0.0,
+        start: Callable[[GroupActor], None] | None = None,
     ) -> None:
+        """With `start`, the actor is dormant (see the module's doc) until it needs its task,
+        and then calls `start(self)` to have it run; without, its caller runs it."""
         self.key = key
         self.rrl = rrl(key.org_id, key.group_id)
         self.config = config
@@ -109,19 +118,39 @@ class GroupActor:
         self._topics = topics  # topics(org_id): the image of that org's topics
         self._passivate_after_s = passivate_after_s
         self.last_active = trio.current_time()  # of the last request (for passivation)
-        self._mailbox, self._inbox = trio.open_memory_channel[Envelope](mailbox_size)
+        self._mailbox_size = mailbox_size
+        self._mailbox: trio.MemorySendChannel[Envelope] | None = None  # None while dormant
+        self._inbox: trio.MemoryReceiveChannel[Envelope] | None = None
+        self._start = start
         # Envelopes posted and taken: their difference is what the mailbox holds (or has
         # handed to the parked actor), without building MemoryChannelStatistics each time.
         self._posted = self._taken = 0
         self._waiters: dict[int, tuple[ReplyTo, Any]] = {}  # token -> (reply to, its op)
         self._next_token = 1
-        self._parked = False  # waiting on the mailbox (answer_inline may answer)
+        self._parked = True  # waiting on the mailbox, or dormant (answer_inline may answer)
         # Set while a caller's task holds the group for a step awaiting the log
         # (answer_durably); the actor waits for it before its next step.
         self._held: trio.Event | None = None
         self._wait: trio.CancelScope | None = None  # the parked wait's deadline, if any
         # When to wake: the group's next deadline or an earlier time (machine.deadline_after)
         self._deadline = machine.next_deadline(group)
+        if start is None or self._deadline is not None:  # a deadline needs the task's timer
+            self.wake()
+
+    @property
+    def dormant(self) -> bool:
+        """No task and no mailbox yet: nothing ever had to wait for this group."""
+        return self._mailbox is None
+
+    def wake(self) -> trio.MemorySendChannel[Envelope]:
+        """Open a dormant actor's mailbox and start its task (idempotent); the mailbox."""
+        if self._mailbox is not None:
+            return self._mailbox
+        self._mailbox, self._inbox = trio.open_memory_channel[Envelope](self._mailbox_size)
+        self._parked = False  # until its task parks on the mailbox
+        if self._start is not None:
+            self._start(self)
+        return self._mailbox
 
     @property
     def cgp_id(self) -> str:
@@ -137,11 +166,12 @@ class GroupActor:
 
     @property
     def idle(self) -> bool:
-        """Nothing to keep this actor alive for: no parked request, and no group, or an Empty
-        group with no deadline and no member id handed out. Such a group is exactly what its
-        stored records say, so it can be passivated and rebuilt from the log when next asked
-        (memory then grows with active groups, not with every group ever seen)."""
-        return not self._waiters and machine.passivable(self.group)
+        """Nothing to keep this actor alive for: no parked request, no caller's step holding
+        the group, and no group, or an Empty group with no deadline and no member id handed
+        out. Such a group is exactly what its stored records say, so it can be passivated and
+        rebuilt from the log when next asked (memory then grows with active groups, not with
+        every group ever seen)."""
+        return not self._waiters and self._held is None and machine.passivable(self.group)
 
     async def run(self, *, stop_when_idle: bool = True) -> None:
         """Serve the mailbox. With `stop_when_idle`, an idle actor (see `idle`) stops: at once
@@ -183,7 +213,7 @@ class GroupActor:
     def post_nowait(self, envelope: Envelope) -> None:
         """Put `envelope` in the mailbox; trio.WouldBlock if it is full, BrokenResourceError
         if the actor has stopped. Every envelope goes in through here or `post`."""
-        self._mailbox.send_nowait(envelope)
+        (self._mailbox or self.wake()).send_nowait(envelope)
         self._posted += 1
 
     async def post(self, envelope: Envelope) -> None:
@@ -199,7 +229,7 @@ class GroupActor:
             pass
         self._posted += 1
         try:
-            await self._mailbox.send(envelope)
+            await self.wake().send(envelope)
         except BaseException:  # cancelled or stopped: it never went in
             self._posted -= 1
             raise
@@ -210,13 +240,15 @@ class GroupActor:
         return self._posted - self._taken
 
     async def _next_envelope(self) -> Envelope | None:
+        inbox = self._inbox
+        assert inbox is not None, "a dormant actor's task runs only once woken"
         deadline = self._deadline
         due = deadline is not None and trio.current_time() >= trio_time(deadline)
         if not due:
             # A queued envelope needs no cancel scope (~10 us each); the actor still
             # checkpoints whenever its mailbox runs dry, and a due deadline goes first.
             try:
-                envelope = self._inbox.receive_nowait()
+                envelope = inbox.receive_nowait()
             except trio.WouldBlock:
                 pass
             else:
@@ -225,10 +257,10 @@ class GroupActor:
         self._parked = True
         try:
             if deadline is None:
-                envelope = await self._inbox.receive()
+                envelope = await inbox.receive()
             else:
                 with trio.move_on_at(trio_time(deadline)) as self._wait:
-                    envelope = await self._inbox.receive()
+                    envelope = await inbox.receive()
                 if self._wait.cancelled_caught:  # the deadline came first
                     return None
         finally:
@@ -323,8 +355,9 @@ class GroupActor:
         wait, deadline = self._wait, self._deadline
         if wait is not None and deadline is not None and trio_time(deadline) < wait.deadline:
             wait.deadline = trio_time(deadline)
-        uncovered = deadline is not None and wait is None  # a wait without a scope
-        stop = not self._passivate_after_s and self.idle
+        uncovered = deadline is not None and wait is None  # a wait without a scope (or task)
+        # (a dormant actor has no task to stop: the registry drops it, `_drop_if_idle`)
+        stop = not self._passivate_after_s and self.idle and not self.dormant
         if uncovered or stop:
             try:
                 self.post_nowait(Envelope(RECHECK, None))
@@ -423,9 +456,10 @@ class GroupActor:
     def _drain(self) -> None:
         """Answer everything still held or queued: no caller waits forever."""
         self._fail_all_waiters()
-        while True:
+        inbox = self._inbox
+        while inbox is not None:
             try:
-                envelope = self._inbox.receive_nowait()
+                envelope = inbox.receive_nowait()
             except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                 break
             if envelope.reply is None:  # PASSIVATE: nobody to answer
@@ -436,7 +470,8 @@ class GroupActor:
                 )
             except (trio.BrokenResourceError, trio.WouldBlock, trio.ClosedResourceError):
                 pass
-        self._inbox.close()
+        if inbox is not None:
+            inbox.close()
 
     def _trace(self, event: Any) -> None:
         if isinstance(event, TargetAssigned):

@@ -5,6 +5,10 @@ waits for the answer. An actor whose group does not exist and which holds nothin
 itself (so asking about a thousand unknown groups leaves nothing behind); a request that
 races with that stop finds the mailbox closed and is simply sent to a fresh actor.
 
+An actor is spawned dormant (group_actor.py): its task starts with its first envelope or
+deadline. `ask_light` answers a dormant actor inline, so a group that only commits and
+fetches offsets never has a task; a dormant actor that may stop is simply dropped.
+
 The registry also keeps a one-line summary per group (state, protocol type), refreshed by
 each actor after every command, so ListGroups never has to visit every actor.
 """
@@ -78,16 +82,22 @@ class GroupRegistry:
 
     async def ask_light(self, key: GroupKey, op: InlineOp) -> Any:
         """`ask` for an OffsetFetch, Heartbeat or OffsetCommit: answered inline when the
-        group's actor is parked on an empty mailbox (GroupActor.answer_inline), else through
-        its mailbox."""
-        actor = self._actors.get(key)
-        if actor is not None:
-            response = actor.answer_inline(op)
-            if response is None and type(op) is OffsetCommitOp:
-                response = await actor.answer_durably(op)
-            if response is not None:
-                return response
-        return await self.ask(key, op)
+        group's actor is parked on an empty mailbox or dormant (GroupActor.answer_inline),
+        else through its mailbox."""
+        actor = self._actors.get(key) or self._spawn(key)
+        response = actor.answer_inline(op)
+        if response is None and type(op) is OffsetCommitOp:
+            response = await actor.answer_durably(op)
+        if response is None:
+            return await self.ask(key, op)
+        if not self._passivate_after_s:  # an idle actor stops at once: a dormant one here
+            self._drop_if_idle(actor)
+        return response
+
+    def _drop_if_idle(self, actor: GroupActor) -> None:
+        """Forget a dormant actor that holds nothing (there is no task to stop)."""
+        if actor.dormant and actor.idle and self._actors.get(actor.key) is actor:
+            del self._actors[actor.key]
 
     def _spawn(self, key: GroupKey) -> GroupActor:
         group = stored_group(self._log, key, now_ms(), self._config)
@@ -99,10 +109,13 @@ class GroupRegistry:
             group=group,
             topics=self._topics,
             passivate_after_s=self._passivate_after_s,
+            start=self._start,
         )
         self._actors[key] = actor
-        self._nursery.start_soon(self._supervise, actor)
         return actor
+
+    def _start(self, actor: GroupActor) -> None:
+        self._nursery.start_soon(self._supervise, actor)
 
     async def _passivate_idle_forever(self) -> None:
         """Every half delay, ask each actor idle for the whole delay to stop: one sweep over
@@ -112,6 +125,9 @@ class GroupRegistry:
             cutoff = trio.current_time() - self._passivate_after_s
             for actor in list(self._actors.values()):
                 if actor.last_active <= cutoff and actor.idle:
+                    if actor.dormant:
+                        self._drop_if_idle(actor)
+                        continue
                     try:
                         actor.post_nowait(Envelope(PASSIVATE, None))
                     except (trio.WouldBlock, trio.BrokenResourceError):
@@ -164,7 +180,7 @@ class GroupRegistry:
         for key in stored:
             group = stored_membership(self._log, key, now, self._config)
             if group is not None and group.members and key not in self._actors:
-                self._spawn(key)
+                self._spawn(key).wake()  # its members' session timers must run
                 resumed += 1
         return resumed
 

@@ -1,0 +1,87 @@
+"""The Python memory each live group costs, in process: groups created by a first commit.
+
+Workload (g) of `rafka-actors bench` reads the broker's RSS after 100 000 groups each got one
+commit; this counts the same groups' Python objects with `tracemalloc`, without sockets or a
+second process: the registry, its actors (dormant or running), their groups and the
+coordinator log's view. Each group gets one OffsetCommit through `GroupRegistry.ask_light`,
+as the gateway sends it, and every actor stays (`group.passivation.idle.ms` of 10 minutes).
+The rate is groups created per second while tracemalloc traces (which slows it down).
+
+    .venv/bin/python bench/group_memory.py [--groups 5000] [--fsync never|interval|always]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import shlex
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+# As in the broker (cli.py): without this, importing kio in a dev install runs Hypothesis's
+# trio plugin, which sorts and shuffles every batch of runnable tasks.
+os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
+
+import trio
+import trio.testing
+
+from rafka_actors.actors.durable_log import DurableCoordinatorLog
+from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.group.effects import GroupConfig
+from rafka_actors.group.ops import OffsetCommitOp
+from rafka_actors.ids import GroupKey
+
+WARM_UP = 200  # groups created before measuring: caches, interned strings, the first segment
+
+
+async def measure(data_dir: Path, groups: int, fsync: str) -> None:
+    log = DurableCoordinatorLog.open(data_dir, fsync_policy=fsync)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(log.run)
+        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=600)
+
+        async def first_commit(i: int) -> None:
+            op = OffsetCommitOp(f"g{i}", (("t", 0, 1, -1, ""),))
+            answer = await registry.ask_light(GroupKey(1, op.group_id), op)
+            if answer.results[0][2] != 0:
+                raise RuntimeError(f"commit failed: {answer}")
+
+        for i in range(WARM_UP):
+            await first_commit(i)
+        await trio.testing.wait_all_tasks_blocked()
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        start = time.perf_counter()
+        for i in range(WARM_UP, WARM_UP + groups):
+            await first_commit(i)
+        elapsed = time.perf_counter() - start
+        await trio.testing.wait_all_tasks_blocked()
+        gc.collect()
+        used = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        print(
+            f"{groups:,} groups: {used / groups:,.0f} B of Python objects per group; "
+            f"{len(registry):,} actors held, {len(nursery.child_tasks) - 2:,} of them running; "
+            f"{groups / elapsed:,.0f} groups created/s (traced)"
+        )
+        nursery.cancel_scope.cancel()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--groups", type=int, default=5000)
+    parser.add_argument("--fsync", default="never", choices=("never", "interval", "always"))
+    args = parser.parse_args()
+    print(f"# {shlex.join(['bench/group_memory.py', *sys.argv[1:]])}")
+    with tempfile.TemporaryDirectory() as tmp:
+        trio.run(measure, Path(tmp), args.groups, args.fsync)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
