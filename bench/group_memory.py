@@ -7,6 +7,10 @@ coordinator log's view. Each group gets one OffsetCommit through `GroupRegistry.
 as the gateway sends it, and every actor stays (`group.passivation.idle.ms` of 10 minutes).
 The rate is groups created per second while tracemalloc traces (which slows it down).
 
+Then the retention sweep (`offsets.retention.check.interval.ms`) visits every group from a
+fresh registry, as the first sweep after a restart does: the Python memory it adds at its
+peak, the tasks it starts and the actors it leaves behind.
+
     .venv/bin/python bench/group_memory.py [--groups 5000] [--fsync never|interval|always]
 """
 
@@ -63,11 +67,29 @@ async def measure(data_dir: Path, groups: int, fsync: str) -> None:
         await trio.testing.wait_all_tasks_blocked()
         gc.collect()
         used = tracemalloc.get_traced_memory()[0] - before
-        tracemalloc.stop()
         print(
             f"{groups:,} groups: {used / groups:,.0f} B of Python objects per group; "
             f"{len(registry):,} actors held, {len(nursery.child_tasks) - 2:,} of them running; "
             f"{groups / elapsed:,.0f} groups created/s (traced)"
+        )
+        await _sweep(log, groups)
+        tracemalloc.stop()
+        nursery.cancel_scope.cancel()
+
+
+async def _sweep(log: DurableCoordinatorLog, groups: int) -> None:
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=600)
+        gc.collect()
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        tasks = len(nursery.child_tasks)
+        await registry.expire_offsets(retention_ms=7 * 24 * 3_600_000)  # nothing expires
+        peak = tracemalloc.get_traced_memory()[1] - before
+        print(
+            f"retention sweep from a fresh registry: peak {peak / groups:,.0f} B per group; "
+            f"{len(nursery.child_tasks) - tasks:,} tasks running and {len(registry):,} actors "
+            "held after it"
         )
         nursery.cancel_scope.cancel()
 

@@ -34,6 +34,8 @@ from rafka_actors.group.ops import (
 from rafka_actors.group.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
 
+from ..task_counter import counting_tasks
+
 PROTOCOLS = (("range", encode_subscription(["t"])),)
 SESSION, REBALANCE = 10_000, 30_000
 
@@ -357,23 +359,14 @@ async def test_with_immediate_passivation_a_dormant_actor_leaves_nothing_behind(
 ) -> None:
     """Reads of unknown groups and a simple consumer's commits hold no actor afterwards,
     and never started a task to stop."""
-
-    class CountTasks(trio.abc.Instrument):
-        spawned = 0
-
-        def task_spawned(self, task: trio.lowlevel.Task) -> None:
-            self.spawned += 1
-
-    tasks = CountTasks()
-    trio.lowlevel.add_instrument(tasks)
-    for i in range(3):
-        key = GroupKey(0, f"unknown-{i}")
-        assert (await registry.ask_light(key, OffsetFetchOp(key.group_id, None))).offsets == ()
-        assert key not in registry._actors
-    await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, 7, -1, ""),)))
-    assert K not in registry._actors
-    assert (await registry.ask_light(K, OffsetFetchOp("g", None))).offsets[0][2] == 7
-    trio.lowlevel.remove_instrument(tasks)
+    with counting_tasks() as tasks:
+        for i in range(3):
+            key = GroupKey(0, f"unknown-{i}")
+            fetched = await registry.ask_light(key, OffsetFetchOp(key.group_id, None))
+            assert fetched.offsets == () and key not in registry._actors
+        await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, 7, -1, ""),)))
+        assert K not in registry._actors
+        assert (await registry.ask_light(K, OffsetFetchOp("g", None))).offsets[0][2] == 7
     assert tasks.spawned == 0
 
 

@@ -74,7 +74,11 @@ PASSIVATE = object()  # an Envelope op: stop if still idle (sent by the registry
 # stop if idle when passivation is immediate.
 RECHECK = object()
 
-InlineOp: TypeAlias = ops.OffsetFetchOp | ops.HeartbeatOp | ops.OffsetCommitOp
+InlineOp: TypeAlias = ops.OffsetFetchOp | ops.HeartbeatOp | ops.OffsetCommitOp | ops.ExpireOffsetsOp
+WritingOp: TypeAlias = ops.OffsetCommitOp | ops.ExpireOffsetsOp
+# The inline ops whose step may append records: answered inline only by a log that writes
+# without waiting, else by `answer_durably`.
+WRITING_OPS = (ops.OffsetCommitOp, ops.ExpireOffsetsOp)
 
 
 INLINE = 0  # the waiter token of an op answered inline (mailbox tokens start at 1)
@@ -269,9 +273,9 @@ class GroupActor:
         return envelope
 
     def answer_inline(self, op: InlineOp) -> Any | None:
-        """The answer to an OffsetFetch, a classic Heartbeat or an OffsetCommit, given here in
-        the caller's task, or None: the caller then asks through the mailbox. It saves the
-        two task switches of a mailbox round trip.
+        """The answer to an OffsetFetch, a classic Heartbeat, an OffsetCommit or the retention
+        sweep's ExpireOffsets, given here in the caller's task, or None: the caller then asks
+        through the mailbox. It saves the two task switches of a mailbox round trip.
 
         Only while the actor is parked on an empty mailbox: then no step is half done (no
         offset is in memory before it is in the log), and trio runs one task at a time, so
@@ -280,16 +284,16 @@ class GroupActor:
         is still untaken, even an envelope trio has handed to the parked receive: requests
         that reached the actor first are answered first.
 
-        A Heartbeat or a commit may move deadlines, so neither is answered here once the
-        parked wait's deadline is due (the timer goes first). A Heartbeat also needs that
-        wait (its member has a session deadline); a commit needs a log that writes without
+        Anything but a fetch may move deadlines, so is not answered here once the parked
+        wait's deadline is due (the timer goes first). A Heartbeat also needs that wait (its
+        member has a session deadline); a commit or an expiry needs a log that writes without
         waiting (`writable_now`: not under fsync policy `always`)."""
         kind, trio_now = type(op), trio.current_time()
         if not self._steppable_by_caller(trio_now, timed=kind is not ops.OffsetFetchOp):
             return None
         if kind is ops.HeartbeatOp and self._wait is None:
             return None
-        if kind is ops.OffsetCommitOp and not self.log.writable_now():
+        if isinstance(op, WRITING_OPS) and not self.log.writable_now():
             return None
         self.last_active = trio_now
         now = now_ms(trio_now)
@@ -306,10 +310,11 @@ class GroupActor:
         self._wake_if_needed()
         return answer
 
-    async def answer_durably(self, op: ops.OffsetCommitOp) -> Any | None:
-        """An OffsetCommit answered in the caller's task when the log must be waited for
-        (fsync policy `always`), or None: the caller then asks through the mailbox. It saves
-        the mailbox round trip's two task switches, as answer_inline does without a wait.
+    async def answer_durably(self, op: WritingOp) -> Any | None:
+        """An OffsetCommit (or ExpireOffsets) answered in the caller's task when the log must
+        be waited for (fsync policy `always`), or None: the caller then asks through the
+        mailbox. It saves the mailbox round trip's two task switches, as answer_inline does
+        without a wait.
 
         Under answer_inline's conditions (parked on an empty mailbox, no due deadline), the
         caller's task holds the group from the step until its records are stored: nothing is

@@ -25,10 +25,10 @@ import trio
 from ..consumer_group.state import ConsumerGroup
 from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from ..group.effects import GroupConfig
-from ..group.ops import ExpireOffsetsOp, OffsetCommitOp
+from ..group.ops import ExpireOffsetsOp
 from ..ids import GroupKey
 from .coordinator_log import CoordinatorLog, now_ms, stored_group, stored_membership
-from .group_actor import PASSIVATE, Envelope, GroupActor, InlineOp
+from .group_actor import PASSIVATE, WRITING_OPS, Envelope, GroupActor, InlineOp
 from .reply import ReplySlot
 
 log = logging.getLogger(__name__)
@@ -80,18 +80,20 @@ class GroupRegistry:
                     del self._actors[key]
         return await reply.receive()
 
-    async def ask_light(self, key: GroupKey, op: InlineOp) -> Any:
-        """`ask` for an OffsetFetch, Heartbeat or OffsetCommit: answered inline when the
-        group's actor is parked on an empty mailbox or dormant (GroupActor.answer_inline),
-        else through its mailbox."""
-        actor = self._actors.get(key) or self._spawn(key)
+    async def ask_light(self, key: GroupKey, op: InlineOp, *, keep: bool = True) -> Any:
+        """`ask` for an OffsetFetch, Heartbeat, OffsetCommit or ExpireOffsets: answered inline
+        when the group's actor is parked on an empty mailbox or dormant
+        (GroupActor.answer_inline), else through its mailbox. Without `keep`, an actor
+        spawned for this op is dropped again if it may be."""
+        held = self._actors.get(key)
+        actor = held or self._spawn(key)
         response = actor.answer_inline(op)
-        if response is None and type(op) is OffsetCommitOp:
+        if response is None and isinstance(op, WRITING_OPS):
             response = await actor.answer_durably(op)
         if response is None:
             return await self.ask(key, op)
-        if not self._passivate_after_s:  # an idle actor stops at once: a dormant one here
-            self._drop_if_idle(actor)
+        if not self._passivate_after_s or (held is None and not keep):
+            self._drop_if_idle(actor)  # an idle actor stops at once: a dormant one here
         return response
 
     def _drop_if_idle(self, actor: GroupActor) -> None:
@@ -158,7 +160,9 @@ class GroupRegistry:
         deleted = 0
         stored = self._log.keys()
         for key in stored:
-            answer = await self.ask(key, ExpireOffsetsOp(retention_ms))
+            # A group nobody uses is visited by a dormant actor and left again: the sweep
+            # neither starts 100 000 tasks nor keeps what it read in memory.
+            answer = await self.ask_light(key, ExpireOffsetsOp(retention_ms), keep=False)
             deleted += answer.group_deleted
             if answer.expired:
                 log.info(
