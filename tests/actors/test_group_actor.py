@@ -22,6 +22,7 @@ from rafka_actors.group import machine
 from rafka_actors.group.consumer_protocol import encode_subscription
 from rafka_actors.group.effects import GroupConfig
 from rafka_actors.group.ops import (
+    ConsumerGroupDescribeOp,
     DescribeGroupOp,
     HeartbeatOp,
     JoinGroupOp,
@@ -368,6 +369,43 @@ async def test_with_immediate_passivation_a_dormant_actor_leaves_nothing_behind(
         assert K not in registry._actors
         assert (await registry.ask_light(K, OffsetFetchOp("g", None))).offsets[0][2] == 7
     assert tasks.spawned == 0
+
+
+async def test_describing_groups_nobody_uses_starts_no_task(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A lag exporter describes and fetches every group every few seconds: that must not
+    give every group a running actor for good (7 KB each instead of 2.5)."""
+    nobody = GroupKey(0, "nobody")
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(), MemoryCoordinatorLog(), passivate_after_s=10
+        )
+        await registry.ask_light(K, OffsetCommitOp("g", (("t", 0, 1, -1, ""),)))
+        with counting_tasks() as tasks:
+            classic = await registry.ask_light(K, DescribeGroupOp("g"))
+            consumer = await registry.ask_light(K, ConsumerGroupDescribeOp("g"))
+            unknown = await registry.ask_light(nobody, DescribeGroupOp("nobody"))
+        assert tasks.spawned == 0
+        assert (classic.error_code, classic.state, classic.members) == (0, "Empty", ())
+        assert consumer.error_code == ErrorCode.group_id_not_found  # not a consumer group
+        assert (unknown.error_code, unknown.state) == (0, "Dead")
+        assert registry._actors[K].dormant and registry._actors[nobody].dormant
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_describe_is_not_answered_inline_past_a_due_deadline(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The timer goes first: a member whose session ran out is not described as alive."""
+    await join_and_sync(registry)
+    await trio.testing.wait_all_tasks_blocked()
+    actor = registry._actors[K]
+    autojump_clock.jump(SESSION / 1000 + 1)  # the session deadline passed; the actor sleeps on
+    assert actor.answer_inline(DescribeGroupOp("g")) is None
+    await trio.testing.wait_all_tasks_blocked()  # the actor wakes and expires the member
+    described = await registry.ask_light(K, DescribeGroupOp("g"))
+    assert (described.state, described.members) == ("Empty", ())
 
 
 async def test_a_dormant_actor_holding_a_commit_for_the_log_is_kept_and_woken_by_mail(

@@ -31,6 +31,7 @@ from rafka_actors.group.consumer_protocol import encode_assignment, encode_subsc
 from rafka_actors.protocol import codec
 from rafka_actors.protocol.messages import request_class, response_class
 
+from ..task_counter import counting_tasks
 from ..wire import parse_response, request_frame
 from .serving import serving_groups
 
@@ -579,6 +580,26 @@ async def test_offset_commit_by_group_members(client: Client, autojump_clock: Mo
 
 
 # -- DescribeGroups -----------------------------------------------------------------------
+async def test_a_lag_exporter_gives_no_group_a_running_actor(
+    client: Client, autojump_clock: MockClock
+) -> None:
+    """Describing and fetching a group (what a lag exporter does to every group every few
+    seconds) is answered by its dormant actor: no task, or every group would keep one."""
+    assert committed(await client.call(commit_req(8, {"t": [(0, 5)]}, group="lag"))) == {
+        ("t", 0): (0, -1)
+    }
+    with counting_tasks() as tasks:
+        described = await client.call(
+            req(DESCRIBE, 5, groups=("lag",), include_authorized_operations=False)
+        )
+        cg = await client.call(req(69, 0, group_ids=("lag",), include_authorized_operations=False))
+        fetched = await client.call(fetch_req(7, {"t": [0]}, group="lag"))
+    assert tasks.spawned == 0
+    assert described.groups[0].group_state == "Empty"
+    assert cg.groups[0].error_code == ErrorCode.group_id_not_found  # not a consumer group
+    assert committed(fetched) == {("t", 0): (0, 5)}
+
+
 @pytest.mark.parametrize("version", [0, 5])
 async def test_describe_groups(client: Client, version: int, autojump_clock: MockClock) -> None:
     joined = await join_and_sync(client)

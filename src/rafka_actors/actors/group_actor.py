@@ -74,7 +74,14 @@ PASSIVATE = object()  # an Envelope op: stop if still idle (sent by the registry
 # stop if idle when passivation is immediate.
 RECHECK = object()
 
-InlineOp: TypeAlias = ops.OffsetFetchOp | ops.HeartbeatOp | ops.OffsetCommitOp | ops.ExpireOffsetsOp
+InlineOp: TypeAlias = (
+    ops.OffsetFetchOp
+    | ops.HeartbeatOp
+    | ops.OffsetCommitOp
+    | ops.ExpireOffsetsOp
+    | ops.DescribeGroupOp
+    | ops.ConsumerGroupDescribeOp
+)
 WritingOp: TypeAlias = ops.OffsetCommitOp | ops.ExpireOffsetsOp
 # The inline ops whose step may append records: answered inline only by a log that writes
 # without waiting, else by `answer_durably`.
@@ -273,9 +280,10 @@ class GroupActor:
         return envelope
 
     def answer_inline(self, op: InlineOp) -> Any | None:
-        """The answer to an OffsetFetch, a classic Heartbeat, an OffsetCommit or the retention
-        sweep's ExpireOffsets, given here in the caller's task, or None: the caller then asks
-        through the mailbox. It saves the two task switches of a mailbox round trip.
+        """The answer to an OffsetFetch, a classic Heartbeat, an OffsetCommit, a describe
+        (classic or KIP-848) or the retention sweep's ExpireOffsets, given here in the
+        caller's task, or None: the caller then asks through the mailbox. It saves the two
+        task switches of a mailbox round trip, and a dormant actor its task.
 
         Only while the actor is parked on an empty mailbox: then no step is half done (no
         offset is in memory before it is in the log), and trio runs one task at a time, so
@@ -284,10 +292,11 @@ class GroupActor:
         is still untaken, even an envelope trio has handed to the parked receive: requests
         that reached the actor first are answered first.
 
-        Anything but a fetch may move deadlines, so is not answered here once the parked
-        wait's deadline is due (the timer goes first). A Heartbeat also needs that wait (its
-        member has a session deadline); a commit or an expiry needs a log that writes without
-        waiting (`writable_now`: not under fsync policy `always`)."""
+        Nothing but a fetch is answered here once the parked wait's deadline is due (the
+        timer goes first): a Heartbeat or a write may move deadlines, and a due timer may
+        change what a describe reports (offsets it leaves alone). A Heartbeat also needs
+        that wait (its member has a session deadline); a commit or an expiry needs a log
+        that writes without waiting (`writable_now`: not under fsync policy `always`)."""
         kind, trio_now = type(op), trio.current_time()
         if not self._steppable_by_caller(trio_now, timed=kind is not ops.OffsetFetchOp):
             return None

@@ -60,7 +60,7 @@ from ..context import BrokerContext, ConnectionInfo
 from ..identities import WithGroupIdentities
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
 from .group_admin import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
-from .groups import DENIED, ask_group, denied
+from .groups import DENIED, ask_group, ask_group_light, denied
 from .offsets import TOPIC_DENIED
 
 HEARTBEAT_KEY = 68
@@ -177,7 +177,7 @@ async def consumer_group_describe(
                 described = ConsumerGroupDescribeOpResp(ErrorCode.invalid_group_id)
             else:
                 op = ConsumerGroupDescribeOp(group_id)
-                described = await ask_group(ctx, conn, group_id, op)
+                described = await ask_group_light(ctx, conn, group_id, op)
                 if described.cgp_id:
                     cgp_ids[group_id] = described.cgp_id
             groups.append(_described(ctx, conn.org_id, mod, group_id or "", described, wanted))

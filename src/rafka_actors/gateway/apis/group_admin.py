@@ -51,7 +51,7 @@ from ...group.ops import (
 from ..context import BrokerContext, ConnectionInfo
 from ..identities import WithGroupIdentities
 from ._build import NO_THROTTLE, make, schema
-from .groups import DENIED, ask_group, denied
+from .groups import DENIED, ask_group, ask_group_light, denied
 from .offsets import TOPIC_DENIED, partition_exists, partition_results
 
 DESCRIBE_KEY = 15
@@ -82,7 +82,8 @@ async def describe_groups(
             if group_id is None:
                 described = DescribeGroupOpResp(ErrorCode.invalid_group_id, "")
             else:
-                described = await ask_group(ctx, conn, group_id, DescribeGroupOp(group_id))
+                op = DescribeGroupOp(group_id)
+                described = await ask_group_light(ctx, conn, group_id, op)
                 if described.cgp_id:
                     cgp_ids[group_id] = described.cgp_id
             groups.append(_described(mod, group_id or "", described, operations))

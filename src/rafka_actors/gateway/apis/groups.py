@@ -66,8 +66,9 @@ async def ask_group(ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op:
 async def ask_group_light(
     ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: InlineOp
 ) -> Any:
-    """`ask_group` for an OffsetFetch, Heartbeat or OffsetCommit, which an idle actor
-    answers without a task switch (GroupActor.answer_inline)."""
+    """`ask_group` for an OffsetFetch, Heartbeat, OffsetCommit or a describe, which an idle
+    actor answers without a task switch, and a dormant one without a task
+    (GroupActor.answer_inline)."""
     return await ctx.registry().ask_light(GroupKey(conn.org_id, group_id), op)
 
 
