@@ -441,6 +441,51 @@ async def test_a_dormant_actor_holding_a_commit_for_the_log_is_kept_and_woken_by
         nursery.cancel_scope.cancel()
 
 
+async def test_listing_groups_without_actors_reads_the_log_once_and_never_a_stale_summary(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A lag exporter lists every group every few seconds: a group without an actor is read
+    from the log once (without its offsets), and its summary is forgotten as soon as an
+    actor may change the group."""
+
+    class CountingLog(MemoryCoordinatorLog):
+        reads = 0
+
+        def records_of(self, key: GroupKey) -> list[Any]:
+            self.reads += 1
+            return super().records_of(key)
+
+        def membership_of(self, key: GroupKey) -> list[Any]:
+            self.reads += 1
+            return super().membership_of(key)
+
+    def listed() -> dict[str, tuple[str, str]]:
+        return {s.group_id: (s.state, s.protocol_type) for s in registry.summaries(0)}
+
+    log = CountingLog()
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(initial_rebalance_delay_ms=0), log, passivate_after_s=10
+        )
+        for group in ("g", "s"):
+            await registry.ask_light(
+                GroupKey(0, group), OffsetCommitOp(group, (("t", 0, 1, -1, ""),))
+            )
+        await trio.sleep(16)  # both actors dropped
+        log.reads = 0
+        assert listed() == {"g": ("Empty", ""), "s": ("Empty", "")}
+        assert log.reads == 2
+        assert listed() == {"g": ("Empty", ""), "s": ("Empty", "")}
+        assert log.reads == 2  # the second listing read nothing
+        joined = await join_and_sync(registry)
+        assert listed()["g"] == ("Stable", "consumer")
+        await registry.ask(K, LeaveGroupOp("g", ((joined.member_id, None, None),)))
+        await trio.sleep(16)
+        assert K not in registry._actors
+        assert listed() == {"g": ("Empty", "consumer"), "s": ("Empty", "")}
+        nursery.cancel_scope.cancel()
+
+
 async def test_resume_starts_groups_with_members_without_reading_offsets(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -9,8 +9,10 @@ An actor is spawned dormant (group_actor.py): its task starts with its first env
 deadline. `ask_light` answers a dormant actor inline, so a group that only commits and
 fetches offsets never has a task; a dormant actor that may stop is simply dropped.
 
-The registry also keeps a one-line summary per group (state, protocol type), refreshed by
-each actor after every command, so ListGroups never has to visit every actor.
+ListGroups reads a live actor's group, and for a group without an actor a one-line summary
+(state, protocol type) that the registry keeps once it has read it from the log: a group
+without an actor only changes through a fresh one, whose spawn forgets the summary. So a
+lag exporter listing 100 000 groups every few seconds does not decode them all each time.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import trio
 from ..consumer_group.state import ConsumerGroup
 from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
 from ..group.effects import GroupConfig
+from ..group.machine import AnyGroup
 from ..group.ops import ExpireOffsetsOp
 from ..ids import GroupKey
 from .coordinator_log import CoordinatorLog, now_ms, stored_group, stored_membership
@@ -64,6 +67,7 @@ class GroupRegistry:
         self._log = coordinator_log
         self._mailbox_size = mailbox_size
         self._actors: dict[GroupKey, GroupActor] = {}
+        self._summaries: dict[GroupKey, GroupSummary | None] = {}  # of groups without actors
 
     async def ask(self, key: GroupKey, op: Any) -> Any:
         reply = ReplySlot()
@@ -102,6 +106,7 @@ class GroupRegistry:
             del self._actors[actor.key]
 
     def _spawn(self, key: GroupKey) -> GroupActor:
+        self._summaries.pop(key, None)  # the actor may change the group
         group = stored_group(self._log, key, now_ms(), self._config)
         actor = GroupActor(
             key,
@@ -189,30 +194,38 @@ class GroupRegistry:
         return resumed
 
     def summaries(self, org_id: int) -> Iterator[GroupSummary]:
-        """Live actors' groups, and the stored ones nobody has touched since start-up."""
+        """Live actors' groups, and the stored ones without an actor (from the summaries kept
+        of them, or their records without offsets)."""
         now = now_ms()
         stored = self._log.keys()
         for key in stored:
             if key.org_id != org_id:
                 continue
             actor = self._actors.get(key)
-            group = (
-                actor.group
-                if actor is not None
-                else stored_group(self._log, key, now, self._config)
-            )
-            if isinstance(group, ConsumerGroup):
-                yield GroupSummary(
-                    key.group_id, group.state.value, "consumer", "consumer", group.cgp_id
-                )
-            elif group is not None:
-                yield GroupSummary(
-                    key.group_id,
-                    group.state.value,
-                    group.protocol_type or "",
-                    "classic",
-                    group.cgp_id,
-                )
+            if actor is not None:
+                summary = _summary(key, actor.group)
+            elif key in self._summaries:
+                summary = self._summaries[key]
+            else:
+                summary = self._summaries[key] = _summary(key, self._stored_membership(key, now))
+            if summary is not None:
+                yield summary
+
+    def _stored_membership(self, key: GroupKey, now: int) -> AnyGroup:
+        """The group without its offsets, which say nothing of its state or type; all of its
+        records only for a group stored without a group record (offsets alone)."""
+        group = stored_membership(self._log, key, now, self._config)
+        return group if group is not None else stored_group(self._log, key, now, self._config)
 
     def __len__(self) -> int:
         return len(self._actors)
+
+
+def _summary(key: GroupKey, group: AnyGroup) -> GroupSummary | None:
+    if isinstance(group, ConsumerGroup):
+        return GroupSummary(key.group_id, group.state.value, "consumer", "consumer", group.cgp_id)
+    if group is None:
+        return None
+    return GroupSummary(
+        key.group_id, group.state.value, group.protocol_type or "", "classic", group.cgp_id
+    )
