@@ -10,9 +10,11 @@ deadline. `ask_light` answers a dormant actor inline, so a group that only commi
 fetches offsets never has a task; a dormant actor that may stop is simply dropped.
 
 ListGroups reads a live actor's group, and for a group without an actor a one-line summary
-(state, protocol type) that the registry keeps once it has read it from the log: a group
-without an actor only changes through a fresh one, whose spawn forgets the summary. So a
-lag exporter listing 100 000 groups every few seconds does not decode them all each time.
+(state, protocol type) that the registry keeps once it has read it from the log. Such a group
+only changes through an actor, so a kept summary is renewed from the actor's group when the
+actor goes (which then is what the log says), and forgotten if the actor died. So a lag
+exporter listing 100 000 groups every few seconds does not decode them all each time, nor
+after each retention sweep.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ class GroupRegistry:
         self._log = coordinator_log
         self._mailbox_size = mailbox_size
         self._actors: dict[GroupKey, GroupActor] = {}
-        self._summaries: dict[GroupKey, GroupSummary | None] = {}  # of groups without actors
+        # of groups listed once: read only while the group has no actor (_forget)
+        self._summaries: dict[GroupKey, GroupSummary | None] = {}
 
     async def ask(self, key: GroupKey, op: Any) -> Any:
         reply = ReplySlot()
@@ -103,10 +106,20 @@ class GroupRegistry:
     def _drop_if_idle(self, actor: GroupActor) -> None:
         """Forget a dormant actor that holds nothing (there is no task to stop)."""
         if actor.dormant and actor.idle and self._actors.get(actor.key) is actor:
-            del self._actors[actor.key]
+            self._forget(actor, stored=True)
+
+    def _forget(self, actor: GroupActor, *, stored: bool) -> None:
+        """The actor is gone; if its group was listed, renew its summary from the actor's
+        group when that is `stored` (what the log says), else read it again when listed."""
+        key = actor.key
+        del self._actors[key]
+        if key in self._summaries:
+            if stored:
+                self._summaries[key] = _summary(key, actor.group)
+            else:
+                del self._summaries[key]
 
     def _spawn(self, key: GroupKey) -> GroupActor:
-        self._summaries.pop(key, None)  # the actor may change the group
         group = stored_group(self._log, key, now_ms(), self._config)
         actor = GroupActor(
             key,
@@ -143,15 +156,17 @@ class GroupRegistry:
     async def _supervise(self, actor: GroupActor) -> None:
         # An actor that dies stays dead alone: its siblings (this nursery) never notice,
         # and the next request for its group spawns a fresh one from the log.
+        stopped = False
         try:
             await actor.run()
+            stopped = True  # idle: its group is what its stored records say
         except Exception:
             log.exception(
                 "group %s: actor died; it restarts on the next request", actor.key.group_id
             )
         finally:
             if self._actors.get(actor.key) is actor:
-                del self._actors[actor.key]
+                self._forget(actor, stored=stopped)
 
     async def expire_offsets_periodically(self, interval_ms: int, retention_ms: int) -> None:
         """Kafka's retention sweep: every interval, each stored group expires what is due
