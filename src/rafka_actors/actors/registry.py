@@ -88,10 +88,10 @@ class GroupRegistry:
         return await reply.receive()
 
     async def ask_light(self, key: GroupKey, op: InlineOp, *, keep: bool = True) -> Any:
-        """`ask` for an OffsetFetch, Heartbeat, OffsetCommit or ExpireOffsets: answered inline
-        when the group's actor is parked on an empty mailbox or dormant
-        (GroupActor.answer_inline), else through its mailbox. Without `keep`, an actor
-        spawned for this op is dropped again if it may be."""
+        """`ask` for an op an idle actor may answer inline (InlineOp: a fetch, a Heartbeat, a
+        commit, a describe, an expiry): answered inline when the group's actor is parked on
+        an empty mailbox or dormant (GroupActor.answer_inline), else through its mailbox.
+        Without `keep`, an actor spawned for this op is dropped again if it may be."""
         held = self._actors.get(key)
         actor = held or self._spawn(key)
         response = actor.answer_inline(op)
