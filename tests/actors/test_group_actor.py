@@ -23,6 +23,7 @@ from rafka_actors.group.consumer_protocol import encode_subscription
 from rafka_actors.group.effects import GroupConfig
 from rafka_actors.group.ops import (
     ConsumerGroupDescribeOp,
+    DeleteGroupOp,
     DescribeGroupOp,
     HeartbeatOp,
     JoinGroupOp,
@@ -487,6 +488,11 @@ async def test_listing_groups_without_actors_reads_the_log_once_and_never_a_stal
         await trio.sleep(16)
         assert K not in registry._actors
         assert listed() == {"g": ("Empty", "consumer"), "s": ("Empty", "")}
+        deleted = await registry.ask(K, DeleteGroupOp("g"))
+        assert deleted.error_code == ErrorCode.none
+        await trio.sleep(16)
+        assert K not in registry._actors and K not in registry._summaries  # nothing kept
+        assert listed() == {"s": ("Empty", "")}
         nursery.cancel_scope.cancel()
 
 

@@ -110,14 +110,16 @@ class GroupRegistry:
 
     def _forget(self, actor: GroupActor, *, stored: bool) -> None:
         """The actor is gone; if its group was listed, renew its summary from the actor's
-        group when that is `stored` (what the log says), else read it again when listed."""
+        group when that is `stored` (what the log says) and still exists, else read it again
+        when listed."""
         key = actor.key
         del self._actors[key]
         if key in self._summaries:
-            if stored:
-                self._summaries[key] = _summary(key, actor.group)
-            else:
+            summary = _summary(key, actor.group) if stored else None
+            if summary is None:  # died, or the group is gone: nothing kept for a deleted one
                 del self._summaries[key]
+            else:
+                self._summaries[key] = summary
 
     def _spawn(self, key: GroupKey) -> GroupActor:
         group = stored_group(self._log, key, now_ms(), self._config)
