@@ -84,7 +84,7 @@ class GroupRegistry:
                 break
             except trio.BrokenResourceError:  # it stopped just now: spawn a fresh one
                 if self._actors.get(key) is actor:
-                    del self._actors[key]
+                    self._forget(actor, stored=False)  # its summary is read again
         return await reply.receive()
 
     async def ask_light(self, key: GroupKey, op: InlineOp, *, keep: bool = True) -> Any:
