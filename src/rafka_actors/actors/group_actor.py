@@ -302,8 +302,7 @@ class GroupActor:
             return None
         if kind is ops.HeartbeatOp and self._wait is None:
             return None
-        writes = kind is ops.OffsetCommitOp or kind is ops.ExpireOffsetsOp  # WRITING_OPS
-        if writes and not self.log.writable_now():
+        if kind in WRITING_OPS and not self.log.writable_now():
             return None
         self.last_active = trio_now
         now = now_ms(trio_now)
