@@ -564,9 +564,10 @@ class HeldLog(MemoryCoordinatorLog):
         super().__init__()
         self.release = trio.Event()
 
-    async def append(self, key: GroupKey, records: Any) -> None:
-        await self.release.wait()
-        await super().append(key, records)
+    async def append(self, key: GroupKey, records: Any, *, shielded: bool = False) -> None:
+        with trio.CancelScope(shield=shielded):
+            await self.release.wait()
+        await super().append(key, records, shielded=shielded)
 
     def writable_now(self) -> bool:
         return False  # every append waits for `release`
@@ -841,9 +842,10 @@ class QueuedThenHeldLog(HeldLog):
     """As the durable log does: the records are queued for the log at once, and the append
     then waits for `release` (their fsync)."""
 
-    async def append(self, key: GroupKey, records: Any) -> None:
-        await MemoryCoordinatorLog.append(self, key, records)
-        await self.release.wait()
+    async def append(self, key: GroupKey, records: Any, *, shielded: bool = False) -> None:
+        await MemoryCoordinatorLog.append(self, key, records, shielded=shielded)
+        with trio.CancelScope(shield=shielded):
+            await self.release.wait()
 
 
 async def test_a_holding_caller_cancelled_mid_wait_holds_the_group_until_the_log_has_it(
@@ -888,11 +890,12 @@ class BreakableHeldLog(HeldLog):
 
     broken = False
 
-    async def append(self, key: GroupKey, records: Any) -> None:
-        await self.release.wait()
+    async def append(self, key: GroupKey, records: Any, *, shielded: bool = False) -> None:
+        with trio.CancelScope(shield=shielded):
+            await self.release.wait()
         if self.broken:
             raise CoordinatorLogError("injected: fsync failed")
-        await super().append(key, records)
+        await super().append(key, records, shielded=shielded)
 
 
 @pytest.mark.parametrize("log_class", [FailingLog, BreakableHeldLog], ids=["inline", "held"])

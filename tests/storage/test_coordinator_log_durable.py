@@ -7,6 +7,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -263,6 +264,43 @@ async def test_closing_fails_what_is_still_queued(tmp_path: Path) -> None:
     assert len(outcome) == 1
     with pytest.raises(CoordinatorLogError, match="closed"):
         await log.append(GroupKey(1, "g"), [commit("g", "t", 2)])
+
+
+async def test_a_shielded_append_waits_out_a_cancel_and_an_unshielded_one_does_not(
+    tmp_path: Path,
+) -> None:
+    """A commit its caller steps under `always` (GroupActor.answer_durably) must be settled
+    whatever happens to the caller: `append(shielded=True)` waits for its batch through a
+    cancel, which the caller meets at its next checkpoint. Any other appender stops waiting
+    when cancelled; its records may still be written."""
+    log = DurableCoordinatorLog.open(tmp_path, fsync_policy="always")  # no flusher yet
+    seen: list[str] = []
+    held_done = trio.Event()
+
+    async def appender(group: str, *, shielded: bool) -> None:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await log.append(GroupKey(1, group), [commit(group, "t", 1)], shielded=shielded)
+            seen.append(f"{group} returned")
+            await trio.lowlevel.checkpoint()
+            seen.append(f"{group} passed a checkpoint")
+        seen.append(f"{group} cancelled")
+        if shielded:
+            held_done.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(appender, "free", shielded=False))
+        nursery.start_soon(partial(appender, "held", shielded=True))
+        await trio.testing.wait_all_tasks_blocked()
+        assert seen == ["free cancelled"]  # the shielded appender still waits for its batch
+        await nursery.start(log.run)
+        with trio.fail_after(10):
+            await held_done.wait()
+        nursery.cancel_scope.cancel()
+    assert seen == ["free cancelled", "held returned", "held cancelled"]
+    reopened = DurableCoordinatorLog.open(tmp_path)
+    assert [key.group_id for key in snapshot(reopened)] == ["free", "held"]  # both written
+    reopened.close()
 
 
 async def test_acknowledged_commits_survive_a_broker_restart(tmp_path: Path) -> None:

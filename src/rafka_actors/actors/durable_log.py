@@ -78,7 +78,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
@@ -102,6 +102,7 @@ from ..storage.coordinator_segments import (
     CoordinatorSegments,
 )
 from ..storage.entry_replay import AmbiguousKeys, EntryReplay
+from .coordinator_log import log_checkpoint
 from .fsync_process import FsyncProcess, FsyncProcessGone
 
 __all__ = ["CoordinatorLogError", "DurableCoordinatorLog", "FsyncPolicy", "LogStats"]
@@ -128,17 +129,44 @@ class LogStats:
     last_compaction: CompactionStats | None = None
 
 
+def _refuse_cancel(_raise_cancel: object) -> trio.lowlevel.Abort:
+    return trio.lowlevel.Abort.FAILED
+
+
 @dataclass(slots=True, eq=False)
 class _Pending:
+    """One append waiting for its batch. Its appender is parked and rescheduled directly
+    (no Event, no ParkingLot: under ``always`` every commit waits here)."""
+
     key: GroupKey
     records: tuple[Record, ...]
     payloads: list[bytes]
-    done: trio.Event = field(default_factory=trio.Event)
     error: BaseException | None = None
+    finished: bool = False
+    task: trio.lowlevel.Task | None = None  # the appender, while it waits
+
+    def finish(self) -> None:
+        self.finished = True
+        task, self.task = self.task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
 
     def fail(self, error: BaseException) -> None:
         self.error = error
-        self.done.set()
+        self.finish()
+
+    async def wait(self, *, shielded: bool) -> None:
+        """Until `finish`; ``shielded``: not even a cancellation ends the wait (it is raised
+        at the appender's next checkpoint instead), as under a shielded cancel scope."""
+        if self.finished:
+            await trio.lowlevel.checkpoint()
+            return
+        self.task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(_refuse_cancel if shielded else self._abort)
+
+    def _abort(self, _raise_cancel: object) -> trio.lowlevel.Abort:
+        self.task = None  # cancelled: the records may still be written, nobody is told
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 def _replay(
@@ -236,24 +264,27 @@ class DurableCoordinatorLog:
 
     # -- the CoordinatorLog interface -----------------------------------------------------
 
-    async def append(self, key: GroupKey, records: Sequence[Record]) -> None:
-        """Return once ``records`` are written as the fsync policy promises; raise if not."""
+    async def append(
+        self, key: GroupKey, records: Sequence[Record], *, shielded: bool = False
+    ) -> None:
+        """Return once ``records`` are written as the fsync policy promises; raise if not.
+        ``shielded``: a cancellation does not end the wait (see CoordinatorLog.append)."""
         if self._closed:
             raise CoordinatorLogError("the coordinator log is closed")
         if not records:
-            await trio.lowlevel.checkpoint()
+            await log_checkpoint(shielded=shielded)
             return
         if self.writable_now():
             # No checkpoint: the actor yields at its mailbox before every step anyway; only
             # when compaction is due, so that a caller appending in a loop lets it start.
             self.append_now(key, records)
             if self._compaction_wanted.is_set():
-                await trio.lowlevel.checkpoint()
+                await log_checkpoint(shielded=shielded)
             return
         pending = _Pending(key, tuple(records), [encode_entry(key, r) for r in records])
         self._queue.append(pending)
         self._wakeup.set()
-        await pending.done.wait()
+        await pending.wait(shielded=shielded)
         self._raise_if_failed(pending)
 
     def writable_now(self) -> bool:
@@ -406,7 +437,7 @@ class DurableCoordinatorLog:
     def _written(self, batch: list[_Pending]) -> None:
         for pending in batch:
             self._view.apply(pending.key, pending.records, pending.payloads)
-            pending.done.set()
+            pending.finish()
         self._count_written(len(batch), sum(len(pending.payloads) for pending in batch))
 
     def _count_written(self, appends: int, records: int) -> None:

@@ -40,7 +40,8 @@ class FsyncProcessGone(Exception):
 class FsyncProcess:
     def __init__(self, process: subprocess.Popen[bytes], sock: socket.socket) -> None:
         self._process = process
-        self._sock = trio.socket.from_stdlib_socket(sock)
+        self._sock = trio.socket.from_stdlib_socket(sock)  # closed through trio
+        self._raw = sock  # non-blocking now; asked through directly (see `_ask`)
 
     @property
     def pid(self) -> int:
@@ -72,8 +73,7 @@ class FsyncProcess:
         rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))]
         with trio.CancelScope(shield=True):
             try:
-                await self._sock.sendmsg([b"s"], rights)
-                reply = await self._sock.recv(64)
+                reply = await self._ask(rights)
             except OSError as exc:
                 raise FsyncProcessGone(f"fsync worker {self.pid}: {exc}") from exc
         if reply == b"k":
@@ -83,6 +83,24 @@ class FsyncProcess:
             return OSError(code, os.strerror(code))
         returncode = self._process.poll()
         raise FsyncProcessGone(f"fsync worker {self.pid} answered {reply!r} (exit {returncode})")
+
+    async def _ask(self, rights: list[tuple[int, int, array.array[int]]]) -> bytes:
+        """Send one request and read its reply on the raw socket. trio's socket methods
+        would add two scheduler passes and a failing ``recv`` (the reply comes an fsync
+        later) to every batch; a request always fits (one in flight), so `sendmsg` waits
+        only in theory."""
+        while True:
+            try:
+                self._raw.sendmsg([b"s"], rights)
+                break
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self._raw)
+        while True:
+            await trio.lowlevel.wait_readable(self._raw)
+            try:
+                return self._raw.recv(64)
+            except BlockingIOError:
+                continue
 
     def close(self) -> None:
         """Close our end (the worker then exits) and reap it."""

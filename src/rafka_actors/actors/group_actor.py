@@ -338,10 +338,10 @@ class GroupActor:
         now = now_ms(trio_now)
         held = self._held = trio.Event()
         try:
-            with trio.CancelScope(shield=True), self._span(op) as span:
+            with self._span(op) as span:
                 result = self._handle(op, INLINE, now, span)
                 if result.records:
-                    await self.log.append(self.key, result.records)
+                    await self.log.append(self.key, result.records, shielded=True)
         except Exception:
             self._recover(op, now)
             answer = error_response(op, ErrorCode.coordinator_not_available)
