@@ -22,6 +22,7 @@ HOT_MODULES = (
     "gateway.idle",
     "gateway.idle_poll",
     "gateway.plain_socket",
+    "gateway.reactor",
     "telemetry",
     "actors.data_plane",
     "storage.topics",

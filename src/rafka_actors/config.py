@@ -70,6 +70,11 @@ class BrokerConfig:
         default=100,
         metadata=_doc("poll the sockets this long after each reply before sleeping (0 = off)"),
     )
+    connections_reactor: bool = field(
+        # not a Kafka setting; see gateway/reactor.py
+        default=True,
+        metadata=_doc("answer plain connections' commits, fetches, heartbeats in one task"),
+    )
     max_connections: int = field(default=2**31 - 1, metadata=_doc("open connections in all"))
     max_connections_per_ip: int = field(default=2**31 - 1, metadata=_doc("from one address"))
     max_connections_per_user: int = field(

@@ -103,6 +103,20 @@ class GroupRegistry:
             self._drop_if_idle(actor)  # an idle actor stops at once: a dormant one here
         return response
 
+    @property
+    def writes_now(self) -> bool:
+        """Whether a commit may be answered inline: the log writes without a wait."""
+        return self._log.writable_now()
+
+    def answer_now(self, key: GroupKey, op: InlineOp) -> Any | None:
+        """`ask_light`'s answer if the actor gives it inline (GroupActor.answer_inline), else
+        None, and nothing was asked (a dormant actor may have been spawned for it)."""
+        actor = self._actors.get(key) or self._spawn(key)
+        response = actor.answer_inline(op)
+        if response is not None and not self._passivate_after_s:
+            self._drop_if_idle(actor)
+        return response
+
     def _drop_if_idle(self, actor: GroupActor) -> None:
         """Forget a dormant actor that holds nothing (there is no task to stop)."""
         if actor.dormant and actor.idle and self._actors.get(actor.key) is actor:

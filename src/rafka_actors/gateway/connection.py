@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from functools import partial
 
 import trio
 
@@ -65,6 +66,8 @@ async def serve_connection(
             "closing connection from %s:%d after an internal error", conn.peer_host, conn.peer_port
         )
     finally:
+        if ctx.reactor is not None and isinstance(stream, PlainSocketStream):
+            ctx.reactor.forget(stream.fileno())  # before the number can be reused
         with trio.CancelScope(shield=True), trio.move_on_after(1):
             await stream.aclose()
 
@@ -80,7 +83,10 @@ async def _one_at_a_time(
     stream: trio.abc.Stream, ctx: BrokerContext, apis: Mapping[int, Api], conn: ConnectionInfo
 ) -> None:
     idle = IdleClock(ctx.config.connections_max_idle_ms / 1000)
-    reader = FrameReader(stream, ctx.frame_bytes, idle)
+    between = None
+    if ctx.reactor is not None and isinstance(stream, PlainSocketStream):
+        between = partial(ctx.reactor.next_bytes, stream, conn, idle)
+    reader = FrameReader(stream, ctx.frame_bytes, idle, between)
 
     async def answer_in_turn() -> None:
         while True:
@@ -110,16 +116,18 @@ async def _reply(
         idle.waiting(SENDING)
         await stream.send_all(reply)
         if ctx.idle_poll is not None:
-            ctx.idle_poll.replied(by=_polling_itself(stream))
+            ctx.idle_poll.replied(by=_polling_itself(stream, ctx))
         idle.busy()
     if conn.close_after_reply is not None:
         raise CloseConnection(conn.close_after_reply)
 
 
-def _polling_itself(stream: trio.abc.Stream) -> trio.abc.Stream | None:
-    """The stream, if it polls its own socket for the next request (plain_socket.py)."""
+def _polling_itself(stream: trio.abc.Stream, ctx: BrokerContext) -> object | None:
+    """Who polls for this connection's next request itself: the reactor, which watches it
+    between frames (reactor.py), or else the stream (plain_socket.py); None: the poller's
+    task."""
     if isinstance(stream, PlainSocketStream) and stream.poller is not None:
-        return stream
+        return ctx.reactor or stream
     return None
 
 

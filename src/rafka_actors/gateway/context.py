@@ -3,6 +3,9 @@
 One `BrokerContext` per broker; one `ConnectionInfo` per client connection. Handlers are
 `async def handle(ctx, conn, version, request) -> response | None` (None: send nothing, as for
 Produce with acks=0).
+
+While `conn.now_only` is set (the reactor trying a request without a task switch,
+gateway/reactor.py) a handler must not wait: a group ask that would raises `NotNow`.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -23,7 +26,16 @@ from .idle_poll import IdlePoller
 from .limits import ByteBudget, ConnectionLimits
 from .log_budget import LogBudget
 
+if TYPE_CHECKING:
+    from .reactor import Reactor
+
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
+
+
+class NotNow(Exception):
+    """Under `ConnectionInfo.now_only`: this request needs a wait; its task answers it."""
+
+
 SERVER_LOGGER = "rafka_actors.gateway.server"
 
 
@@ -43,6 +55,7 @@ class BrokerContext:
     )
     sasl: SaslSetup | None = None  # set on a SASL listener
     idle_poll: IdlePoller | None = None  # idle.poll.time.us > 0
+    reactor: Reactor | None = None  # connections.reactor: answers hot requests in one task
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
     # one budget of connection-close log lines per broker (a flood must not flood the log)
     close_log: LogBudget = field(
@@ -103,6 +116,7 @@ class ConnectionInfo:
     sasl: SaslSession | None = None  # the exchange in progress, on a SASL listener
     gate: frozenset[int] | None = None  # api keys served before authentication; None: all
     close_after_reply: str | None = None  # why, when the reply being sent is the last
+    now_only: bool = False  # the reactor is trying the request: no waiting (NotNow)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def may_use_group(self, group_id: str) -> bool:

@@ -10,6 +10,7 @@ Every wait on the peer starts the connection's idle clock (idle.py).
 from __future__ import annotations
 
 import struct
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -20,7 +21,7 @@ BIG_FRAME = 1 << 20  # frames above this hold ByteBudget room while read and ans
 _LENGTH = struct.Struct(">i")
 _RECEIVE = 1 << 16
 # what IdleClock.check reports ({} is the idle time)
-_BETWEEN, _INSIDE = "idle for {}", "idle for {} inside a frame"
+BETWEEN_FRAMES, _INSIDE = "idle for {}", "idle for {} inside a frame"
 SENDING = "peer has not read its reply for {}"
 
 
@@ -28,13 +29,22 @@ class FrameReader:
     """Frames from `stream`, one at a time. Raises `CloseConnection` for a bad length or a
     hang-up inside a frame; the idle clock's scope (entered by the caller) ends long waits."""
 
-    __slots__ = ("_budget", "_buffer", "_idle", "_stream")
+    __slots__ = ("_between", "_budget", "_buffer", "_idle", "_stream")
 
-    def __init__(self, stream: trio.abc.ReceiveStream, budget: ByteBudget, idle: IdleClock):
+    def __init__(
+        self,
+        stream: trio.abc.ReceiveStream,
+        budget: ByteBudget,
+        idle: IdleClock,
+        between: Callable[[], Awaitable[bytes]] | None = None,
+    ):
+        """`between`, if given, is awaited instead of the stream for the bytes after a
+        whole frame (the reactor's `next_bytes`: it may answer some requests itself)."""
         self._stream = stream
         self._buffer = bytearray()
         self._budget = budget
         self._idle = idle
+        self._between = between
 
     async def next_frame(self, max_bytes: int) -> bytes | None:
         """The next frame's bytes (without the length), or None on a clean hang-up between
@@ -75,7 +85,12 @@ class FrameReader:
 
     async def _fill(self, wanted: int = _RECEIVE) -> bool:
         """Append what the peer sent next; False on end of stream."""
-        self._idle.waiting(_INSIDE if self._buffer else _BETWEEN)
-        data = await self._stream.receive_some(min(max(wanted, _RECEIVE), BIG_FRAME))
+        inside = bool(self._buffer)
+        self._idle.waiting(_INSIDE if inside else BETWEEN_FRAMES)
+        data: bytes | bytearray
+        if self._between is not None and not inside:
+            data = await self._between()
+        else:
+            data = await self._stream.receive_some(min(max(wanted, _RECEIVE), BIG_FRAME))
         self._buffer += data
         return bool(data)

@@ -54,6 +54,9 @@ class PlainSocketStream(trio.abc.Stream):
         self._socket = stream.socket
         self.poller = poller  # polls for the next request after each reply, if set
 
+    def fileno(self) -> int:
+        return self._socket.fileno()
+
     def _fd(self) -> int:
         fd = self._socket.fileno()
         if fd < 0:
@@ -85,7 +88,7 @@ class PlainSocketStream(trio.abc.Stream):
                 except BlockingIOError:
                     pass
         except OSError as exc:
-            raise _stream_error(exc) from exc
+            raise stream_error(exc) from exc
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         """Write all of `data`, waiting for room in the socket's buffer when it is full."""
@@ -106,7 +109,7 @@ class PlainSocketStream(trio.abc.Stream):
                     except BlockingIOError:
                         pass
         except OSError as exc:
-            raise _stream_error(exc) from exc
+            raise stream_error(exc) from exc
 
     async def wait_send_all_might_not_block(self) -> None:
         await self._stream.wait_send_all_might_not_block()
@@ -115,7 +118,7 @@ class PlainSocketStream(trio.abc.Stream):
         await self._stream.aclose()
 
 
-def _stream_error(exc: OSError) -> trio.ClosedResourceError | trio.BrokenResourceError:
+def stream_error(exc: OSError) -> trio.ClosedResourceError | trio.BrokenResourceError:
     if exc.errno in _CLOSED_ERRNOS:
         return trio.ClosedResourceError("the connection was already closed")
     return trio.BrokenResourceError(f"socket connection broken: {exc}")

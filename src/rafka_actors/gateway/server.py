@@ -32,6 +32,7 @@ from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
 from .idle_poll import IdlePoller
 from .limits import ConnectionLimits
 from .plain_socket import PlainSocketStream
+from .reactor import Reactor
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,9 @@ async def run_broker(
                     idle_poll=_idle_poller(config, services),
                 )
                 async with trio.open_nursery() as gateway:
+                    if config.connections_reactor:
+                        ctx.reactor = Reactor(ctx)
+                        gateway.start_soon(ctx.reactor.run)
                     serve = partial(trio.serve_listeners, partial(_serve, ctx), listeners)
                     await gateway.start(serve)
                     log.info(

@@ -39,7 +39,7 @@ from ...group.ops import (
 )
 from ...ids import GroupKey, new_member_id
 from ...protocol.codec import shared_response
-from ..context import BrokerContext, ConnectionInfo
+from ..context import BrokerContext, ConnectionInfo, NotNow
 from ._build import NO_THROTTLE, make, schema, to_ms
 
 JOIN_KEY = 11
@@ -68,8 +68,15 @@ async def ask_group_light(
 ) -> Any:
     """`ask_group` for an OffsetFetch, Heartbeat, OffsetCommit or a describe, which an idle
     actor answers without a task switch, and a dormant one without a task
-    (GroupActor.answer_inline)."""
-    return await ctx.registry().ask_light(GroupKey(conn.org_id, group_id), op)
+    (GroupActor.answer_inline). Under `conn.now_only` (the reactor) it answers only so,
+    or raises NotNow."""
+    key = GroupKey(conn.org_id, group_id)
+    if conn.now_only:
+        response = ctx.registry().answer_now(key, op)
+        if response is None:
+            raise NotNow(group_id)
+        return response
+    return await ctx.registry().ask_light(key, op)
 
 
 # -- JoinGroup ----------------------------------------------------------------------------

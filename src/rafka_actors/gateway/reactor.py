@@ -1,0 +1,231 @@
+"""One task that answers the hot requests of every plain connection, without a task switch.
+
+A connection's task (connection.py) reads a frame, answers it and sends the reply; between
+requests it waits in trio's `wait_readable`. Each request then costs a registration with
+trio's epoll, the event's dispatch and a switch into the task and back: with 16 busy
+clients about a third of the broker's CPU per commit went to that and to the echo of the
+bytes (docs/performance.md, "Many clients at once": a trio echo server spends 14 us a round
+trip with a task per connection, 6.5 us from one task on its own epoll).
+
+So between frames a plain connection's task parks here (`next_bytes`) and the reactor
+watches its socket in its own level-triggered epoll. When the peer's bytes come, the
+reactor reads them and answers each whole frame of an API in `FAST_APIS` (OffsetCommit,
+OffsetFetch, Heartbeat, ApiVersions) on the spot, as long as the answer needs no wait: the
+group's actor answers inline (`GroupActor.answer_inline`) or the request never reaches an
+actor. It drives the connection's own `answer` coroutine with `conn.now_only` set, under
+which a group ask that would wait raises `NotNow` instead (apis/groups.py). The first frame
+it cannot answer so, and every byte after it, goes back to the connection's task, which
+answers as it always did (a commit under fsync `always`, JoinGroup, Metadata, a frame in
+pieces, a bad frame, the end of the stream): the reactor only ever answers a prefix of
+what the peer sent, in order, so replies keep the request order.
+
+The task keeps everything else: its idle clock (a fast reply restarts it, as a reply of
+its own would), connection limits, SASL (a connection that must still authenticate never
+parks here), TLS (never parks here), and closing. With tracing on nothing is answered
+here: a request tried and handed back would leave a failed span behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+from typing import Any
+
+import trio
+from outcome import Error, Outcome, Value
+
+from .. import telemetry
+from .connection import answer
+from .context import BrokerContext, ConnectionInfo
+from .frames import BETWEEN_FRAMES, BIG_FRAME, SENDING
+from .idle import CloseConnection, IdleClock
+from .idle_poll import IdlePoller
+from .plain_socket import PlainSocketStream, stream_error
+
+log = logging.getLogger(__name__)
+
+# OffsetCommit, OffsetFetch, Heartbeat, ApiVersions: handlers whose only wait is a group
+# ask (ask_group_light) or none at all
+COMMIT_KEY = 8
+FAST_APIS = frozenset({COMMIT_KEY, 9, 12, 18})
+_RECEIVE = 1 << 16
+_WATCHED = select.EPOLLIN | select.EPOLLRDHUP
+
+
+class _Parked:
+    """A connection whose task waits in `next_bytes` for the reactor to hand it bytes."""
+
+    __slots__ = ("conn", "fd", "idle", "task")
+
+    def __init__(self, fd: int, conn: ConnectionInfo, idle: IdleClock) -> None:
+        self.fd = fd
+        self.conn = conn
+        self.idle = idle
+        self.task = trio.lowlevel.current_task()
+
+
+class Reactor:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self._ctx = ctx
+        self._epoll = select.epoll()
+        # The connections parked here, by fd: exactly those registered in the epoll (a
+        # connection's task that has its socket must not be watched: level-triggered, and
+        # a hang-up is reported even with no events asked for, its fd would keep firing).
+        self._parked: dict[int, _Parked] = {}
+        self._limit = min(ctx.config.socket_request_max_bytes, BIG_FRAME)
+
+    @property
+    def poller(self) -> IdlePoller | None:
+        return self._ctx.idle_poll
+
+    # -- the connection's side ----------------------------------------------------------
+
+    async def next_bytes(
+        self, stream: PlainSocketStream, conn: ConnectionInfo, idle: IdleClock
+    ) -> bytes:
+        """What the peer sent after the requests answered here (b"" at the end of the
+        stream), for the connection's task to answer from its first frame on."""
+        if conn.gate is not None or telemetry.tracing() or self._epoll.closed:
+            return await stream.receive_some(_RECEIVE)  # (closed: shutting down)
+        fd = stream.fileno()
+        parked = _Parked(fd, conn, idle)
+        self._arm(fd, parked)
+
+        def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
+            self._disarm(fd)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        pending, data = await trio.lowlevel.wait_task_rescheduled(abort)
+        if pending:  # a reply the socket had no room for: it goes out before anything else
+            idle.waiting(SENDING)
+            await stream.send_all(pending)
+            idle.waiting(BETWEEN_FRAMES)
+        return data
+
+    def forget(self, fd: int) -> None:
+        """The connection is closing: never look at `fd` again (its number may be reused)."""
+        self._disarm(fd)
+
+    def _arm(self, fd: int, parked: _Parked) -> None:
+        self._epoll.register(fd, _WATCHED)
+        self._parked[fd] = parked
+
+    def _disarm(self, fd: int) -> None:
+        """Stop watching `fd`: its task has it, or it is closing."""
+        if self._parked.pop(fd, None) is not None:
+            try:
+                self._epoll.unregister(fd)
+            except (OSError, ValueError):
+                pass  # the socket or the epoll is closed already
+
+    def _hand_back(self, parked: _Parked, result: Outcome[tuple[bytes, bytes]]) -> None:
+        self._disarm(parked.fd)
+        trio.lowlevel.reschedule(parked.task, result)
+
+    # -- the reactor's task -------------------------------------------------------------
+
+    async def run(self) -> None:
+        epoll = self._epoll
+        try:
+            while True:
+                events = epoll.poll(0)
+                if events:
+                    for fd, _mask in events:
+                        parked = self._parked.get(fd)
+                        if parked is not None:
+                            self._serve(parked)
+                    await trio.lowlevel.checkpoint()  # other tasks run between batches
+                elif (poller := self.poller) is not None and poller.polls_for(self):
+                    await trio.lowlevel.checkpoint()  # a reply just went out: keep polling
+                else:
+                    await trio.lowlevel.wait_readable(epoll.fileno())
+        finally:
+            epoll.close()
+
+    def _serve(self, parked: _Parked) -> None:
+        try:
+            handed = self._answer_what_came(parked)
+        except Exception:  # a bug of ours: this connection ends, the reactor carries on
+            conn = parked.conn
+            log.exception("reactor: internal error on %s:%d", conn.peer_host, conn.peer_port)
+            handed = Error(CloseConnection("internal error"))
+        if handed is not None:
+            self._hand_back(parked, handed)
+
+    def _answer_what_came(self, parked: _Parked) -> Outcome[tuple[bytes, bytes]] | None:
+        """Read what the peer sent and answer its whole fast frames. Returns what the task
+        must have next (a reply the socket had no room for, and the bytes from the first
+        frame not answered here), or None: nothing is left, keep watching."""
+        try:
+            data = os.read(parked.fd, _RECEIVE)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            return Error(stream_error(exc))
+        if not data:
+            return Value((b"", b""))  # the end of the stream: the task closes
+        done, size, replied = 0, len(data), False
+        try:
+            while size - done >= 4:
+                length = int.from_bytes(data[done : done + 4], "big", signed=True)
+                end = done + 4 + length
+                if not 0 < length <= self._limit or end > size:
+                    break  # a bad length or a frame in pieces: the frame reader's job
+                reply = self._answer_now(data[done + 4 : end], parked.conn)
+                if reply is None:
+                    break
+                done = end
+                if not reply:
+                    continue
+                replied = True
+                unsent = self._send(parked.fd, reply)
+                if unsent:
+                    return Value((unsent, data[done:]))
+                if parked.conn.close_after_reply is not None:
+                    return Error(CloseConnection(parked.conn.close_after_reply))
+        except OSError as exc:
+            return Error(stream_error(exc))
+        except CloseConnection as exc:
+            return Error(exc)
+        finally:
+            if replied:
+                parked.idle.waiting(BETWEEN_FRAMES)  # the peer was active: idle restarts
+                self._replied()
+        return Value((b"", data[done:])) if done < size else None
+
+    def _answer_now(self, frame: bytes, conn: ConnectionInfo) -> bytes | None:
+        """The encoded reply (b"" for none), or None: the task must answer this frame.
+        Raises CloseConnection if the request waited after all (a bug: see FAST_APIS)."""
+        ctx = self._ctx
+        api_key = int.from_bytes(frame[:2], "big")
+        if api_key not in FAST_APIS or (api_key == COMMIT_KEY and not ctx.registry().writes_now):
+            return None  # (under fsync `always` every commit waits for its fsync)
+        conn.now_only = True
+        coroutine = answer(frame, ctx, ctx.apis, conn)
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            reply: bytes | None = done.value
+            return b"" if reply is None else reply
+        except Exception:  # NotNow, a bad frame, a handler's bug: the task tries it again
+            return None
+        finally:
+            conn.now_only = False
+        # It waited: whatever it started may not run twice, so the connection ends.
+        coroutine.close()
+        log.error("reactor: a request of api %d waited; closing its connection", frame[1])
+        raise CloseConnection("internal error: a fast request waited")
+
+    @staticmethod
+    def _send(fd: int, reply: bytes) -> bytes:
+        """Write `reply`; what the socket had no room for (b"": all sent)."""
+        try:
+            sent = os.write(fd, reply)
+        except BlockingIOError:
+            return reply
+        return reply[sent:]
+
+    def _replied(self) -> None:
+        if self.poller is not None:
+            self.poller.replied(by=self)

@@ -1,0 +1,247 @@
+"""The reactor (gateway/reactor.py): a plain connection's fast requests answered by one task
+on its own epoll; everything else by the connection's own task, replies in request order."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12.request import MetadataRequest
+
+from rafka_actors import telemetry
+from rafka_actors.gateway.apis import API_TABLE
+from rafka_actors.gateway.connection import serve_connection
+from rafka_actors.gateway.context import Api, BrokerContext, ConnectionInfo
+from rafka_actors.gateway.plain_socket import PlainSocketStream
+from rafka_actors.gateway.reactor import Reactor
+
+from ..wire import request_frame
+from .serving import serving_groups
+from .test_group_apis import HEARTBEAT, Client, commit_req, committed, fetch_req, req
+
+METADATA = MetadataRequest(
+    topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+)
+
+
+@pytest.fixture
+async def ctx(
+    tmp_path: Path,
+    autojump_clock: trio.testing.MockClock,
+    nursery: trio.Nursery,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[BrokerContext]:
+    # An earlier test of the session may have set a tracer provider (for good, in OTel).
+    monkeypatch.setattr(telemetry, "tracing", lambda: False)
+    async with serving_groups(tmp_path, ((0, "t", 2),)) as ctx:
+        ctx.reactor = Reactor(ctx)
+        nursery.start_soon(ctx.reactor.run)
+        yield ctx
+
+
+class Parks:
+    """Counts how often connections' tasks park in the reactor: once, and once more after
+    each request handed back to them."""
+
+    def __init__(self, reactor: Reactor) -> None:
+        self.count = 0
+        self._next_bytes = reactor.next_bytes
+        reactor.next_bytes = self._counting  # type: ignore[method-assign]
+
+    async def _counting(self, *args: Any) -> bytes:
+        self.count += 1
+        return await self._next_bytes(*args)
+
+
+async def plain_client(ctx: BrokerContext, nursery: trio.Nursery) -> Client:
+    ours, theirs = trio.socket.socketpair()
+    stream = PlainSocketStream(trio.SocketStream(ours), ctx.idle_poll)
+    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, ConnectionInfo("10.0.0.7", 1))
+    return Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
+
+
+async def memory_client(ctx: BrokerContext, nursery: trio.Nursery) -> Client:
+    """A connection the reactor never sees (as TLS): the answers to compare with."""
+    client_end, server_end = trio.testing.memory_stream_pair()
+    nursery.start_soon(serve_connection, server_end, ctx, API_TABLE, ConnectionInfo("10.0.0.7", 2))
+    return Client(client_end)
+
+
+async def send_together(client: Client, requests: list[Any]) -> None:
+    """Several requests in one write, as a pipelining client sends them."""
+    frames = []
+    for request in requests:
+        client.correlation += 1
+        client.sent.append(request)
+        frames.append(request_frame(request, client.correlation))
+    await client.stream.send_all(b"".join(frames))
+
+
+async def test_commits_and_fetches_are_answered_without_waking_the_connection_task(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    parks = Parks(ctx.reactor)  # type: ignore[arg-type]
+    client = await plain_client(ctx, nursery)
+    for offset in range(5):
+        done = await client.call(commit_req(9, {"t": [(0, offset), (1, offset + 10)]}))
+        assert committed(done) == {("t", 0): (0, -1), ("t", 1): (0, -1)}
+        fetched = await client.call(fetch_req(7, {"t": [0, 1]}))
+        assert committed(fetched) == {("t", 0): (0, offset), ("t", 1): (0, offset + 10)}
+    assert parks.count == 1  # parked once, before the first request, and never woken
+
+
+async def test_with_tracing_on_the_connection_task_answers_everything(
+    ctx: BrokerContext, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request tried here and handed back would leave a failed span behind."""
+    monkeypatch.setattr(telemetry, "tracing", lambda: True)
+    parks = Parks(ctx.reactor)  # type: ignore[arg-type]
+    client = await plain_client(ctx, nursery)
+    for offset in range(3):
+        await client.call(commit_req(9, {"t": [(0, offset)]}))
+    assert committed(await client.call(fetch_req(7, {"t": [0]}))) == {("t", 0): (0, 2)}
+    await trio.testing.wait_all_tasks_blocked()  # waiting for a fifth request
+    assert parks.count == 5  # asked for the bytes before every frame, and read them itself
+    assert ctx.reactor is not None and ctx.reactor._parked == {}  # never watched
+
+
+async def test_the_first_request_it_cannot_answer_and_the_rest_go_to_the_task_in_order(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    parks = Parks(ctx.reactor)  # type: ignore[arg-type]
+    client = await plain_client(ctx, nursery)
+    await send_together(
+        client, [commit_req(9, {"t": [(0, 7)]}), METADATA, fetch_req(7, {"t": [0]})]
+    )
+    assert committed(await client.receive()) == {("t", 0): (0, -1)}  # the reactor's
+    metadata = await client.receive()  # the task's, and so is the fetch after it
+    assert [t.name for t in metadata.topics] == ["t"]
+    assert committed(await client.receive()) == {("t", 0): (0, 7)}
+    assert committed(await client.call(fetch_req(7, {"t": [0]}))) == {("t", 0): (0, 7)}
+    assert parks.count == 2  # woken once, for the Metadata and what came with it
+
+
+async def test_a_request_the_group_cannot_answer_inline_gets_the_tasks_answer(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    """A Heartbeat of a member the group does not know goes through the actor's mailbox."""
+    parks = Parks(ctx.reactor)  # type: ignore[arg-type]
+    heartbeat = req(HEARTBEAT, 4, group_id="g", generation_id=1, member_id="m-1")
+    plain, memory = await plain_client(ctx, nursery), await memory_client(ctx, nursery)
+    answered = await plain.call(heartbeat)
+    assert answered == await memory.call(heartbeat)
+    assert answered.error_code == ErrorCode.unknown_member_id
+    assert parks.count == 2  # the plain connection's task was woken for it, then parked again
+
+
+async def test_under_fsync_always_commits_go_to_the_task(
+    ctx: BrokerContext, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit that waits for its fsync (the log cannot write now) is not even tried."""
+    monkeypatch.setattr(ctx.registry()._log, "writable_now", lambda: False)
+    parks = Parks(ctx.reactor)  # type: ignore[arg-type]
+    client = await plain_client(ctx, nursery)
+    assert committed(await client.call(commit_req(9, {"t": [(0, 3)]}))) == {("t", 0): (0, -1)}
+    assert committed(await client.call(fetch_req(7, {"t": [0]}))) == {("t", 0): (0, 3)}
+    assert parks.count == 2  # woken for the commit only
+
+
+async def test_a_frame_in_pieces_is_read_by_the_task(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    client = await plain_client(ctx, nursery)
+    frame = request_frame(commit_req(9, {"t": [(1, 4)]}), 1)
+    client.correlation, client.sent = 1, [commit_req(9, {"t": [(1, 4)]})]
+    await client.stream.send_all(frame[:9])
+    await trio.testing.wait_all_tasks_blocked()
+    await client.stream.send_all(frame[9:])
+    assert committed(await client.receive()) == {("t", 1): (0, -1)}
+    assert committed(await client.call(fetch_req(7, {"t": [1]}))) == {("t", 1): (0, 4)}
+
+
+async def test_a_peer_that_hangs_up_is_forgotten(ctx: BrokerContext, nursery: trio.Nursery) -> None:
+    reactor = ctx.reactor
+    assert reactor is not None
+    client = await plain_client(ctx, nursery)
+    await client.call(fetch_req(7, {"t": [0]}))
+    assert len(reactor._parked) == 1
+    await client.stream.aclose()
+    await trio.testing.wait_all_tasks_blocked()
+    assert reactor._parked == {}
+
+
+async def test_an_idle_connection_parked_in_the_reactor_is_still_closed(
+    ctx: BrokerContext, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    client = await plain_client(ctx, nursery)
+    await client.call(fetch_req(7, {"t": [0]}))
+    start = trio.current_time()
+    assert await client.stream.receive_some() == b""  # closed by connections.max.idle.ms
+    assert trio.current_time() - start == pytest.approx(ctx.config.connections_max_idle_ms / 1000)
+    await trio.testing.wait_all_tasks_blocked()
+    assert ctx.reactor is not None and ctx.reactor._parked == {}
+
+
+async def test_a_fast_request_that_waits_after_all_closes_its_connection(
+    ctx: BrokerContext, nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A handler in FAST_APIS must not wait: if one did, whatever it had started could run
+    twice were the task to try the request again, so the connection ends instead."""
+
+    async def waiting(*_args: Any) -> Any:
+        await trio.lowlevel.checkpoint()
+
+    ctx.apis = {**API_TABLE, 18: Api(18, "ApiVersions", 0, 4, waiting)}
+    client = await plain_client(ctx, nursery)
+    await send_together(client, [req(18, 3, client_software_name="t", client_software_version="1")])
+    with caplog.at_level(logging.ERROR):
+        assert await client.stream.receive_some() == b""
+    assert "waited" in caplog.text
+
+
+class CountingEpoll:
+    """The reactor's epoll, counting its polls."""
+
+    def __init__(self, epoll: Any) -> None:
+        self._epoll = epoll
+        self.polls = 0
+
+    def poll(self, timeout: float) -> list[tuple[int, int]]:
+        self.polls += 1
+        return self._epoll.poll(timeout)  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._epoll, name)
+
+
+async def test_a_peer_hanging_up_while_its_task_has_the_socket_does_not_spin_the_reactor(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    """A hang-up is reported even for an fd that asks for no events: a socket its task has
+    (here, a Metadata that takes its time) is not in the reactor's epoll at all."""
+    release = trio.Event()
+
+    async def slow_metadata(*_args: Any) -> Any:
+        await release.wait()
+
+    ctx.apis = {**API_TABLE, 3: Api(3, "Metadata", 0, 13, slow_metadata)}
+    ctx.reactor = reactor = Reactor(ctx)  # in place of the fixture's, before it runs
+    reactor._epoll = epoll = CountingEpoll(reactor._epoll)  # type: ignore[assignment]
+    nursery.start_soon(reactor.run)
+    client = await plain_client(ctx, nursery)
+    await send_together(client, [METADATA])
+    await trio.testing.wait_all_tasks_blocked()  # the task is inside slow_metadata
+    await client.stream.aclose()
+    before = epoll.polls
+    for _ in range(50):
+        await trio.lowlevel.checkpoint()
+    assert epoll.polls - before <= 2  # asleep on its epoll, not polling it every pass
+    release.set()
+    await trio.testing.wait_all_tasks_blocked()
+    assert reactor._parked == {}
