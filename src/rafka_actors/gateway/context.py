@@ -30,13 +30,11 @@ if TYPE_CHECKING:
     from .reactor import Reactor
 
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
+SERVER_LOGGER = "rafka_actors.gateway.server"
 
 
 class NotNow(Exception):
     """Under `ConnectionInfo.now_only`: this request needs a wait; its task answers it."""
-
-
-SERVER_LOGGER = "rafka_actors.gateway.server"
 
 
 @dataclass(slots=True)

@@ -2,10 +2,11 @@
 
 A connection's task (connection.py) reads a frame, answers it and sends the reply; between
 requests it waits in trio's `wait_readable`. Each request then costs a registration with
-trio's epoll, the event's dispatch and a switch into the task and back: with 16 busy
-clients about a third of the broker's CPU per commit went to that and to the echo of the
-bytes (docs/performance.md, "Many clients at once": a trio echo server spends 14 us a round
-trip with a task per connection, 6.5 us from one task on its own epoll).
+trio's epoll, the event's dispatch, a switch into the task and back, and checkpoints
+around the read and the write (docs/performance.md, "Many clients at once": a trio echo
+server spends 14 us a round trip with a task per connection, 6.5 us from one task on its
+own epoll). Answered here instead, a commit from one of 16 busy clients cost the broker
+26 us of CPU instead of 32-37 ("What changed in the hot paths", session 17).
 
 So between frames a plain connection's task parks here (`next_bytes`) and the reactor
 watches its socket in its own level-triggered epoll. When the peer's bytes come, the
