@@ -18,12 +18,14 @@ from rafka_actors import telemetry
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import Api, BrokerContext, ConnectionInfo
+from rafka_actors.gateway.idle_poll import IdlePoller
 from rafka_actors.gateway.plain_socket import PlainSocketStream
 from rafka_actors.gateway.reactor import Reactor
 
 from ..wire import request_frame
 from .serving import serving_groups
 from .test_group_apis import HEARTBEAT, Client, commit_req, committed, fetch_req, req
+from .test_idle_poll import Clock, Recording
 
 METADATA = MetadataRequest(
     topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
@@ -203,6 +205,58 @@ async def test_a_fast_request_that_waits_after_all_closes_its_connection(
     with caplog.at_level(logging.ERROR):
         assert await client.stream.receive_some() == b""
     assert "waited" in caplog.text
+
+
+async def test_fast_replies_poll_in_the_reactor_and_a_tasks_reply_on_its_own_socket(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    """Whoever sent the latest reply polls for the peer's next request: a task that parked
+    in a sleeping reactor right after its reply would wait for a sleeping core to wake."""
+    ctx.idle_poll = poller = Recording(100e-6)
+    ours, theirs = trio.socket.socketpair()
+    stream = PlainSocketStream(trio.SocketStream(ours), poller)
+    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, ConnectionInfo("10.0.0.7", 3))
+    client = Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
+    await client.call(fetch_req(7, {"t": [0]}))
+    await client.call(METADATA)
+    await trio.testing.wait_all_tasks_blocked()
+    assert poller.replies == [ctx.reactor, stream]
+
+
+async def test_a_task_that_replied_polls_its_socket_then_parks_in_the_reactor(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    clock = Clock()
+    ctx.idle_poll = poller = IdlePoller(100e-6, now=clock)
+    reactor = ctx.reactor
+    assert reactor is not None
+    ours, theirs = trio.socket.socketpair()
+    stream = PlainSocketStream(trio.SocketStream(ours), poller)
+    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, ConnectionInfo("10.0.0.7", 4))
+    client = Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
+    answered_fast: list[bytes | None] = []
+    answer_now = reactor._answer_now
+
+    def counting(frame: bytes, conn: ConnectionInfo) -> bytes | None:
+        answered_fast.append(reply := answer_now(frame, conn))
+        return reply
+
+    reactor._answer_now = counting  # type: ignore[method-assign]
+    await client.call(METADATA)  # answered by the task, which then polls its socket
+    for _ in range(20):
+        await trio.lowlevel.checkpoint()
+    assert poller.polls_for(stream) and reactor._parked == {}
+    fetched = await client.call(fetch_req(7, {"t": [0]}))  # caught by the polling task...
+    assert committed(fetched) == {("t", 0): (0, -1)}
+    assert len(answered_fast) == 2 and answered_fast[1]  # ...and answered as fast
+    assert answered_fast[0] is None  # (the Metadata was tried and handed on)
+    assert poller.polls_for(stream) and reactor._parked == {}
+    clock.now = 1.0  # the budget is over
+    await trio.testing.wait_all_tasks_blocked()
+    assert list(reactor._parked) == [stream.fileno()]
+    await client.call(fetch_req(7, {"t": [0]}))  # the reactor's
+    assert poller.polls_for(reactor) and len(answered_fast) == 3
+    clock.now = 2.0
 
 
 class CountingEpoll:

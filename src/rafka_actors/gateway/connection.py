@@ -116,18 +116,17 @@ async def _reply(
         idle.waiting(SENDING)
         await stream.send_all(reply)
         if ctx.idle_poll is not None:
-            ctx.idle_poll.replied(by=_polling_itself(stream, ctx))
+            ctx.idle_poll.replied(by=_polling_itself(stream))
         idle.busy()
     if conn.close_after_reply is not None:
         raise CloseConnection(conn.close_after_reply)
 
 
-def _polling_itself(stream: trio.abc.Stream, ctx: BrokerContext) -> object | None:
-    """Who polls for this connection's next request itself: the reactor, which watches it
-    between frames (reactor.py), or else the stream (plain_socket.py); None: the poller's
-    task."""
+def _polling_itself(stream: trio.abc.Stream) -> trio.abc.Stream | None:
+    """The stream, if it polls its own socket for the next request (plain_socket.py; with
+    the reactor too, reactor.py's `next_bytes`)."""
     if isinstance(stream, PlainSocketStream) and stream.poller is not None:
-        return ctx.reactor or stream
+        return stream
     return None
 
 

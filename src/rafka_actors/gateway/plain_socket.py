@@ -90,6 +90,31 @@ class PlainSocketStream(trio.abc.Stream):
         except OSError as exc:
             raise stream_error(exc) from exc
 
+    async def receive_while_polling(self, max_bytes: int) -> bytes | None:
+        """`receive_some` only while this stream polls for itself (its reply was the latest
+        and the budget lasts); None once it does not (the reactor watches it then)."""
+        poller = self.poller
+        if poller is None or not poller.polls_for(self):
+            return None
+        await checkpoint_if_cancelled()
+        try:
+            try:
+                data = os.read(self._fd(), max_bytes)
+            except BlockingIOError:
+                pass
+            else:
+                await cancel_shielded_checkpoint()  # a peer that pipelines must not hog us
+                return data
+            while poller.polls_for(self):
+                await checkpoint()
+                try:
+                    return os.read(self._fd(), max_bytes)
+                except BlockingIOError:
+                    pass
+        except OSError as exc:
+            raise stream_error(exc) from exc
+        return None
+
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         """Write all of `data`, waiting for room in the socket's buffer when it is full."""
         await checkpoint_if_cancelled()

@@ -24,6 +24,11 @@ The task keeps everything else: its idle clock (a fast reply restarts it, as a r
 its own would), connection limits, SASL (a connection that must still authenticate never
 parks here), TLS (never parks here), and closing. With tracing on nothing is answered
 here: a request tried and handed back would leave a failed span behind.
+
+Idle polling (idle_poll.py): after its own replies the reactor keeps polling its epoll for
+the budget. A task that has just sent a reply does not park at once: its socket polls
+itself for the budget, as without the reactor, and the task answers what comes then; it
+parks here once the budget is over (or another reply was sent since).
 """
 
 from __future__ import annotations
@@ -90,6 +95,16 @@ class Reactor:
         if conn.gate is not None or telemetry.tracing() or self._epoll.closed:
             return await stream.receive_some(_RECEIVE)  # (closed: shutting down)
         fd = stream.fileno()
+        # If this task sent the latest reply, its socket polls itself for the next request
+        # for the budget (parked at once, the request would find the reactor asleep: 0.1 ms
+        # more a commit under `always`), and the task answers fast frames as the reactor
+        # would, or hands what it cannot to its frame reader.
+        while (polled := await stream.receive_while_polling(_RECEIVE)) is not None:
+            if not polled:
+                return polled  # the end of the stream
+            handed = self._answer_frames(polled, fd, conn, idle, stream)
+            if handed is not None:
+                return await _after_pending(handed.unwrap(), stream, idle)
         parked = _Parked(fd, conn, idle)
         self._arm(fd, parked)
 
@@ -97,12 +112,7 @@ class Reactor:
             self._disarm(fd)
             return trio.lowlevel.Abort.SUCCEEDED
 
-        pending, data = await trio.lowlevel.wait_task_rescheduled(abort)
-        if pending:  # a reply the socket had no room for: it goes out before anything else
-            idle.waiting(SENDING)
-            await stream.send_all(pending)
-            idle.waiting(BETWEEN_FRAMES)
-        return data
+        return await _after_pending(await trio.lowlevel.wait_task_rescheduled(abort), stream, idle)
 
     def forget(self, fd: int) -> None:
         """The connection is closing: never look at `fd` again (its number may be reused)."""
@@ -166,6 +176,13 @@ class Reactor:
             return Error(stream_error(exc))
         if not data:
             return Value((b"", b""))  # the end of the stream: the task closes
+        return self._answer_frames(data, parked.fd, parked.conn, parked.idle, self)
+
+    def _answer_frames(
+        self, data: bytes, fd: int, conn: ConnectionInfo, idle: IdleClock, replier: object
+    ) -> Outcome[tuple[bytes, bytes]] | None:
+        """Answer the whole fast frames `data` starts with, on `fd`; what the task must have
+        next, or None. `replier` polls for the peer's next request after the replies."""
         done, size, replied = 0, len(data), False
         try:
             while size - done >= 4:
@@ -173,26 +190,27 @@ class Reactor:
                 end = done + 4 + length
                 if not 0 < length <= self._limit or end > size:
                     break  # a bad length or a frame in pieces: the frame reader's job
-                reply = self._answer_now(data[done + 4 : end], parked.conn)
+                reply = self._answer_now(data[done + 4 : end], conn)
                 if reply is None:
                     break
                 done = end
                 if not reply:
                     continue
                 replied = True
-                unsent = self._send(parked.fd, reply)
+                unsent = self._send(fd, reply)
                 if unsent:
                     return Value((unsent, data[done:]))
-                if parked.conn.close_after_reply is not None:
-                    return Error(CloseConnection(parked.conn.close_after_reply))
+                if conn.close_after_reply is not None:
+                    return Error(CloseConnection(conn.close_after_reply))
         except OSError as exc:
             return Error(stream_error(exc))
         except CloseConnection as exc:
             return Error(exc)
         finally:
             if replied:
-                parked.idle.waiting(BETWEEN_FRAMES)  # the peer was active: idle restarts
-                self._replied()
+                idle.waiting(BETWEEN_FRAMES)  # the peer was active: its idle time restarts
+                if self.poller is not None:
+                    self.poller.replied(by=replier)
         return Value((b"", data[done:])) if done < size else None
 
     def _answer_now(self, frame: bytes, conn: ConnectionInfo) -> bytes | None:
@@ -227,6 +245,14 @@ class Reactor:
             return reply
         return reply[sent:]
 
-    def _replied(self) -> None:
-        if self.poller is not None:
-            self.poller.replied(by=self)
+
+async def _after_pending(
+    handed: tuple[bytes, bytes], stream: PlainSocketStream, idle: IdleClock
+) -> bytes:
+    """The bytes handed to the task, once the reply the socket had no room for is sent."""
+    pending, data = handed
+    if pending:
+        idle.waiting(SENDING)
+        await stream.send_all(pending)
+        idle.waiting(BETWEEN_FRAMES)
+    return data
