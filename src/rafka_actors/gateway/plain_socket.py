@@ -68,6 +68,21 @@ class PlainSocketStream(trio.abc.Stream):
         size = 65536 if max_bytes is None else max_bytes
         if size < 1:
             raise ValueError("max_bytes must be >= 1")
+        data = await self._receive(size, wait=True)
+        assert data is not None  # (it waits once polling stops)
+        return data
+
+    async def receive_while_polling(self, max_bytes: int) -> bytes | None:
+        """`receive_some` only while this stream polls for itself (its reply was the latest
+        and the budget lasts); None once it does not (the reactor watches it then)."""
+        poller = self.poller
+        if poller is None or not poller.polls_for(self):
+            return None
+        return await self._receive(max_bytes, wait=False)
+
+    async def _receive(self, size: int, *, wait: bool) -> bytes | None:
+        """Read at once, or poll while our reply was the latest, then `wait` for the socket
+        (or return None)."""
         await checkpoint_if_cancelled()
         try:
             try:
@@ -81,39 +96,16 @@ class PlainSocketStream(trio.abc.Stream):
             while True:
                 if poller is not None and poller.polls_for(self):
                     await checkpoint()  # our reply was the latest: the peer's is near
-                else:
+                elif wait:
                     await wait_readable(self._fd())
+                else:
+                    return None
                 try:
                     return os.read(self._fd(), size)
                 except BlockingIOError:
                     pass
         except OSError as exc:
             raise stream_error(exc) from exc
-
-    async def receive_while_polling(self, max_bytes: int) -> bytes | None:
-        """`receive_some` only while this stream polls for itself (its reply was the latest
-        and the budget lasts); None once it does not (the reactor watches it then)."""
-        poller = self.poller
-        if poller is None or not poller.polls_for(self):
-            return None
-        await checkpoint_if_cancelled()
-        try:
-            try:
-                data = os.read(self._fd(), max_bytes)
-            except BlockingIOError:
-                pass
-            else:
-                await cancel_shielded_checkpoint()  # a peer that pipelines must not hog us
-                return data
-            while poller.polls_for(self):
-                await checkpoint()
-                try:
-                    return os.read(self._fd(), max_bytes)
-                except BlockingIOError:
-                    pass
-        except OSError as exc:
-            raise stream_error(exc) from exc
-        return None
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         """Write all of `data`, waiting for room in the socket's buffer when it is full."""
