@@ -142,11 +142,9 @@ class _Pending:
     records: tuple[Record, ...]
     payloads: list[bytes]
     error: BaseException | None = None
-    finished: bool = False
     task: trio.lowlevel.Task | None = None  # the appender, while it waits
 
     def finish(self) -> None:
-        self.finished = True
         task, self.task = self.task, None
         if task is not None:
             trio.lowlevel.reschedule(task)
@@ -157,10 +155,8 @@ class _Pending:
 
     async def wait(self, *, shielded: bool) -> None:
         """Until `finish`; ``shielded``: not even a cancellation ends the wait (it is raised
-        at the appender's next checkpoint instead), as under a shielded cancel scope."""
-        if self.finished:
-            await trio.lowlevel.checkpoint()
-            return
+        at the appender's next checkpoint instead), as under a shielded cancel scope. Called
+        right after queueing, with no checkpoint between: the batch cannot have finished yet."""
         self.task = trio.lowlevel.current_task()
         await trio.lowlevel.wait_task_rescheduled(_refuse_cancel if shielded else self._abort)
 
