@@ -154,6 +154,45 @@ async def test_under_fsync_always_commits_go_to_the_task(
     assert parks.count == 2  # woken for the commit only
 
 
+async def test_a_connection_whose_requests_the_reactor_cannot_answer_stays_in_its_task(
+    ctx: BrokerContext, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a request handed back (here a commit under fsync `always`), the task reads for
+    itself: parking again, each commit would cost the reactor a read and two epoll_ctl calls
+    only to hand it back. A fast request answered as the reactor would sends it back."""
+    monkeypatch.setattr(ctx.registry()._log, "writable_now", lambda: False)
+    reactor = ctx.reactor
+    assert reactor is not None
+    armed: list[int] = []
+    arm, answer_now = reactor._arm, reactor._answer_now
+    answered_fast: list[bytes | None] = []
+
+    def counting_arms(fd: int, parked: Any) -> None:
+        armed.append(fd)
+        arm(fd, parked)
+
+    def counting(frame: bytes, conn: ConnectionInfo) -> bytes | None:
+        answered_fast.append(reply := answer_now(frame, conn))
+        return reply
+
+    reactor._arm = counting_arms  # type: ignore[method-assign]
+    reactor._answer_now = counting  # type: ignore[method-assign]
+    client = await plain_client(ctx, nursery)
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(armed) == 1  # parked before the first request
+    for offset in range(3):
+        done = await client.call(commit_req(9, {"t": [(0, offset)]}))
+        assert committed(done) == {("t", 0): (0, -1)}
+        await trio.testing.wait_all_tasks_blocked()
+        assert reactor._parked == {}  # its task waits for the next request itself
+    assert len(armed) == 1  # the reactor handed back the first commit and saw no other
+    assert answered_fast == [None, None, None]  # each tried (no wait, no syscall) by the task
+    assert committed(await client.call(fetch_req(7, {"t": [0]}))) == {("t", 0): (0, 2)}
+    assert answered_fast[3]  # answered by the task as the reactor would...
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(armed) == 2 and len(reactor._parked) == 1  # ...which it is left to again
+
+
 async def test_a_frame_in_pieces_is_read_by_the_task(
     ctx: BrokerContext, nursery: trio.Nursery
 ) -> None:

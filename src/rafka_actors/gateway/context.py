@@ -115,6 +115,9 @@ class ConnectionInfo:
     gate: frozenset[int] | None = None  # api keys served before authentication; None: all
     close_after_reply: str | None = None  # why, when the reply being sent is the last
     now_only: bool = False  # the reactor is trying the request: no waiting (NotNow)
+    # The reactor could not answer this connection's latest request (a commit under fsync
+    # `always`, Produce, Fetch): its task waits for the next one itself (reactor.py).
+    waits_in_task: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def may_use_group(self, group_id: str) -> bool:

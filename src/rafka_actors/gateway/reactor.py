@@ -29,6 +29,12 @@ Idle polling (idle_poll.py): after its own replies the reactor keeps polling its
 the budget. A task that has just sent a reply does not park at once: its socket polls
 itself for the budget, as without the reactor, and the task answers what comes then; it
 parks here once the budget is over (or another reply was sent since).
+
+A connection whose latest request the reactor could not answer (`conn.waits_in_task`: a
+commit under fsync `always`, Produce, Fetch, JoinGroup) does not park here at all: its task
+reads for itself, as without the reactor, and answers fast frames as the reactor would; it
+parks again after one of those. Parked, each such request would cost a read here and two
+epoll_ctl calls only to be handed back.
 """
 
 from __future__ import annotations
@@ -95,14 +101,21 @@ class Reactor:
         if conn.gate is not None or telemetry.tracing() or self._epoll.closed:
             return await stream.receive_some(_RECEIVE)  # (closed: shutting down)
         fd = stream.fileno()
-        # If this task sent the latest reply, its socket polls itself for the next request
-        # for the budget (parked at once, the request would find the reactor asleep: 0.1 ms
-        # more a commit under `always`), and the task answers fast frames as the reactor
-        # would, or hands what it cannot to its frame reader.
-        while (polled := await stream.receive_while_polling(_RECEIVE)) is not None:
-            if not polled:
-                return polled  # the end of the stream
-            handed = self._answer_frames(polled, fd, conn, idle, stream)
+        # The task reads for itself while its socket polls itself (this task sent the
+        # latest reply: parked at once, the request would find the reactor asleep, 0.1 ms
+        # more a commit under `always`), or while its requests are ones the reactor cannot
+        # answer (read here and handed back, each would cost two epoll_ctl calls more). It
+        # answers fast frames as the reactor would, and hands the rest to its frame reader.
+        while True:
+            if conn.waits_in_task:
+                data = await stream.receive_some(_RECEIVE)
+            elif (polled := await stream.receive_while_polling(_RECEIVE)) is not None:
+                data = polled
+            else:
+                break
+            if not data:
+                return data  # the end of the stream
+            handed = self._answer_frames(data, fd, conn, idle, stream)
             if handed is not None:
                 return await _after_pending(handed.unwrap(), stream, idle)
         parked = _Parked(fd, conn, idle)
@@ -218,6 +231,7 @@ class Reactor:
         Raises CloseConnection if the request waited after all (a bug: see FAST_APIS)."""
         ctx = self._ctx
         api_key = int.from_bytes(frame[:2], "big")
+        conn.waits_in_task = True  # until answered here
         if api_key not in FAST_APIS or (api_key == COMMIT_KEY and not ctx.registry().writes_now):
             return None  # (under fsync `always` every commit waits for its fsync)
         conn.now_only = True
@@ -226,6 +240,7 @@ class Reactor:
             coroutine.send(None)
         except StopIteration as done:
             reply: bytes | None = done.value
+            conn.waits_in_task = False
             return b"" if reply is None else reply
         except Exception:  # NotNow, a bad frame, a handler's bug: the task tries it again
             return None
