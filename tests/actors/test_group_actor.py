@@ -14,6 +14,7 @@ import trio.testing
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.actors import coordinator_log, group_actor
+from rafka_actors.actors import registry as registry_module
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.actors.durable_log import CoordinatorLogError
 from rafka_actors.actors.group_actor import Envelope, GroupActor
@@ -353,6 +354,39 @@ async def test_a_dormant_actor_is_dropped_after_the_passivation_delay(
         assert K not in registry._actors
         fetched = await registry.ask_light(K, OffsetFetchOp("g", None))  # from the log
         assert fetched.offsets == (("t", 0, 5, -1, "", 0),)
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_passivation_sweep_lets_requests_in_between_its_chunks(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dropping 100 000 dormant actors in one pass stalled every request for a quarter of a
+    second; the sweep checkpoints after each chunk, and judges each actor when it gets to it."""
+    monkeypatch.setattr(registry_module, "SWEEP_CHUNK", 2)
+    keys = [GroupKey(0, f"g{i}") for i in range(5)]
+    seen_between: list[int] = []
+    async with trio.open_nursery() as nursery:
+        registry = GroupRegistry(
+            nursery, GroupConfig(), MemoryCoordinatorLog(), passivate_after_s=10
+        )
+        await trio.sleep(1)
+        for key in keys:
+            await registry.ask_light(key, OffsetCommitOp(key.group_id, (("t", 0, 1, -1, ""),)))
+        last = registry._actors[keys[4]]  # in the sweep's last chunk
+        assert all(registry._actors[key].dormant for key in keys)
+
+        async def probe() -> None:
+            await trio.sleep_until(15)  # with the sweep, the first to find them idle for 10 s
+            while len(registry._actors) == 5:
+                await trio.lowlevel.checkpoint()
+            seen_between.append(len(registry._actors))
+            await registry.ask_light(keys[4], OffsetFetchOp("g4", None))
+
+        nursery.start_soon(probe)
+        await trio.sleep(15)
+        assert seen_between in ([3], [1])  # a request came in while the sweep was under way
+        assert list(registry._actors) == [keys[4]]
+        assert registry._actors[keys[4]] is last  # used during the sweep: kept, not rebuilt
         nursery.cancel_scope.cancel()
 
 

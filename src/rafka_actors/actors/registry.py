@@ -38,6 +38,11 @@ from .reply import ReplySlot
 
 log = logging.getLogger(__name__)
 
+# Actors the passivation sweep looks at between checkpoints. Dropping a dormant actor frees
+# its group (a few us each): in one pass, 58 000 of 100 000 took 250 ms, and no request was
+# answered meanwhile.
+SWEEP_CHUNK = 512
+
 
 @dataclass(frozen=True, slots=True)
 class GroupSummary:
@@ -155,19 +160,27 @@ class GroupRegistry:
 
     async def _passivate_idle_forever(self) -> None:
         """Every half delay, ask each actor idle for the whole delay to stop: one sweep over
-        the live actors instead of a timer in every actor's wait for requests."""
+        the live actors instead of a timer in every actor's wait for requests. Requests are
+        answered between chunks of the sweep; each actor is judged when its chunk comes."""
         while True:
             await trio.sleep(self._passivate_after_s / 2)
             cutoff = trio.current_time() - self._passivate_after_s
-            for actor in list(self._actors.values()):
-                if actor.last_active <= cutoff and actor.idle:
-                    if actor.dormant:
-                        self._drop_if_idle(actor)
-                        continue
-                    try:
-                        actor.post_nowait(Envelope(PASSIVATE, None))
-                    except (trio.WouldBlock, trio.BrokenResourceError):
-                        pass  # busy after all, or already stopping
+            actors = list(self._actors.values())
+            for start in range(0, len(actors), SWEEP_CHUNK):
+                if start:
+                    await trio.lowlevel.checkpoint()
+                for actor in actors[start : start + SWEEP_CHUNK]:
+                    self._passivate_if_idle(actor, cutoff)
+
+    def _passivate_if_idle(self, actor: GroupActor, cutoff: float) -> None:
+        if actor.last_active <= cutoff and actor.idle:
+            if actor.dormant:
+                self._drop_if_idle(actor)  # (only if it is still the group's actor)
+                return
+            try:
+                actor.post_nowait(Envelope(PASSIVATE, None))
+            except (trio.WouldBlock, trio.BrokenResourceError):
+                pass  # busy after all, or already stopping
 
     async def _supervise(self, actor: GroupActor) -> None:
         # An actor that dies stays dead alone: its siblings (this nursery) never notice,
