@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v15 import request as fetch15
 from kio.schema.join_group.v4 import request as join4
 from kio.schema.join_group.v6 import request as join6
+from kio.schema.offset_commit.v2 import request as commit2
 from kio.schema.offset_commit.v8 import request as commit8
 from kio.serial import entity_reader, entity_writer
 from kio.serial._implicit_defaults import get_tagged_field_default
@@ -215,6 +216,44 @@ def join_v4_body(group_id_length: int, member_id: bytes, protocol_count: int) ->
 def test_valid_handmade_body_decodes() -> None:
     decoded = decode_body(join4.JoinGroupRequest, join_v4_body(5, b"m", 0))
     assert (decoded.group_id, decoded.member_id, decoded.protocols) == ("group", "m", ())
+
+
+def commit_v2_body(retention_ms: int) -> bytes:
+    """OffsetCommit v2: group "g", generation 3, member "m", `retention_ms`, one partition."""
+    return (
+        struct.pack(">h", 1)
+        + b"g"
+        + struct.pack(">i", 3)
+        + struct.pack(">h", 1)
+        + b"m"
+        + struct.pack(">q", retention_ms)
+        + struct.pack(">ih", 1, 1)
+        + b"t"
+        + struct.pack(">iiqh", 1, 0, 42, 0)
+    )
+
+
+@pytest.mark.parametrize(
+    ("retention_ms", "decoded"),
+    [
+        (-1, datetime.timedelta(milliseconds=-1)),  # what clients send: the broker's default
+        (10**16, datetime.timedelta(milliseconds=10**16)),  # beyond kio's native reader
+        (2**63 - 1, datetime.timedelta.max - datetime.timedelta(days=1, microseconds=999)),
+        (-(2**63), datetime.timedelta.min),  # clamped to the duration's range
+    ],
+)
+def test_any_int64_retention_time_decodes(retention_ms: int, decoded: datetime.timedelta) -> None:
+    """Kafka takes any int64 there; kio's native reader refuses more than 2**63 us, which
+    closed the connection of a well-formed commit (found by tests/fuzz/test_decoder.py)."""
+    request = decode_body(commit2.OffsetCommitRequest, commit_v2_body(retention_ms))
+    assert request.retention_time == decoded
+    assert (request.group_id, request.generation_id_or_member_epoch, request.member_id) == (
+        "g",
+        3,
+        "m",
+    )
+    [topic] = request.topics
+    assert (topic.name, topic.partitions[0].committed_offset) == ("t", 42)
 
 
 @pytest.mark.parametrize(

@@ -71,7 +71,8 @@ def _decode(cls: type, frame: Any, offset: int) -> Any:
     try:
         guard(frame, offset)  # could a forged array length make kio abort? (frame_guard)
         entity, _ = native(frame, offset)
-    except KeyError:  # kio's "Unknown tagged field tag: N"
+    except (KeyError, ValueError):  # kio's "Unknown tagged field tag: N"; "timedelta
+        # milliseconds overflow" (an int64 duration kio reads natively only up to 2**63 us)
         try:
             entity, _ = tolerant_reader(cls)(frame, offset)
         except _DECODE_ERRORS as exc:

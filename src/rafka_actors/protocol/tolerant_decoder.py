@@ -17,6 +17,11 @@ read resumes at the end of that size.
 Readers follow kio's convention: ``read(buffer, offset) -> (value, size)``,
 where size is the number of bytes consumed.
 
+An int64 duration (OffsetCommit v2-v4's ``retention_time``) is read here too: kio's
+native reader refuses more than 2**63 microseconds (about 292 000 years) although its
+own type admits up to ``timedelta.max`` less a day and Kafka any int64; beyond that
+type's range the value is clamped to it (nothing acts on such a duration).
+
 Null arrays are returned as ``None`` even for non-nullable fields, matching
 kio's native decoder. Structural violations raise :class:`MalformedRequest`;
 kio's own decode errors propagate for :mod:`.codec` to wrap.
@@ -24,7 +29,9 @@ kio's own decode errors propagate for :mod:`.codec` to wrap.
 
 from __future__ import annotations
 
+import datetime
 import functools
+import struct
 from collections.abc import Callable
 from dataclasses import MISSING, Field, fields
 from typing import Any
@@ -46,6 +53,7 @@ from kio.serial.readers import (
     read_legacy_array_length,
     read_unsigned_varint,
 )
+from kio.static.primitive import i64_timedelta_max, i64_timedelta_min
 
 from .errors import MalformedRequest
 
@@ -122,8 +130,22 @@ def _field_reader(owner: type, field: Field[Any], *, is_tag: bool) -> Reader:
         # Not kio's array reader: it pre-allocates from the unchecked wire count.
         item: Reader = get_reader(get_schema_field_type(field), flexible, False)
         return _array(item, flexible)
+    if get_schema_field_type(field) == "timedelta_i64":
+        return _read_timedelta_i64
     reader: Reader = get_field_reader(owner, field, False, is_tag)
     return reader
+
+
+_I64 = struct.Struct(">q")
+_MS = datetime.timedelta(milliseconds=1)
+_MS_MIN, _MS_MAX = i64_timedelta_min // _MS, i64_timedelta_max // _MS
+
+
+def _read_timedelta_i64(buffer: Any, offset: int) -> tuple[datetime.timedelta, int]:
+    if offset + 8 > len(buffer):
+        raise MalformedRequest("int64 duration truncated")
+    (ms,) = _I64.unpack_from(buffer, offset)
+    return datetime.timedelta(milliseconds=min(max(ms, _MS_MIN), _MS_MAX)), 8
 
 
 def _nullable(entity: Reader) -> Reader:
