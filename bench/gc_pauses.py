@@ -36,15 +36,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from handler_cost import (  # the same broker parts as the in-process bench
     API_TABLE,
     TOPIC,
-    BrokerConfig,
-    BrokerContext,
-    ConnectionInfo,
-    DataPlane,
-    DurableCoordinatorLog,
-    GroupConfig,
-    GroupRegistry,
     answer,
     encode_request,
+    in_process_broker,
 )
 from request_cost import request
 
@@ -72,41 +66,27 @@ class Pauses:
 
 
 async def _measure(data_dir: Path, groups: int, rounds: int) -> dict[str, object]:
-    config = BrokerConfig(data_dir=data_dir)
-    data = DataPlane.open(data_dir, segment_bytes=config.log_segment_bytes)
-    data.create_topic(TOPIC, 1)
-    coordinator = DurableCoordinatorLog.open(data_dir, fsync_policy="never")
     pauses = Pauses()
-    try:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(coordinator.run)
-            registry = GroupRegistry(
-                nursery, GroupConfig(), coordinator, topics=data.image_of, passivate_after_s=2
-            )
-            ctx = BrokerContext(config, data, "127.0.0.1", 9092, API_TABLE, groups=registry)
-            conn = ConnectionInfo("127.0.0.1", 1)
-            gc_policy.serving()  # as the broker once it listens: start-up state frozen
-            start = time.perf_counter()
-            for i in range(groups):
-                frame = encode_request(request("commit", f"g-{i}", TOPIC), 1, "bench")[4:]
+    async with in_process_broker(data_dir, "never", passivate_after_s=2) as (ctx, conn):
+        gc_policy.serving()  # as the broker once it listens: start-up state frozen
+        start = time.perf_counter()
+        for i in range(groups):
+            frame = encode_request(request("commit", f"g-{i}", TOPIC), 1, "bench")[4:]
+            await answer(frame, ctx, API_TABLE, conn)
+        creating = time.perf_counter() - start, pauses.take()
+        fetching, slowest = [], []
+        for _ in range(rounds):
+            await trio.sleep(0.7)
+            pauses.take()  # (collections while asleep delay no request)
+            worst = 0.0
+            for _ in range(FETCHES_PER_ROUND):
+                group = f"g-{random.randrange(groups)}"
+                frame = encode_request(request("fetch", group, TOPIC), 1, "bench")[4:]
+                begun = time.perf_counter()
                 await answer(frame, ctx, API_TABLE, conn)
-            creating = time.perf_counter() - start, pauses.take()
-            fetching, slowest = [], []
-            for _ in range(rounds):
-                await trio.sleep(0.7)
-                pauses.take()  # (collections while asleep delay no request)
-                worst = 0.0
-                for _ in range(FETCHES_PER_ROUND):
-                    group = f"g-{random.randrange(groups)}"
-                    frame = encode_request(request("fetch", group, TOPIC), 1, "bench")[4:]
-                    begun = time.perf_counter()
-                    await answer(frame, ctx, API_TABLE, conn)
-                    worst = max(worst, time.perf_counter() - begun)
-                fetching.append(pauses.take())
-                slowest.append(worst * 1e3)
-            nursery.cancel_scope.cancel()
-    finally:
-        data.close()
+                worst = max(worst, time.perf_counter() - begun)
+            fetching.append(pauses.take())
+            slowest.append(worst * 1e3)
     by_gen = {g: [ms for r in fetching for ms in r[g]] for g in (0, 1, 2)}
     return {
         "create_s": creating[0],

@@ -20,6 +20,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 # As in the broker (cli.py): without this, importing kio in a dev install runs Hypothesis's
@@ -49,7 +51,12 @@ async def _exchange(ctx: BrokerContext, conn: ConnectionInfo, frame: bytes, coun
         await answer(frame, ctx, API_TABLE, conn)
 
 
-async def measure(data_dir: Path, fsync: str, ops: list[str], requests: int, rounds: int) -> None:
+@asynccontextmanager
+async def in_process_broker(
+    data_dir: Path, fsync: str, *, passivate_after_s: float = 60
+) -> AsyncIterator[tuple[BrokerContext, ConnectionInfo]]:
+    """The broker's parts behind `answer` (data plane with topic TOPIC, durable coordinator
+    log, group registry) in `data_dir`, and one connection; all stopped on exit."""
     config = BrokerConfig(data_dir=data_dir)
     data = DataPlane.open(data_dir, segment_bytes=config.log_segment_bytes)
     data.create_topic(TOPIC, 1)
@@ -58,26 +65,34 @@ async def measure(data_dir: Path, fsync: str, ops: list[str], requests: int, rou
         async with trio.open_nursery() as nursery:
             await nursery.start(coordinator.run)
             registry = GroupRegistry(
-                nursery, GroupConfig(), coordinator, topics=data.image_of, passivate_after_s=60
+                nursery,
+                GroupConfig(),
+                coordinator,
+                topics=data.image_of,
+                passivate_after_s=passivate_after_s,
             )
             ctx = BrokerContext(config, data, "127.0.0.1", 9092, API_TABLE, groups=registry)
-            conn = ConnectionInfo("127.0.0.1", 1)
-            for op in ops:
-                frame = encode_request(request(op, f"cost-{op}", TOPIC), 1, "bench")[4:]
-                await _exchange(ctx, conn, frame, 500)  # warm up: the group and its actor exist
-                costs = []
-                for _ in range(rounds):
-                    start = time.perf_counter()
-                    await _exchange(ctx, conn, frame, requests)
-                    costs.append((time.perf_counter() - start) / requests * 1e6)
-                costs.sort()
-                print(
-                    f"{op}: best {costs[0]:.1f} us, median {statistics.median(costs):.1f} us "
-                    f"per request over {rounds} rounds of {requests:,}"
-                )
+            yield ctx, ConnectionInfo("127.0.0.1", 1)
             nursery.cancel_scope.cancel()
     finally:
         data.close()
+
+
+async def measure(data_dir: Path, fsync: str, ops: list[str], requests: int, rounds: int) -> None:
+    async with in_process_broker(data_dir, fsync) as (ctx, conn):
+        for op in ops:
+            frame = encode_request(request(op, f"cost-{op}", TOPIC), 1, "bench")[4:]
+            await _exchange(ctx, conn, frame, 500)  # warm up: the group and its actor exist
+            costs = []
+            for _ in range(rounds):
+                start = time.perf_counter()
+                await _exchange(ctx, conn, frame, requests)
+                costs.append((time.perf_counter() - start) / requests * 1e6)
+            costs.sort()
+            print(
+                f"{op}: best {costs[0]:.1f} us, median {statistics.median(costs):.1f} us "
+                f"per request over {rounds} rounds of {requests:,}"
+            )
 
 
 def main() -> int:
