@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import struct
 from collections.abc import Callable
 from dataclasses import MISSING, Field, fields
 from typing import Any
@@ -50,6 +49,7 @@ from kio.serial._parse import get_field_reader, get_reader
 from kio.serial.readers import (
     read_compact_array_length,
     read_int8,
+    read_int64,
     read_legacy_array_length,
     read_unsigned_varint,
 )
@@ -136,16 +136,13 @@ def _field_reader(owner: type, field: Field[Any], *, is_tag: bool) -> Reader:
     return reader
 
 
-_I64 = struct.Struct(">q")
 _MS = datetime.timedelta(milliseconds=1)
 _MS_MIN, _MS_MAX = i64_timedelta_min // _MS, i64_timedelta_max // _MS
 
 
 def _read_timedelta_i64(buffer: Any, offset: int) -> tuple[datetime.timedelta, int]:
-    if offset + 8 > len(buffer):
-        raise MalformedRequest("int64 duration truncated")
-    (ms,) = _I64.unpack_from(buffer, offset)
-    return datetime.timedelta(milliseconds=min(max(ms, _MS_MIN), _MS_MAX)), 8
+    ms, size = read_int64(buffer, offset)
+    return datetime.timedelta(milliseconds=min(max(ms, _MS_MIN), _MS_MAX)), size
 
 
 def _nullable(entity: Reader) -> Reader:
