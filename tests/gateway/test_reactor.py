@@ -61,6 +61,19 @@ class Parks:
         return await self._next_bytes(*args)
 
 
+def record_fast_answers(reactor: Reactor) -> list[bytes | None]:
+    """What each `_answer_now` try gave (None: handed on), by the reactor or a task."""
+    answered: list[bytes | None] = []
+    answer_now = reactor._answer_now
+
+    def recording(frame: bytes, conn: ConnectionInfo) -> bytes | None:
+        answered.append(reply := answer_now(frame, conn))
+        return reply
+
+    reactor._answer_now = recording  # type: ignore[method-assign]
+    return answered
+
+
 async def plain_client(ctx: BrokerContext, nursery: trio.Nursery) -> Client:
     ours, theirs = trio.socket.socketpair()
     stream = PlainSocketStream(trio.SocketStream(ours), ctx.idle_poll)
@@ -164,19 +177,14 @@ async def test_a_connection_whose_requests_the_reactor_cannot_answer_stays_in_it
     reactor = ctx.reactor
     assert reactor is not None
     armed: list[int] = []
-    arm, answer_now = reactor._arm, reactor._answer_now
-    answered_fast: list[bytes | None] = []
+    arm = reactor._arm
 
     def counting_arms(fd: int, parked: Any) -> None:
         armed.append(fd)
         arm(fd, parked)
 
-    def counting(frame: bytes, conn: ConnectionInfo) -> bytes | None:
-        answered_fast.append(reply := answer_now(frame, conn))
-        return reply
-
     reactor._arm = counting_arms  # type: ignore[method-assign]
-    reactor._answer_now = counting  # type: ignore[method-assign]
+    answered_fast = record_fast_answers(reactor)
     client = await plain_client(ctx, nursery)
     await trio.testing.wait_all_tasks_blocked()
     assert len(armed) == 1  # parked before the first request
@@ -273,14 +281,7 @@ async def test_a_task_that_replied_polls_its_socket_then_parks_in_the_reactor(
     stream = PlainSocketStream(trio.SocketStream(ours), poller)
     nursery.start_soon(serve_connection, stream, ctx, API_TABLE, ConnectionInfo("10.0.0.7", 4))
     client = Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
-    answered_fast: list[bytes | None] = []
-    answer_now = reactor._answer_now
-
-    def counting(frame: bytes, conn: ConnectionInfo) -> bytes | None:
-        answered_fast.append(reply := answer_now(frame, conn))
-        return reply
-
-    reactor._answer_now = counting  # type: ignore[method-assign]
+    answered_fast = record_fast_answers(reactor)
     await client.call(METADATA)  # answered by the task, which then polls its socket
     for _ in range(20):
         await trio.lowlevel.checkpoint()
