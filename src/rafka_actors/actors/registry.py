@@ -164,13 +164,17 @@ class GroupRegistry:
         answered between chunks of the sweep; each actor is judged when its chunk comes."""
         while True:
             await trio.sleep(self._passivate_after_s / 2)
-            cutoff = trio.current_time() - self._passivate_after_s
-            actors = list(self._actors.values())
-            for start in range(0, len(actors), SWEEP_CHUNK):
-                if start:
-                    await trio.lowlevel.checkpoint()
-                for actor in actors[start : start + SWEEP_CHUNK]:
-                    self._passivate_if_idle(actor, cutoff)
+            await self._sweep(trio.current_time() - self._passivate_after_s)
+
+    async def _sweep(self, cutoff: float) -> None:
+        # One pass over a snapshot of the actors, which ends with the pass: kept while the
+        # sweeper sleeps, it would keep every actor dropped here alive for another half delay.
+        actors = list(self._actors.values())
+        for start in range(0, len(actors), SWEEP_CHUNK):
+            if start:
+                await trio.lowlevel.checkpoint()
+            for actor in actors[start : start + SWEEP_CHUNK]:
+                self._passivate_if_idle(actor, cutoff)
 
     def _passivate_if_idle(self, actor: GroupActor, cutoff: float) -> None:
         if actor.last_active <= cutoff and actor.idle:
