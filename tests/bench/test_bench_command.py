@@ -17,7 +17,7 @@ import pytest
 
 from rafka_actors.admin.client import KafkaClient
 from rafka_actors.bench import brokers, consumer_workloads
-from rafka_actors.bench.command import measure
+from rafka_actors.bench.command import measure, measure_in_turns
 from rafka_actors.bench.core import Figure, Options, Target, Workload
 from rafka_actors.bench.table import Results, cell, markdown, ratio
 
@@ -127,6 +127,39 @@ def test_a_workload_measuring_what_the_broker_holds_gets_a_fresh_broker_per_run(
     seen.clear()  # without a way to start one (--bootstrap), the broker at hand serves
     measure(Target("t", "127.0.0.1:1"), [own], Options(runs=1), print)
     assert seen == [("g", "t")]
+
+
+def test_in_turns_each_run_goes_to_every_broker_before_the_next() -> None:
+    """--interleave: a figure's runs on different brokers are seconds apart, so the
+    machine's drift over minutes is the same for all of them."""
+    seen: list[tuple[str, str]] = []
+
+    def fresh_for(name: str) -> Callable[[], Iterator[Target]]:
+        @contextmanager
+        def fresh() -> Iterator[Target]:
+            yield Target(f"{name}-own", "127.0.0.1:2")
+
+        return fresh
+
+    def run(letter: str) -> Callable[[Target, Options], list[Figure]]:
+        def one(target: Target, opts: Options) -> list[Figure]:
+            seen.append((letter, target.name))
+            return [fig([float(len(seen))], key=f"{letter}.y")]
+
+        return one
+
+    shared = Workload("a", "shared", run("a"))
+    own = Workload("g", "own", run("g"), fresh_broker=True)
+    only_p = Workload("b", "only p", run("b"), needs=lambda target: target.name == "p")
+    targets = [(Target(name, "127.0.0.1:1"), fresh_for(name)) for name in ("r", "p")]
+    merged = measure_in_turns(targets, [shared, only_p, own], Options(runs=2), print)
+    assert seen == [
+        ("a", "r"), ("a", "p"), ("a", "r"), ("a", "p"),
+        ("b", "p"), ("b", "p"),
+        ("g", "r-own"), ("g", "p-own"), ("g", "r-own"), ("g", "p-own"),
+    ]  # fmt: skip
+    assert merged["r"]["a.y"].values == [1.0, 3.0] and merged["p"]["a.y"].values == [2.0, 4.0]
+    assert "b.y" not in merged["r"] and merged["p"]["b.y"].values == [5.0, 6.0]
 
 
 @pytest.fixture

@@ -6,7 +6,13 @@ the broker holds, (g), against a broker of its own per run), stops it, and print
 Markdown table: median (min-max) per figure and broker, and each peer's ratio to the first
 broker. With --bootstrap it measures that one running broker instead.
 
-    rafka-actors bench [--brokers rafka-actors,noida-db,tansu] [--runs 3]
+With --interleave every broker is started at once and they take turns: each run of a
+workload goes to every broker before the next run starts, so the brokers' runs of a figure
+are seconds apart instead of many minutes. On a shared host the throughput of the machine
+itself drifts by 10-30% over minutes; taken in turns, a ratio compares brokers under the same
+drift. A broker waiting for its turn is idle (the others sit in epoll_wait).
+
+    rafka-actors bench [--brokers rafka-actors,noida-db,tansu] [--runs 3] [--interleave]
                        [--workloads abcdefgh] [--quick] [--json FILE]
                        [--rafka-override KEY=VALUE ...] [--bootstrap HOST:PORT [--kip848]]
 """
@@ -14,6 +20,7 @@ broker. With --bootstrap it measures that one running broker instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import functools
 import logging
@@ -42,6 +49,9 @@ def register(commands: Any) -> None:
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="measure this broker only")
     parser.add_argument("--kip848", action="store_true", help="--bootstrap serves KIP-848")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--interleave", action="store_true", help="start every broker at once; runs take turns"
+    )
     parser.add_argument("--workloads", default="abcdefgh", help="letters, e.g. abcd")
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
@@ -62,35 +72,53 @@ def workloads() -> dict[str, Workload]:
     return {**CLIENT, **SCALE}
 
 
+Fresh = Callable[[], AbstractContextManager[Target]]
+
+
 def measure(
     target: Target,
     chosen: list[Workload],
     opts: Options,
     progress: Callable[[str], None],
-    fresh: Callable[[], AbstractContextManager[Target]] | None = None,
+    fresh: Fresh | None = None,
 ) -> dict[str, Figure]:
     """Every chosen workload `opts.runs` times against `target`, or, for a workload that
     wants a fresh broker, against one `fresh()` starts per run; figures merged by key."""
-    merged: dict[str, Figure] = {}
+    return measure_in_turns([(target, fresh)], chosen, opts, progress)[target.name]
+
+
+def measure_in_turns(
+    targets: list[tuple[Target, Fresh | None]],
+    chosen: list[Workload],
+    opts: Options,
+    progress: Callable[[str], None],
+) -> dict[str, dict[str, Figure]]:
+    """`measure` for several targets at once, taking turns: each run of a workload goes to
+    every target before the next run; figures merged by target name, then key."""
+    merged: dict[str, dict[str, Figure]] = {target.name: {} for target, _ in targets}
     for workload in chosen:
-        if not workload.needs(target):
-            progress(f"{target.name}: ({workload.letter}) not applicable")
-            continue
-        for run in range(1, opts.runs + 1):
-            started = time.monotonic()
-            if workload.fresh_broker and fresh is not None:
-                with fresh() as own:
-                    figures = workload.run(own, opts)
+        applicable = []
+        for target, fresh in targets:
+            if workload.needs(target):
+                applicable.append((target, fresh))
             else:
-                figures = workload.run(target, opts)
-            for figure in figures:
-                mine = merged.setdefault(
-                    figure.key,
-                    Figure(figure.key, figure.label, figure.unit, figure.higher_is_better),
-                )
-                mine.values.extend(figure.values)
-            took = time.monotonic() - started
-            progress(f"{target.name}: ({workload.letter}) run {run}/{opts.runs}, {took:.1f} s")
+                progress(f"{target.name}: ({workload.letter}) not applicable")
+        for run in range(1, opts.runs + 1):
+            for target, fresh in applicable:
+                started = time.monotonic()
+                if workload.fresh_broker and fresh is not None:
+                    with fresh() as own:
+                        figures = workload.run(own, opts)
+                else:
+                    figures = workload.run(target, opts)
+                for figure in figures:
+                    mine = merged[target.name].setdefault(
+                        figure.key,
+                        Figure(figure.key, figure.label, figure.unit, figure.higher_is_better),
+                    )
+                    mine.values.extend(figure.values)
+                took = time.monotonic() - started
+                progress(f"{target.name}: ({workload.letter}) run {run}/{opts.runs}, {took:.1f} s")
     return merged
 
 
@@ -110,6 +138,19 @@ def run(args: argparse.Namespace) -> int:
         target = Target("external", args.bootstrap, kip848=args.kip848)
         results.targets.append(target.name)
         results.figures[target.name] = measure(target, chosen, opts, progress)
+    elif args.interleave:
+        with contextlib.ExitStack() as stack:
+            started_targets: list[tuple[Target, Fresh | None]] = []
+            for broker in parse_brokers(split_broker_list(args.brokers), args.rafka_override):
+                try:
+                    target = stack.enter_context(running(broker))
+                except BrokerUnavailable as exc:
+                    progress(f"{broker.name}: skipped ({exc})")
+                    continue
+                progress(f"{broker.name}: started at {target.bootstrap}")
+                results.targets.append(broker.name)
+                started_targets.append((target, functools.partial(running, broker)))
+            results.figures.update(measure_in_turns(started_targets, chosen, opts, progress))
     else:
         for broker in parse_brokers(split_broker_list(args.brokers), args.rafka_override):
             try:
@@ -131,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
         f"- machine: {machine()}; client and broker share it",
         f"- command: `{command or 'rafka-actors bench'}` ({time.monotonic() - started:.0f} s)",
         f"- runs per figure: {opts.runs}; cells: median (min-max)"
-        + ("; quick sizes" if opts.quick else ""),
+        + ("; quick sizes" if opts.quick else "")
+        + ("; the brokers took turns run by run" if args.interleave and not args.bootstrap else ""),
     ]
     if not args.bootstrap:  # an external broker's settings are not ours to report
         header.append(f"- rafka-actors settings: {', '.join(args.rafka_override) or 'defaults'}")
