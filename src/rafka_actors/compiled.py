@@ -23,6 +23,7 @@ HOT_MODULES = (
     "gateway.idle_poll",
     "gateway.plain_socket",
     "gateway.reactor",
+    "gateway.commit_repeat",
     "telemetry",
     "actors.data_plane",
     "storage.topics",

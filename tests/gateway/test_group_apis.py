@@ -67,6 +67,7 @@ class Client:
         self.buffer = b""
         self.correlation = 0
         self.sent: list[Any] = []
+        self.answered = 0  # responses come in request order: the n-th has correlation id n
 
     async def send(self, request: Any) -> None:
         self.correlation += 1
@@ -86,7 +87,9 @@ class Client:
             assert chunk, "the server closed the connection"
             self.buffer += chunk
         cls = response_class(request.__api_key__, request.__version__)
-        _, response = parse_response(frame, cls, 1 if request.__flexible__ else 0)
+        correlation_id, response = parse_response(frame, cls, 1 if request.__flexible__ else 0)
+        self.answered += 1
+        assert correlation_id == self.answered
         return response
 
     async def call(self, request: Any) -> Any:

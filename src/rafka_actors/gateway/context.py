@@ -27,6 +27,7 @@ from .limits import ByteBudget, ConnectionLimits
 from .log_budget import LogBudget
 
 if TYPE_CHECKING:
+    from .commit_repeat import RepeatCommit
     from .reactor import Reactor
 
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
@@ -118,6 +119,10 @@ class ConnectionInfo:
     # The reactor could not answer this connection's latest request (a commit under fsync
     # `always`, Produce, Fetch): its task waits for the next one itself (reactor.py).
     waits_in_task: bool = False
+    # The commit the reactor answered last, for answering the next one like it without
+    # decoding it (commit_repeat.py): (request, op) from the handler, then the kept template.
+    committed: tuple[Any, Any] | None = None
+    repeat_commit: RepeatCommit | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def may_use_group(self, group_id: str) -> bool:

@@ -48,6 +48,7 @@ import trio
 from outcome import Error, Outcome, Value
 
 from .. import telemetry
+from . import commit_repeat
 from .connection import answer
 from .context import BrokerContext, ConnectionInfo
 from .frames import BETWEEN_FRAMES, BIG_FRAME, SENDING
@@ -234,6 +235,11 @@ class Reactor:
         conn.waits_in_task = True  # until answered here
         if api_key not in FAST_APIS or (api_key == COMMIT_KEY and not ctx.registry().writes_now):
             return None  # (under fsync `always` every commit waits for its fsync)
+        if api_key == COMMIT_KEY and conn.repeat_commit is not None:
+            repeated = commit_repeat.answer(conn.repeat_commit, frame, ctx, conn)
+            if repeated is not None:
+                conn.waits_in_task = False
+                return repeated
         conn.now_only = True
         coroutine = answer(frame, ctx, ctx.apis, conn)
         try:
@@ -241,6 +247,8 @@ class Reactor:
         except StopIteration as done:
             reply: bytes | None = done.value
             conn.waits_in_task = False
+            if api_key == COMMIT_KEY:
+                conn.repeat_commit = commit_repeat.keep(frame, reply, conn)
             return b"" if reply is None else reply
         except Exception:  # NotNow, a bad frame, a handler's bug: the task tries it again
             return None

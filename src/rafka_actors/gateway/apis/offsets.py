@@ -68,9 +68,9 @@ async def offset_commit(
     ):
         mod = schema(COMMIT_KEY, version)
         if group_id is None:
-            return _commit_response(mod, request, {}, ErrorCode.invalid_group_id)
+            return _commit_response(mod, request, {}, ErrorCode.invalid_group_id, None)
         if denied(conn, group_id):
-            return _commit_response(mod, request, {}, DENIED)
+            return _commit_response(mod, request, {}, DENIED, None)
         offsets = _known_offsets(ctx, conn, request)
         results = _denied_partitions(conn, request.topics)
         if offsets:
@@ -84,7 +84,28 @@ async def offset_commit(
             )
             response: OffsetCommitOpResp = await ask_group_light(ctx, conn, group_id, op)
             results.update(((t, p), e) for t, p, e in response.results)
-        return _commit_response(mod, request, results, ErrorCode.unknown_topic_or_partition)
+        shape = _all_committed(request.topics, results)
+        if shape and conn.now_only:  # the reactor may answer the next one like it from it
+            conn.committed = (request, op)  # (gateway/commit_repeat.py)
+        return _commit_response(mod, request, results, ErrorCode.unknown_topic_or_partition, shape)
+
+
+def committable(
+    ctx: BrokerContext, conn: ConnectionInfo, group_id: str, partitions: Iterable[tuple[str, int]]
+) -> bool:
+    """Whether `offset_commit` would send every one of `partitions` to the group's actor."""
+    return not denied(conn, group_id) and all(
+        conn.may_use_topic(topic) and partition_exists(ctx, conn, topic, partition)
+        for topic, partition in partitions
+    )
+
+
+def commit_response(version: int, request: Any, results: Iterable[tuple[str, int, int]]) -> Any:
+    """`offset_commit`'s response to `request` when the actor gave `results`."""
+    by_partition = {(t, p): e for t, p, e in results}
+    shape = _all_committed(request.topics, by_partition)
+    missing = ErrorCode.unknown_topic_or_partition
+    return _commit_response(schema(COMMIT_KEY, version), request, by_partition, missing, shape)
 
 
 def _denied_partitions(conn: ConnectionInfo, topics: Any) -> dict[tuple[str, int], int]:
@@ -117,11 +138,15 @@ def _known_offsets(
 
 
 def _commit_response(
-    mod: Any, request: Any, results: dict[tuple[str, int], int], missing: ErrorCode
+    mod: Any,
+    request: Any,
+    results: dict[tuple[str, int], int],
+    missing: ErrorCode,
+    shape: tuple[Any, ...] | None,
 ) -> Any:
     """The response; when every requested partition was committed (a consumer's usual
-    commit, the same answer every time), one shared response and encoding per shape."""
-    shape = _all_committed(request.topics, results)
+    commit, the same answer every time: `shape`, from `_all_committed`), one shared response
+    and encoding per shape."""
     if shape is None:
         return _build_commit_response(mod, request, results, missing)
     return shared_response(
