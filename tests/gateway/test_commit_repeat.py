@@ -157,7 +157,7 @@ def test_a_kept_frame_matches_only_itself_with_other_offsets() -> None:
     frame = request_frame(steady_commit({0: 5, 1: 6}), 1)[4:]
     offsets_at = [frame.index((5).to_bytes(8, "big")), frame.index((6).to_bytes(8, "big"))]
     op = OffsetCommitOp("g", (("t", 0, 5, 3, ""), ("t", 1, 6, 3, "")))
-    repeat = RepeatCommit(frame, offsets_at, None, op, b"")
+    repeat = RepeatCommit(GroupKey(0, "g"), frame, offsets_at, None, op, b"")
     assert repeat.offsets_in(request_frame(steady_commit({0: 5, 1: 6}), 99)[4:]) == [5, 6]
     assert repeat.offsets_in(request_frame(steady_commit({0: -1, 1: 2**40}), 2)[4:]) == [-1, 2**40]
     for other in (

@@ -38,14 +38,20 @@ class RepeatCommit:
     __slots__ = ("frame", "key", "offsets_at", "op", "partitions", "reply", "request")
 
     def __init__(
-        self, frame: bytes, offsets_at: list[int], request: Any, op: OffsetCommitOp, reply: bytes
+        self,
+        key: GroupKey,
+        frame: bytes,
+        offsets_at: list[int],
+        request: Any,
+        op: OffsetCommitOp,
+        reply: bytes,
     ) -> None:
+        self.key = key
         self.frame = frame
         self.offsets_at = offsets_at  # ascending, one per entry of op.offsets
         self.request = request
         self.op = op
         self.reply = reply
-        self.key: GroupKey | None = None  # set by `keep`, with the connection's org
         self.partitions = [(topic, partition) for topic, partition, *_ in op.offsets]
 
     def offsets_in(self, frame: bytes) -> list[int] | None:
@@ -68,12 +74,12 @@ class RepeatCommit:
 
 def keep(frame: bytes, reply: bytes | None, conn: ConnectionInfo) -> RepeatCommit | None:
     """What to answer the connection's next commits from, after the reactor answered
-    `frame` with `reply`: the commit the handler left in `conn.committed` (every partition
+    `frame` with `reply`: the commit the handler left in `conn.last_commit` (every partition
     committed), or None."""
-    committed, conn.committed = conn.committed, None
-    if committed is None or not reply:
+    last, conn.last_commit = conn.last_commit, None
+    if last is None or not reply:
         return None
-    request, op = committed
+    request, op = last
     # The op has every partition of the request, in the request's order: so in the frame's.
     offsets_at = []
     start = 8
@@ -84,9 +90,7 @@ def keep(frame: bytes, reply: bytes | None, conn: ConnectionInfo) -> RepeatCommi
             return None  # not only in its field (or not after the one before): not kept
         offsets_at.append(at)
         start = at + _OFFSET_BYTES
-    repeat = RepeatCommit(frame, offsets_at, request, op, reply)
-    repeat.key = GroupKey(conn.org_id, op.group_id)
-    return repeat
+    return RepeatCommit(GroupKey(conn.org_id, op.group_id), frame, offsets_at, request, op, reply)
 
 
 def answer(
@@ -100,7 +104,6 @@ def answer(
     op = repeat.op
     if not committable(ctx, conn, op.group_id, repeat.partitions):
         return None
-    assert repeat.key is not None
     response = ctx.registry().answer_now(repeat.key, _with_offsets(op, offsets))
     if response is None:
         return None

@@ -22,6 +22,7 @@ from ..actors.registry import GroupRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
+from ..group.ops import OffsetCommitOp
 from .idle_poll import IdlePoller
 from .limits import ByteBudget, ConnectionLimits
 from .log_budget import LogBudget
@@ -119,9 +120,9 @@ class ConnectionInfo:
     # The reactor could not answer this connection's latest request (a commit under fsync
     # `always`, Produce, Fetch): its task waits for the next one itself (reactor.py).
     waits_in_task: bool = False
-    # The commit the reactor answered last, for answering the next one like it without
-    # decoding it (commit_repeat.py): (request, op) from the handler, then the kept template.
-    committed: tuple[Any, Any] | None = None
+    # For answering a commit like the last one without decoding it (commit_repeat.py): the
+    # (request, op) of a commit the reactor just had answered in full, and what is kept of it.
+    last_commit: tuple[Any, OffsetCommitOp] | None = None
     repeat_commit: RepeatCommit | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -86,7 +86,7 @@ async def offset_commit(
             results.update(((t, p), e) for t, p, e in response.results)
         shape = _all_committed(request.topics, results)
         if shape and conn.now_only:  # the reactor may answer the next one like it from it
-            conn.committed = (request, op)  # (gateway/commit_repeat.py)
+            conn.last_commit = (request, op)  # (gateway/commit_repeat.py)
         return _commit_response(mod, request, results, ErrorCode.unknown_topic_or_partition, shape)
 
 
@@ -95,9 +95,16 @@ def committable(
 ) -> bool:
     """Whether `offset_commit` would send every one of `partitions` to the group's actor."""
     return not denied(conn, group_id) and all(
-        conn.may_use_topic(topic) and partition_exists(ctx, conn, topic, partition)
-        for topic, partition in partitions
+        _committable_partition(ctx, conn, topic, partition) for topic, partition in partitions
     )
+
+
+def _committable_partition(
+    ctx: BrokerContext, conn: ConnectionInfo, topic: str, partition: int
+) -> bool:
+    """Whether the user may use the topic and the partition exists (else it never reaches
+    the actor: TOPIC_AUTHORIZATION_FAILED or UNKNOWN_TOPIC_OR_PARTITION)."""
+    return conn.may_use_topic(topic) and partition_exists(ctx, conn, topic, partition)
 
 
 def commit_response(version: int, request: Any, results: Iterable[tuple[str, int, int]]) -> Any:
@@ -131,9 +138,8 @@ def _known_offsets(
             p.committed_metadata,
         )
         for t in request.topics
-        if conn.may_use_topic(t.name)
         for p in t.partitions
-        if partition_exists(ctx, conn, t.name, p.partition_index)
+        if _committable_partition(ctx, conn, t.name, p.partition_index)
     )
 
 
