@@ -20,6 +20,9 @@ answers as it always did (a commit under fsync `always`, JoinGroup, Metadata, a 
 pieces, a bad frame, the end of the stream): the reactor only ever answers a prefix of
 what the peer sent, in order, so replies keep the request order.
 
+A commit equal to the connection's last one but for its offsets is answered from that one,
+without decoding it (commit_repeat.py); the group's actor still steps it in full.
+
 The task keeps everything else: its idle clock (a fast reply restarts it, as a reply of
 its own would), connection limits, SASL (a connection that must still authenticate never
 parks here), TLS (never parks here), and closing. With tracing on nothing is answered
