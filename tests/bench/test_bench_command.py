@@ -208,6 +208,7 @@ def test_bench_command_starts_its_broker_and_writes_json(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert "| subscribe to first assignment, classic protocol | s |" in done.stdout
+    assert "; the brokers took turns run by run" in done.stdout  # the default
     figures = json.loads(out.read_text())["figures"]["rafka-actors"]
     assert len(figures["a.first_assignment_classic"]["values"]) == 2
     assert len(figures["d.fetches_1"]["values"]) == 2

@@ -1,18 +1,18 @@
 """`rafka-actors bench`: workloads (a)-(h) against peer brokers, one table from one run.
 
-Without --bootstrap it starts each broker of --brokers itself, one after the other (so they
-never share the cores), runs every workload --runs times against it (one that measures what
-the broker holds, (g), against a broker of its own per run), stops it, and prints one
-Markdown table: median (min-max) per figure and broker, and each peer's ratio to the first
-broker. With --bootstrap it measures that one running broker instead.
+Without --bootstrap it starts every broker of --brokers itself, on loopback with a data dir
+of its own, and runs every workload --runs times against each (one that measures what the
+broker holds, (g), against a broker of its own per run), then prints one Markdown table:
+median (min-max) per figure and broker, and each peer's ratio to the first broker. With
+--bootstrap it measures that one running broker instead.
 
-With --interleave every broker is started at once and they take turns: each run of a
-workload goes to every broker before the next run starts, so the brokers' runs of a figure
-are seconds apart instead of many minutes. On a shared host the throughput of the machine
-itself drifts by 10-30% over minutes; taken in turns, a ratio compares brokers under the same
-drift. A broker waiting for its turn is idle (the others sit in epoll_wait).
+The brokers take turns: all are started at once, and each run of a workload goes to every
+broker before the next run starts, so the brokers' runs of a figure are seconds apart. On a
+shared host the machine's own throughput drifts by 10-30% over minutes; taken in turns, a
+ratio compares brokers under the same drift. A broker waiting for its turn is idle (it sits in
+epoll_wait). --no-interleave runs them one after another instead, each with all its runs.
 
-    rafka-actors bench [--brokers rafka-actors,noida-db,tansu] [--runs 3] [--interleave]
+    rafka-actors bench [--brokers rafka-actors,noida-db,tansu] [--runs 3] [--no-interleave]
                        [--workloads abcdefgh] [--quick] [--json FILE]
                        [--rafka-override KEY=VALUE ...] [--bootstrap HOST:PORT [--kip848]]
 """
@@ -50,7 +50,10 @@ def register(commands: Any) -> None:
     parser.add_argument("--kip848", action="store_true", help="--bootstrap serves KIP-848")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
-        "--interleave", action="store_true", help="start every broker at once; runs take turns"
+        "--interleave",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="start every broker at once, runs taking turns (default); or one after another",
     )
     parser.add_argument("--workloads", default="abcdefgh", help="letters, e.g. abcd")
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
@@ -173,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         f"- command: `{command or 'rafka-actors bench'}` ({time.monotonic() - started:.0f} s)",
         f"- runs per figure: {opts.runs}; cells: median (min-max)"
         + ("; quick sizes" if opts.quick else "")
-        + ("; the brokers took turns run by run" if args.interleave and not args.bootstrap else ""),
+        + ("" if args.bootstrap else _order(args.interleave)),
     ]
     if not args.bootstrap:  # an external broker's settings are not ours to report
         header.append(f"- rafka-actors settings: {', '.join(args.rafka_override) or 'defaults'}")
@@ -183,3 +186,7 @@ def run(args: argparse.Namespace) -> int:
         with open(args.json, "w") as out:
             out.write(as_json(results, meta))
     return 0
+
+
+def _order(interleave: bool) -> str:
+    return "; the brokers took turns run by run" if interleave else "; one broker after another"
