@@ -749,7 +749,7 @@ def test_new_rebalance_fails_waiting_syncs_with_27(h: GroupHarness) -> None:
     parked = h.sync(follower.member_id, 1)
     h.join_new_member()  # a new member: the group goes back to PreparingRebalance
     assert h.reply(parked) == SyncGroupOpResp(ErrorCode.rebalance_in_progress)
-    assert h.state is P and h.g.pending_sync == set()
+    assert h.state is P and h.g.pending_sync == {}
 
 
 def test_leader_failure_in_sync_group(h: GroupHarness) -> None:

@@ -88,7 +88,7 @@ class Effects:
     def store_group(self, group: ClassicGroup, reason: str) -> None:
         self.records.append(group_record(group, reason))
         # The record told this rebalance's story; the next one starts afresh.
-        group.departed = []
+        group.departed = None
         group.rebalance_started_ms = -1
 
 
@@ -116,5 +116,5 @@ def group_record(group: ClassicGroup, reason: str = "") -> GroupMetadataRecord:
         ),
         reason=reason,
         rebalance_started_ms=group.rebalance_started_ms,
-        departed=tuple(group.departed),
+        departed=tuple(group.departed or ()),
     )

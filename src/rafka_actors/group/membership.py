@@ -193,8 +193,8 @@ def _replace_static_member(
     old.is_new = False  # Kafka builds a fresh, not-new member for the new id
     group.members[old.member_id] = old
     group.static_members[op.group_instance_id or ""] = old.member_id
-    group.pending_sync.discard(old_id)
-    group.departed.append((old_id, f"replaced by {old.member_id}"))
+    group.pending_sync.pop(old_id, None)
+    group.depart(old_id, f"replaced by {old.member_id}")
     if group.leader_id == old_id:
         group.leader_id = old.member_id
     rb.reschedule_heartbeat(old, fx)
@@ -247,14 +247,14 @@ def sync(
         if member.awaiting_sync is not None and member.awaiting_sync != waiter:
             fx.reply(member.awaiting_sync, SyncGroupOpResp(ErrorCode.rebalance_in_progress))
         member.awaiting_sync = waiter
-        group.pending_sync.discard(op.member_id)
+        group.pending_sync.pop(op.member_id, None)
         if group.is_leader(op.member_id):
             assignment = dict(op.assignments)
             rb.set_and_propagate_assignment(group, fx, assignment)
             group.transition_to(S, fx.now)
             fx.store_group(group, group.rebalance_reason)
     elif group.is_in(S):
-        group.pending_sync.discard(op.member_id)
+        group.pending_sync.pop(op.member_id, None)
         member = group.members[op.member_id]
         fx.reply(
             waiter,

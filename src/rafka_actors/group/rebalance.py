@@ -54,7 +54,7 @@ def drop_member(group: ClassicGroup, member: Member, fx: Effects, why: str) -> N
     group.set_awaiting_join(member, None)
     member.awaiting_sync = None
     group.remove(member.member_id)
-    group.departed.append((member.member_id, why))
+    group.depart(member.member_id, why)
 
 
 def reschedule_heartbeat(member: Member, fx: Effects, timeout_ms: int | None = None) -> None:
@@ -141,7 +141,7 @@ def complete_join(group: ClassicGroup, fx: Effects) -> None:
         group.set_awaiting_join(member, None)
         reschedule_heartbeat(member, fx)
         member.is_new = False
-        group.pending_sync.add(member.member_id)
+        group.pending_sync[member.member_id] = None
     group.sync_deadline = fx.deadline_in(group.rebalance_timeout_ms())
     fx.events.append(
         RebalanceCompleted(group.group_id, group.generation, group.leader_id, len(group.members))
