@@ -19,7 +19,7 @@ from rafka_actors.group.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
 
 from ..wire import request_frame
-from .test_group_apis import COMMIT, committed, fetch_req, join_req, nested, req
+from .test_group_apis import COMMIT, commit_req, committed, fetch_req, join_req
 from .test_reactor import ctx, memory_client, plain_client
 
 __all__ = ["ctx"]  # the reactor's fixture, used here
@@ -28,28 +28,7 @@ __all__ = ["ctx"]  # the reactor's fixture, used here
 def steady_commit(offsets: dict[int, int], version: int = 9, group: str = "g") -> Any:
     """A simple consumer's commit of topic t: what changes from one to the next is only
     the offsets (leader epoch and metadata stay)."""
-    partitions = tuple(
-        nested(
-            COMMIT,
-            version,
-            "OffsetCommitRequestPartition",
-            partition_index=index,
-            committed_offset=offset,
-            committed_leader_epoch=3,
-            committed_metadata="",
-        )
-        for index, offset in offsets.items()
-    )
-    topic = nested(COMMIT, version, "OffsetCommitRequestTopic", name="t", partitions=partitions)
-    return req(
-        COMMIT,
-        version,
-        group_id=group,
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        group_instance_id=None,
-        topics=(topic,),
-    )
+    return commit_req(version, {"t": list(offsets.items())}, group, metadata=lambda _: "")
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import struct
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -375,6 +375,7 @@ def commit_req(
     group: str = "g",
     member: str = "",
     generation: int = -1,
+    metadata: Callable[[int], str | None] = lambda offset: f"m{offset}",
 ) -> Any:
     def partition(index: int, offset: int) -> Any:
         return nested(
@@ -384,7 +385,7 @@ def commit_req(
             partition_index=index,
             committed_offset=offset,
             committed_leader_epoch=3,
-            committed_metadata=f"m{offset}",
+            committed_metadata=metadata(offset),
         )
 
     return req(
