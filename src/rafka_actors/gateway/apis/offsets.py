@@ -85,8 +85,8 @@ async def offset_commit(
             response: OffsetCommitOpResp = await ask_group_light(ctx, conn, group_id, op)
             results.update(((t, p), e) for t, p, e in response.results)
         shape = _all_committed(request.topics, results)
-        if shape and conn.now_only:  # the reactor may answer the next one like it from it
-            conn.last_commit = (request, op)  # (gateway/commit_repeat.py)
+        if offsets and shape and conn.now_only:  # the reactor may answer the next one like it
+            conn.last_commit = (request, op)  # from it (gateway/commit_repeat.py)
         return _commit_response(mod, request, results, ErrorCode.unknown_topic_or_partition, shape)
 
 
