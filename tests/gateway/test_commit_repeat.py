@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from kio.schema.errors import ErrorCode
 
 from rafka_actors import telemetry
@@ -19,7 +20,15 @@ from rafka_actors.group.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
 
 from ..wire import request_frame
-from .test_group_apis import COMMIT, commit_req, committed, fetch_req, join_req
+from .test_group_apis import (
+    COMMIT,
+    commit_req,
+    committed,
+    fetch_req,
+    join,
+    join_and_sync,
+    join_req,
+)
 from .test_reactor import ctx, memory_client, plain_client
 
 __all__ = ["ctx"]  # the reactor's fixture, used here
@@ -117,6 +126,32 @@ async def test_a_repeat_after_the_group_changed_gets_the_groups_answer(
     assert refused == await (await memory_client(ctx, nursery)).call(steady_commit({0: 3}))
     assert stored_offsets(ctx) == {("t", 0): 2}
     assert decodes.count(COMMIT) == 2  # the first commit and the memory client's
+
+
+async def test_a_members_repeated_commits_keep_it_alive_and_end_with_its_membership(
+    ctx: BrokerContext,
+    nursery: trio.Nursery,
+    decodes: list[int],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A group member's commit moves its session deadline, repeated or not (the actor steps
+    it in full); once the member is gone, its repeated commit is refused."""
+    plain, other = await plain_client(ctx, nursery), await memory_client(ctx, nursery)
+    joined = await join_and_sync(plain)
+    member, generation = joined.member_id, joined.generation_id
+
+    def commit(offset: int) -> Any:
+        return commit_req(9, {"t": [(0, offset)]}, "g", member, generation, lambda _: "")
+
+    for offset in range(1000, 1030):  # 30 commits, 1 s apart: three session timeouts
+        assert committed(await plain.call(commit(offset))) == {("t", 0): (0, -1)}
+        await trio.sleep(1)
+    assert decodes.count(COMMIT) == 1
+    assert stored_offsets(ctx) == {("t", 0): 1029}
+    await join(other)  # the first member never rejoins: dropped at the rebalance timeout
+    refused = await plain.call(commit(1030))
+    assert committed(refused) == {("t", 0): (ErrorCode.unknown_member_id, -1)}
+    assert stored_offsets(ctx) == {("t", 0): 1029}
 
 
 async def test_with_tracing_turned_on_a_repeat_is_decoded_and_traced(
