@@ -4,6 +4,7 @@ same answers, offsets and log records as decoding each one, and whatever changed
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from rafka_actors import telemetry
 from rafka_actors.gateway import connection
-from rafka_actors.gateway.commit_repeat import RepeatCommit
+from rafka_actors.gateway.commit_repeat import RepeatCommit, _with_offsets
 from rafka_actors.gateway.context import BrokerContext
 from rafka_actors.group.ops import OffsetCommitOp
 from rafka_actors.group.records import OffsetCommitRecord
@@ -181,3 +182,20 @@ def test_a_kept_frame_matches_only_itself_with_other_offsets() -> None:
         steady_commit({0: 5}),
     ):
         assert repeat.offsets_in(request_frame(other, 1)[4:]) is None
+
+
+def test_a_repeat_copies_every_field_of_the_kept_op_but_its_offsets() -> None:
+    """`_with_offsets` lists the op's fields itself (dataclasses.replace costs 0.7 us more a
+    commit, 3% of the broker's CPU for one): a field added to OffsetCommitOp must be added
+    there too."""
+    assert [f.name for f in fields(OffsetCommitOp)] == [
+        "group_id",
+        "offsets",
+        "member_id",
+        "generation_id",
+        "group_instance_id",
+        "api_version",
+    ]
+    op = OffsetCommitOp("g", (("t", 0, 5, 3, "m"), ("t", 1, 6, 4, None)), "m-1", 7, "i-1", 8)
+    repeated = _with_offsets(op, [9, 10])
+    assert repeated == replace(op, offsets=(("t", 0, 9, 3, "m"), ("t", 1, 10, 4, None)))
