@@ -1,6 +1,6 @@
 """A BrokerContext that serves groups, for the gateway tests: a real DataPlane in a temp dir,
-a GroupRegistry on a MemoryCoordinatorLog (no initial rebalance delay), and the topics asked
-for, each `(org_id, name, partitions)`."""
+a GroupRegistry on a MemoryCoordinatorLog (or the log given; no initial rebalance delay), and
+the topics asked for, each `(org_id, name, partitions)`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import trio
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
+from rafka_actors.actors.coordinator_log import CoordinatorLog, MemoryCoordinatorLog
 from rafka_actors.actors.data_plane import DataPlane
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.config import BrokerConfig
@@ -21,7 +21,9 @@ from rafka_actors.group.effects import GroupConfig
 
 @asynccontextmanager
 async def serving_groups(
-    tmp_path: Path, topics: Iterable[tuple[int, str, int]]
+    tmp_path: Path,
+    topics: Iterable[tuple[int, str, int]],
+    coordinator_log: CoordinatorLog | None = None,
 ) -> AsyncIterator[BrokerContext]:
     config = BrokerConfig(data_dir=tmp_path, socket_request_max_bytes=1 << 20)
     data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
@@ -32,7 +34,7 @@ async def serving_groups(
             registry = GroupRegistry(
                 nursery,
                 GroupConfig(initial_rebalance_delay_ms=0),
-                MemoryCoordinatorLog(),
+                coordinator_log or MemoryCoordinatorLog(),
                 topics=data.image_of,
             )
             yield BrokerContext(config, data, "127.0.0.1", 9092, API_TABLE, groups=registry)

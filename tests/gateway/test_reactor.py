@@ -4,6 +4,7 @@ on its own epoll; everything else by the connection's own task, replies in reque
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
 
 from rafka_actors import telemetry
+from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import Api, BrokerContext, ConnectionInfo
@@ -22,6 +24,7 @@ from rafka_actors.gateway.idle_poll import IdlePoller
 from rafka_actors.gateway.plain_socket import PlainSocketStream
 from rafka_actors.gateway.reactor import Reactor
 
+from ..storage.test_coordinator_log_durable import failing
 from ..wire import request_frame
 from .serving import serving_groups
 from .test_group_apis import HEARTBEAT, Client, commit_req, committed, fetch_req, req
@@ -45,6 +48,24 @@ async def ctx(
         ctx.reactor = Reactor(ctx)
         nursery.start_soon(ctx.reactor.run)
         yield ctx
+
+
+@pytest.fixture
+async def durable_ctx(
+    tmp_path: Path,
+    autojump_clock: trio.testing.MockClock,
+    nursery: trio.Nursery,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[BrokerContext]:
+    """`ctx` on the durable coordinator log, fsync policy `never` (commits answered here)."""
+    monkeypatch.setattr(telemetry, "tracing", lambda: False)
+    log = DurableCoordinatorLog.open(tmp_path / "coordinator", fsync_policy="never")
+    await nursery.start(log.run)
+    async with serving_groups(tmp_path, ((0, "t", 2),), log) as ctx:
+        ctx.reactor = Reactor(ctx)
+        nursery.start_soon(ctx.reactor.run)
+        yield ctx
+    log.close()
 
 
 class Parks:
@@ -339,3 +360,90 @@ async def test_a_peer_hanging_up_while_its_task_has_the_socket_does_not_spin_the
     release.set()
     await trio.testing.wait_all_tasks_blocked()
     assert reactor._parked == {}
+
+
+def send_now(client: Client, request: Any) -> None:
+    """Write a request without a checkpoint: requests sent so on several connections reach the
+    reactor in one pass of its epoll."""
+    client.correlation += 1
+    client.sent.append(request)
+    os.write(client.stream.socket.fileno(), request_frame(request, client.correlation))
+
+
+async def committing_clients(ctx: BrokerContext, nursery: trio.Nursery, n: int) -> list[Client]:
+    """`n` connections parked in the reactor, each having committed offset 1 to its group."""
+    clients = [await plain_client(ctx, nursery) for _ in range(n)]
+    for i, client in enumerate(clients):
+        done = await client.call(commit_req(9, {"t": [(0, 1)]}, group=f"g{i}"))
+        assert committed(done) == {("t", 0): (0, -1)}
+    await trio.testing.wait_all_tasks_blocked()
+    assert ctx.reactor is not None and len(ctx.reactor._parked) == n
+    return clients
+
+
+async def test_commits_answered_in_one_pass_share_one_write_that_precedes_their_replies(
+    durable_ctx: BrokerContext, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reactor = durable_ctx.reactor
+    assert reactor is not None
+    clients = await committing_clients(durable_ctx, nursery, 3)
+    server_fds = set(reactor._parked)
+    happened: list[str] = []
+    real_pwrite, real_write = os.pwrite, os.write
+
+    def pwrite(fd: int, data: bytes, offset: int) -> int:
+        happened.append("log write")
+        return real_pwrite(fd, data, offset)
+
+    def write(fd: int, data: bytes) -> int:
+        if fd in server_fds:
+            happened.append("reply")
+        return real_write(fd, data)
+
+    for i, client in enumerate(clients):
+        send_now(client, commit_req(9, {"t": [(0, 10 + i)]}, group=f"g{i}"))
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    monkeypatch.setattr(os, "write", write)
+    for client in clients:
+        assert committed(await client.receive()) == {("t", 0): (0, -1)}
+    assert happened == ["log write", "reply", "reply", "reply"]
+    for i, client in enumerate(clients):
+        fetched = await client.call(fetch_req(7, {"t": [0]}, group=f"g{i}"))
+        assert committed(fetched) == {("t", 0): (0, 10 + i)}
+
+
+async def test_a_pass_whose_write_failed_withdraws_its_replies_and_closes_their_connections(
+    durable_ctx: BrokerContext,
+    nursery: trio.Nursery,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clients = await committing_clients(durable_ctx, nursery, 3)
+    for i, client in enumerate(clients):
+        send_now(client, commit_req(9, {"t": [(0, 10 + i)]}, group=f"g{i}"))
+    monkeypatch.setattr(os, "pwrite", failing(28, once=True))
+    with caplog.at_level(logging.ERROR):
+        for client in clients:
+            assert await client.stream.receive_some() == b""  # closed, no reply
+    assert "not written" in caplog.text
+    other = await plain_client(durable_ctx, nursery)
+    for i in range(3):  # nothing of the failed pass is stored or shown
+        fetched = await other.call(fetch_req(7, {"t": [0]}, group=f"g{i}"))
+        assert committed(fetched) == {("t", 0): (0, 1)}
+    done = await other.call(commit_req(9, {"t": [(0, 20)]}, group="g0"))  # the log goes on
+    assert committed(done) == {("t", 0): (0, -1)}
+    assert committed(await other.call(fetch_req(7, {"t": [0]}, group="g0"))) == {("t", 0): (0, 20)}
+
+
+async def test_replies_given_before_a_passs_first_commit_go_out_at_once(
+    durable_ctx: BrokerContext, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only replies from the pass's first commit on wait for its write; a connection's later
+    replies wait too, behind its earlier ones."""
+    clients = await committing_clients(durable_ctx, nursery, 2)
+    send_now(clients[0], fetch_req(7, {"t": [0]}, group="g0"))
+    send_now(clients[1], commit_req(9, {"t": [(0, 5)]}, group="g1"))
+    send_now(clients[1], fetch_req(7, {"t": [0]}, group="g1"))
+    monkeypatch.setattr(os, "pwrite", failing(28, once=True))
+    assert committed(await clients[0].receive()) == {("t", 0): (0, 1)}  # sent before
+    assert await clients[1].stream.receive_some() == b""  # both withdrawn

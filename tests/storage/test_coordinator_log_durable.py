@@ -353,6 +353,122 @@ async def test_a_failed_append_now_raises_and_shows_nothing(
         assert (log.stats.appends, log.stats.failed_batches) == (1, 1)
 
 
+def counting_pwrites(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the log's writes: each call's size."""
+    real, sizes = os.pwrite, []
+
+    def pwrite(fd: int, data: bytes, offset: int) -> int:
+        sizes.append(len(data))
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    return sizes
+
+
+async def test_held_appends_are_written_together_at_write_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = GroupKey(1, "a"), GroupKey(2, "b")
+    async with running(tmp_path, fsync_policy="never") as log:
+        writes = counting_pwrites(monkeypatch)
+        log.hold_appends()
+        with trio.testing.assert_no_checkpoints():
+            log.append_now(a, [commit("a", "t", 1)])
+            log.append_now(b, [commit("b", "t", 2), commit("b", "t", 3, partition=1)])
+            log.append_now(a, [commit("a", "t", 4)])
+        assert writes == [] and log.stats.records == 0  # kept, not written
+        assert log.write_held() == []
+        assert len(writes) == 1  # one write for all three appends
+        assert (log.stats.appends, log.stats.records, log.stats.batches) == (3, 4, 1)
+        assert log.records_of(a) == [commit("a", "t", 4)]
+        log.append_now(a, [commit("a", "t", 5)])  # not held any more: written at once
+        assert len(writes) == 2
+    reopened = DurableCoordinatorLog.open(tmp_path)
+    assert reopened.records_of(a) == [commit("a", "t", 5)]
+    assert reopened.records_of(b) == [commit("b", "t", 2), commit("b", "t", 3, partition=1)]
+    reopened.close()
+
+
+async def test_a_read_of_a_group_whose_appends_are_held_writes_them_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An actor spawned in the same pass reads its group from the view: it must see what an
+    actor dropped a moment ago appended."""
+    a, b = GroupKey(1, "a"), GroupKey(1, "b")
+    async with running(tmp_path, fsync_policy="never") as log:
+        writes = counting_pwrites(monkeypatch)
+        log.hold_appends()
+        log.append_now(a, [commit("a", "t", 1)])
+        assert log.records_of(b) == [] and writes == []  # another group's: no need
+        assert log.records_of(a) == [commit("a", "t", 1)]
+        assert log.keys() == [a]
+        log.append_now(a, [commit("a", "t", 2)])
+        assert log.membership_of(a) == []  # (offsets only) but written all the same
+        assert len(writes) == 2
+        assert log.write_held() == [] and len(writes) == 2  # nothing was left to write
+        assert log.records_of(a) == [commit("a", "t", 2)]
+
+
+async def test_held_appends_that_fail_to_write_are_named_and_show_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = GroupKey(1, "a"), GroupKey(1, "b")
+    async with running(tmp_path, fsync_policy="never") as log:
+        log.append_now(a, [commit("a", "t", 1)])
+        log.hold_appends()
+        log.append_now(a, [commit("a", "t", 2)])
+        log.append_now(b, [commit("b", "t", 3)])
+        monkeypatch.setattr(os, "pwrite", failing(28, once=True))
+        assert log.write_held() == [a, b]
+        assert snapshot(log) == {a: [commit("a", "t", 1)]}  # nothing unstored shows
+        assert log.stats.failed_batches == 1
+        log.append_now(b, [commit("b", "t", 4)])  # the log goes on
+        assert log.write_held() == []  # nothing held: nothing failed
+    reopened = DurableCoordinatorLog.open(tmp_path)
+    assert snapshot(reopened) == {a: [commit("a", "t", 1)], b: [commit("b", "t", 4)]}
+    reopened.close()
+
+
+async def test_under_fsync_always_appends_are_never_held(tmp_path: Path) -> None:
+    key = GroupKey(1, "g")
+    async with running(tmp_path, fsync_policy="always") as log:
+        log.hold_appends()
+        await log.append(key, [commit("g", "t", 1)])  # through the flusher, fsynced
+        assert log.records_of(key) == [commit("g", "t", 1)] and log.fsyncs >= 1
+        assert log.write_held() == []
+
+
+async def test_a_group_whose_held_records_failed_restarts_from_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its inline commit was answered (the reply is the caller's to drop) but not stored: the
+    actor must not go on with the offset in memory."""
+    key = GroupKey(1, "g")
+
+    def commit_op(offset: int) -> OffsetCommitOp:
+        return OffsetCommitOp("g", (("t", 0, offset, -1, ""),))
+
+    def committed_offsets(registry: GroupRegistry) -> list[int]:
+        fetched = registry.answer_now(key, OffsetFetchOp("g", None))
+        return [offset for _topic, _partition, offset, *_ in fetched.offsets]
+
+    async with running(tmp_path, fsync_policy="never") as log, trio.open_nursery() as nursery:
+        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=60)
+        assert registry.answer_now(key, commit_op(1)).results == (("t", 0, 0),)
+        registry.hold_writes()
+        assert registry.answer_now(key, commit_op(2)).results == (("t", 0, 0),)
+        actor = registry._actors[key]  # kept (passivation): it holds offset 2 in memory
+        monkeypatch.setattr(os, "pwrite", failing(28, once=True))
+        assert not registry.release_writes()
+        assert registry._actors[key] is actor and committed_offsets(registry) == [1]
+        registry.hold_writes()
+        registry.answer_now(key, commit_op(3))
+        assert registry.release_writes()
+        assert committed_offsets(registry) == [3]
+        nursery.cancel_scope.cancel()
+    assert [r.offset for r in log.records_of(key) if isinstance(r, OffsetCommitRecord)] == [3]
+
+
 async def test_without_the_worker_a_lone_append_is_fsynced_on_the_loop_and_a_crowd_in_a_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

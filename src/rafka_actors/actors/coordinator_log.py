@@ -39,6 +39,15 @@ class CoordinatorLog(Protocol):
         """`append` without waiting: stored (or raising) on return."""
         ...
 
+    def hold_appends(self) -> None:
+        """Until `write_held`, `append_now` may keep records to write them all at once."""
+        ...
+
+    def write_held(self) -> list[GroupKey]:
+        """Store what `append_now` kept since `hold_appends`; the groups whose records could
+        not be stored (their actors must forget those steps)."""
+        ...
+
     def records_of(self, key: GroupKey) -> list[Record]: ...
 
     def membership_of(self, key: GroupKey) -> list[Record]:
@@ -116,6 +125,12 @@ class MemoryCoordinatorLog:
 
     def append_now(self, key: GroupKey, records: Sequence[Record]) -> None:
         self._latest.apply(key, records)
+
+    def hold_appends(self) -> None:
+        pass  # appends cost nothing to batch here
+
+    def write_held(self) -> list[GroupKey]:
+        return []
 
     def records_of(self, key: GroupKey) -> list[Record]:
         return self._latest.records_of(key)

@@ -25,7 +25,10 @@ fsync at most, on a slow disk some milliseconds).
 Under the other policies the write (to the page cache: a few microseconds, less than a hop to a
 thread) is made by the appender itself (`append_now`), like the partition logs' appends, and a
 group's actor may make it without a task switch (GroupActor.answer_inline); rolling a segment
-then fsyncs on the event loop, once per segment. A batch that cannot be written
+then fsyncs on the event loop, once per segment. The gateway's reactor answers the commits of
+many sockets in one pass: between `hold_appends` and `write_held` their records are kept and
+written with one ``write`` at the end of the pass, before any of their replies goes out
+(gateway/reactor.py). A batch that cannot be written
 (or synced) wakes its appenders with `CoordinatorLogError`, so the actors acknowledge nothing; a
 failed fsync also refuses every later append (after one, the kernel may have dropped the dirty
 pages, so nothing more can be promised). An appender cancelled while waiting does not withdraw
@@ -221,6 +224,9 @@ class DurableCoordinatorLog:
         self._sync_deadline = math.inf  # when unsynced writes must be fsynced (interval)
         self._closed = False
         self._fsync_process: FsyncProcess | None = None  # started by run() under `always`
+        # append_now's records from hold_appends() to write_held(): (key, records, payloads)
+        self._held: list[tuple[GroupKey, Sequence[Record], list[bytes]]] | None = None
+        self._unstored: list[GroupKey] = []  # groups of held records that failed to write
         self.stats = LogStats()
 
     @classmethod
@@ -294,6 +300,9 @@ class DurableCoordinatorLog:
         checkpoint (only while `writable_now()`); raise CoordinatorLogError if not stored."""
         assert self.writable_now(), "append_now while a write must wait"
         payloads = [encode_entry(key, r) for r in records]
+        if self._held is not None:
+            self._held.append((key, records, payloads))
+            return
         try:
             self._segments.append(payloads)
         except BaseException as exc:  # as a batch of one: counted, logged, raised
@@ -305,6 +314,41 @@ class DurableCoordinatorLog:
         self._view.apply(key, records, payloads)
         self._count_written(1, len(payloads))
 
+    def hold_appends(self) -> None:
+        """Until `write_held`, `append_now` keeps its records instead of writing them, so
+        that one write stores them all (the caller must let out no reply that rests on them
+        before `write_held`). A read of a group they belong to (an actor spawned again in the
+        same pass), or of the keys, writes them first."""
+        if self._page_cache_writes:
+            self._held = []
+
+    def write_held(self) -> list[GroupKey]:
+        """Write what `append_now` kept since `hold_appends`; the groups whose records could
+        not be stored (nothing of them is in the view; their actors must forget them)."""
+        self._write_kept()
+        self._held = None
+        unstored, self._unstored = self._unstored, []
+        return unstored
+
+    def _write_kept(self) -> None:
+        held = self._held
+        if not held:
+            return
+        self._held = []
+        payloads = [payload for _key, _records, kept in held for payload in kept]
+        try:
+            self._segments.append(payloads)
+        except BaseException as exc:
+            self.stats.failed_batches += 1
+            self._unstored += [key for key, _records, _kept in held]
+            if not isinstance(exc, Exception):
+                raise
+            log.error("coordinator log: %d held records not written: %s", len(payloads), exc)
+            return
+        for key, records, kept in held:
+            self._view.apply(key, records, kept)
+        self._count_written(len(held), len(payloads))
+
     @staticmethod
     def _raise_if_failed(pending: _Pending) -> None:
         if pending.error is not None:
@@ -313,13 +357,22 @@ class DurableCoordinatorLog:
             ) from pending.error
 
     def records_of(self, key: GroupKey) -> list[Record]:
+        if self._held and self._holds(key):
+            self._write_kept()
         return decode_trusted(self._view.records_of(key))
 
     def membership_of(self, key: GroupKey) -> list[Record]:
+        if self._held and self._holds(key):
+            self._write_kept()
         return decode_trusted(self._view.membership_of(key))
+
+    def _holds(self, key: GroupKey) -> bool:
+        return any(held_key == key for held_key, _records, _payloads in self._held or ())
 
     def keys(self) -> list[GroupKey]:
         """Every group with stored state (for ListGroups and start-up)."""
+        if self._held:
+            self._write_kept()
         return self._view.keys()
 
     @property

@@ -431,6 +431,17 @@ class GroupActor:
         log.exception(
             "group %s: failed on %s; restarting from its log", self._name(), type(op).__name__
         )
+        self._restart_from_log(now)
+
+    def forget_unstored(self) -> None:
+        """Records of its inline steps, held to be written together (`hold_appends`), could
+        not be stored: none of those steps' replies goes out (the registry's caller drops
+        them). Rebuild from what the log has, as `_recover` does."""
+        log.error("group %s: records not stored; restarting from its log", self._name())
+        self._restart_from_log(now_ms())
+        self._wake_if_needed()
+
+    def _restart_from_log(self, now: int) -> None:
         self._fail_all_waiters()
         self.group = stored_group(self.log, self.key, now, self.config)
         self._deadline = machine.next_deadline(self.group)

@@ -111,6 +111,23 @@ class GroupRegistry:
             self._drop_if_idle(actor)  # an idle actor stops at once: a dormant one here
         return response
 
+    def hold_writes(self) -> None:
+        """Until `release_writes`, the records of inline commits may be kept to be written
+        together (CoordinatorLog.hold_appends): the gateway's reactor sends none of the replies
+        it gives meanwhile before `release_writes` returns True."""
+        self._log.hold_appends()
+
+    def release_writes(self) -> bool:
+        """Write what was held; False if some of it could not be stored. Then the actors of
+        those groups restart from the log, and no reply given since `hold_writes` may go out."""
+        unstored = self._log.write_held()
+        for key in dict.fromkeys(unstored):
+            actor = self._actors.get(key)
+            if actor is not None:
+                actor.forget_unstored()
+            self._summaries.pop(key, None)  # (kept from a dropped actor's unstored group)
+        return not unstored
+
     @property
     def writes_now(self) -> bool:
         """Whether a commit may be answered inline: the log writes without a wait."""

@@ -23,6 +23,12 @@ what the peer sent, in order, so replies keep the request order.
 A commit equal to the connection's last one but for its offsets is answered from that one,
 without decoding it (commit_repeat.py); the group's actor still steps it in full.
 
+The commits of one pass over the epoll's events share one write of the coordinator log
+(`_answer_events`, GroupRegistry.hold_writes): their records are kept until the pass has
+answered every socket, then written, and only then do the replies from the pass's first
+commit on go out. If that write fails, none of them does: their connections close, and the
+groups forget what was not stored.
+
 The task keeps everything else: its idle clock (a fast reply restarts it, as a reply of
 its own would), connection limits, SASL (a connection that must still authenticate never
 parks here), TLS (never parks here), and closing. With tracing on nothing is answered
@@ -90,6 +96,7 @@ class Reactor:
         # a hang-up is reported even with no events asked for, its fd would keep firing).
         self._parked: dict[int, _Parked] = {}
         self._limit = min(ctx.config.socket_request_max_bytes, BIG_FRAME)
+        self._committed = False  # a commit was answered in this pass (_answer_events)
 
     @property
     def poller(self) -> IdlePoller | None:
@@ -159,10 +166,7 @@ class Reactor:
             while True:
                 events = epoll.poll(0)
                 if events:
-                    for fd, _mask in events:
-                        parked = self._parked.get(fd)
-                        if parked is not None:
-                            self._serve(parked)
+                    self._answer_events(events)
                     await trio.lowlevel.checkpoint()  # other tasks run between batches
                 elif (poller := self.poller) is not None and poller.polls_for(self):
                     await trio.lowlevel.checkpoint()  # a reply just went out: keep polling
@@ -171,17 +175,72 @@ class Reactor:
         finally:
             epoll.close()
 
-    def _serve(self, parked: _Parked) -> None:
+    def _answer_events(self, events: list[tuple[int, int]]) -> None:
+        """Answer what came on each socket of `events`. The records of the commits answered
+        are written together once all are answered (GroupRegistry.hold_writes): with 16
+        committing clients, 11 commits a pass shared one write instead of making 11. So every
+        reply from the first commit on waits for that write, in its connection's `deferred`;
+        if the write failed, those connections close instead (their clients retry)."""
+        registry = self._ctx.groups
+        if registry is None:  # (a context without groups: nothing here writes)
+            for fd, _mask in events:
+                self._serve(fd, None)
+            return
+        registry.hold_writes()
+        self._committed = False
+        served: list[tuple[_Parked, list[bytes], Outcome[tuple[bytes, bytes]] | None]] = []
         try:
-            handed = self._answer_what_came(parked)
+            for fd, _mask in events:
+                answered = self._serve(fd, [])
+                if answered is not None:
+                    served.append(answered)
+        finally:
+            stored = registry.release_writes()
+        for parked, deferred, handed in served:
+            if deferred:
+                handed = self._send_deferred(parked.fd, deferred, handed, stored)
+            if handed is not None:
+                self._hand_back(parked, handed)
+
+    def _serve(
+        self, fd: int, deferred: list[bytes] | None
+    ) -> tuple[_Parked, list[bytes], Outcome[tuple[bytes, bytes]] | None] | None:
+        parked = self._parked.get(fd)
+        if parked is None:
+            return None
+        try:
+            handed = self._answer_what_came(parked, deferred)
         except Exception:  # a bug of ours: this connection ends, the reactor carries on
             conn = parked.conn
             log.exception("reactor: internal error on %s:%d", conn.peer_host, conn.peer_port)
             handed = Error(CloseConnection("internal error"))
-        if handed is not None:
-            self._hand_back(parked, handed)
+        if deferred is None:
+            if handed is not None:
+                self._hand_back(parked, handed)
+            return None
+        return parked, deferred, handed
 
-    def _answer_what_came(self, parked: _Parked) -> Outcome[tuple[bytes, bytes]] | None:
+    def _send_deferred(
+        self,
+        fd: int,
+        deferred: list[bytes],
+        handed: Outcome[tuple[bytes, bytes]] | None,
+        stored: bool,
+    ) -> Outcome[tuple[bytes, bytes]] | None:
+        """Send the replies held for the pass's write; what the task must have next."""
+        if not stored:
+            return Error(CloseConnection("coordinator log write failed; replies withdrawn"))
+        try:
+            unsent = self._send(fd, deferred[0] if len(deferred) == 1 else b"".join(deferred))
+        except OSError as exc:
+            return Error(stream_error(exc))
+        if not unsent or isinstance(handed, Error):
+            return handed  # (a close after the reply: the close)
+        return Value((unsent, b"" if handed is None else handed.unwrap()[1]))
+
+    def _answer_what_came(
+        self, parked: _Parked, deferred: list[bytes] | None
+    ) -> Outcome[tuple[bytes, bytes]] | None:
         """Read what the peer sent and answer its whole fast frames. Returns what the task
         must have next (a reply the socket had no room for, and the bytes from the first
         frame not answered here), or None: nothing is left, keep watching."""
@@ -193,13 +252,21 @@ class Reactor:
             return Error(stream_error(exc))
         if not data:
             return Value((b"", b""))  # the end of the stream: the task closes
-        return self._answer_frames(data, parked.fd, parked.conn, parked.idle, self)
+        return self._answer_frames(data, parked.fd, parked.conn, parked.idle, self, deferred)
 
     def _answer_frames(
-        self, data: bytes, fd: int, conn: ConnectionInfo, idle: IdleClock, replier: object
+        self,
+        data: bytes,
+        fd: int,
+        conn: ConnectionInfo,
+        idle: IdleClock,
+        replier: object,
+        deferred: list[bytes] | None = None,
     ) -> Outcome[tuple[bytes, bytes]] | None:
         """Answer the whole fast frames `data` starts with, on `fd`; what the task must have
-        next, or None. `replier` polls for the peer's next request after the replies."""
+        next, or None. `replier` polls for the peer's next request after the replies. With
+        `deferred` (a pass of `_answer_events`), a reply given once a commit was answered in
+        the pass goes there instead, and so does every later one, to keep their order."""
         done, size, replied = 0, len(data), False
         try:
             while size - done >= 4:
@@ -214,6 +281,11 @@ class Reactor:
                 if not reply:
                     continue
                 replied = True
+                if deferred is not None and (deferred or self._committed):
+                    deferred.append(reply)
+                    if conn.close_after_reply is not None:
+                        return Error(CloseConnection(conn.close_after_reply))
+                    continue
                 unsent = self._send(fd, reply)
                 if unsent:
                     return Value((unsent, data[done:]))
@@ -242,6 +314,7 @@ class Reactor:
             repeated = commit_repeat.answer(conn.repeat_commit, frame, ctx, conn)
             if repeated is not None:
                 conn.waits_in_task = False
+                self._committed = True
                 return repeated
         conn.now_only = True
         coroutine = answer(frame, ctx, ctx.apis, conn)
@@ -250,7 +323,8 @@ class Reactor:
         except StopIteration as done:
             reply: bytes | None = done.value
             conn.waits_in_task = False
-            if api_key == COMMIT_KEY:
+            if api_key == COMMIT_KEY:  # (of FAST_APIS, only a commit writes records)
+                self._committed = True
                 conn.repeat_commit = commit_repeat.keep(frame, reply, conn)
             return b"" if reply is None else reply
         except Exception:  # NotNow, a bad frame, a handler's bug: the task tries it again
