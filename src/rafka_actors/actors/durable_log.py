@@ -226,6 +226,7 @@ class DurableCoordinatorLog:
         self._fsync_process: FsyncProcess | None = None  # started by run() under `always`
         # append_now's records from hold_appends() to write_held(): (key, records, payloads)
         self._held: list[tuple[GroupKey, Sequence[Record], list[bytes]]] | None = None
+        self._held_keys: set[GroupKey] = set()  # their groups (a pass may answer thousands)
         self._unstored: list[GroupKey] = []  # groups of held records that failed to write
         self.stats = LogStats()
 
@@ -302,6 +303,7 @@ class DurableCoordinatorLog:
         payloads = [encode_entry(key, r) for r in records]
         if self._held is not None:
             self._held.append((key, records, payloads))
+            self._held_keys.add(key)
             return
         try:
             self._segments.append(payloads)
@@ -335,6 +337,7 @@ class DurableCoordinatorLog:
         if not held:
             return
         self._held = []
+        self._held_keys.clear()
         payloads = [payload for _key, _records, kept in held for payload in kept]
         try:
             self._segments.append(payloads)
@@ -357,17 +360,14 @@ class DurableCoordinatorLog:
             ) from pending.error
 
     def records_of(self, key: GroupKey) -> list[Record]:
-        if self._held and self._holds(key):
+        if key in self._held_keys:
             self._write_kept()
         return decode_trusted(self._view.records_of(key))
 
     def membership_of(self, key: GroupKey) -> list[Record]:
-        if self._held and self._holds(key):
+        if key in self._held_keys:
             self._write_kept()
         return decode_trusted(self._view.membership_of(key))
-
-    def _holds(self, key: GroupKey) -> bool:
-        return any(held_key == key for held_key, _records, _payloads in self._held or ())
 
     def keys(self) -> list[GroupKey]:
         """Every group with stored state (for ListGroups and start-up)."""
