@@ -61,8 +61,9 @@ def test_sigkill_during_commits_from_50_groups_loses_no_acknowledged_commit(
 def test_sigkill_during_inline_commits_loses_no_acknowledged_commit(
     broker_factory: type[BrokerProcess],
 ) -> None:
-    """Under `never` an idle group's actor writes a commit in the connection's own task
-    (GroupActor.answer_inline); the page cache still outlives a SIGKILL."""
+    """Under `never` an idle group's actor answers a commit inline (GroupActor.answer_inline),
+    and the gateway's reactor writes the commits of each pass together before their replies
+    go out (reactor.py); the page cache still outlives a SIGKILL."""
     _commit_through_a_sigkill(broker_factory("coordinator.log.fsync=never"))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
 
 from rafka_actors import telemetry
+from rafka_actors.actors.coordinator_log import CoordinatorLog
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import serve_connection
@@ -35,35 +37,41 @@ METADATA = MetadataRequest(
 )
 
 
-@pytest.fixture
-async def ctx(
-    tmp_path: Path,
-    autojump_clock: trio.testing.MockClock,
-    nursery: trio.Nursery,
-    monkeypatch: pytest.MonkeyPatch,
+@asynccontextmanager
+async def reactor_serving(
+    tmp_path: Path, nursery: trio.Nursery, log: CoordinatorLog | None = None
 ) -> AsyncIterator[BrokerContext]:
-    # An earlier test of the session may have set a tracer provider (for good, in OTel).
-    monkeypatch.setattr(telemetry, "tracing", lambda: False)
-    async with serving_groups(tmp_path, ((0, "t", 2),)) as ctx:
+    async with serving_groups(tmp_path, ((0, "t", 2),), log) as ctx:
         ctx.reactor = Reactor(ctx)
         nursery.start_soon(ctx.reactor.run)
         yield ctx
 
 
+@pytest.fixture(autouse=True)
+def no_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An earlier test of the session may have set a tracer provider (for good, in OTel).
+    monkeypatch.setattr(telemetry, "tracing", lambda: False)
+
+
 @pytest.fixture
+async def ctx(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, nursery: trio.Nursery
+) -> AsyncIterator[BrokerContext]:
+    async with reactor_serving(tmp_path, nursery) as ctx:
+        yield ctx
+
+
+@pytest.fixture(params=["never", "always"])
 async def durable_ctx(
+    request: pytest.FixtureRequest,
     tmp_path: Path,
     autojump_clock: trio.testing.MockClock,
     nursery: trio.Nursery,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[BrokerContext]:
-    """`ctx` on the durable coordinator log, fsync policy `never` (commits answered here)."""
-    monkeypatch.setattr(telemetry, "tracing", lambda: False)
-    log = DurableCoordinatorLog.open(tmp_path / "coordinator", fsync_policy="never")
+    """`ctx` on the durable coordinator log, under each fsync policy."""
+    log = DurableCoordinatorLog.open(tmp_path / "coordinator", fsync_policy=request.param)
     await nursery.start(log.run)
-    async with serving_groups(tmp_path, ((0, "t", 2),), log) as ctx:
-        ctx.reactor = Reactor(ctx)
-        nursery.start_soon(ctx.reactor.run)
+    async with reactor_serving(tmp_path, nursery, log) as ctx:
         yield ctx
     log.close()
 
@@ -176,10 +184,11 @@ async def test_a_request_the_group_cannot_answer_inline_gets_the_tasks_answer(
     assert parks.count == 2  # the plain connection's task was woken for it, then parked again
 
 
-async def test_under_fsync_always_commits_go_to_the_task(
+async def test_a_commit_the_log_cannot_take_now_goes_to_the_task(
     ctx: BrokerContext, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A commit that waits for its fsync (the log cannot write now) is not even tried."""
+    """Under fsync `always` with a batch of the flusher's queued, a commit must wait: the
+    reactor hands it to the task. The fetch after it is the reactor's again."""
     monkeypatch.setattr(ctx.registry()._log, "writable_now", lambda: False)
     parks = Parks(ctx.reactor)  # type: ignore[arg-type]
     client = await plain_client(ctx, nursery)
@@ -188,13 +197,31 @@ async def test_under_fsync_always_commits_go_to_the_task(
     assert parks.count == 2  # woken for the commit only
 
 
-async def test_a_connection_whose_requests_the_reactor_cannot_answer_stays_in_its_task(
+async def test_after_such_a_commit_its_task_parks_in_the_reactor_at_once(
     ctx: BrokerContext, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After a request handed back (here a commit under fsync `always`), the task reads for
-    itself: parking again, each commit would cost the reactor a read and two epoll_ctl calls
-    only to hand it back. A fast request answered as the reactor would sends it back."""
+    """It does not poll its own socket first: its next commit must reach the reactor, where
+    it shares a pass (and a write and fsync) with other connections' commits."""
     monkeypatch.setattr(ctx.registry()._log, "writable_now", lambda: False)
+    ctx.idle_poll = IdlePoller(100e-6, now=Clock())  # a budget that never runs out
+    reactor = ctx.reactor
+    assert reactor is not None
+    answered_fast = record_fast_answers(reactor)
+    client = await plain_client(ctx, nursery)
+    for offset in range(3):
+        done = await client.call(commit_req(9, {"t": [(0, offset)]}))
+        assert committed(done) == {("t", 0): (0, -1)}
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(reactor._parked) == 1  # parked again, not polling its socket
+    assert answered_fast == [None, None, None]  # each tried by the reactor, handed on
+
+
+async def test_a_connection_whose_requests_the_reactor_cannot_answer_stays_in_its_task(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    """After a request handed back (here a Metadata), the task reads for itself: parking
+    again, each such request would cost the reactor a read and two epoll_ctl calls only to
+    hand it back. A fast request answered as the reactor would sends it back."""
     reactor = ctx.reactor
     assert reactor is not None
     armed: list[int] = []
@@ -209,14 +236,14 @@ async def test_a_connection_whose_requests_the_reactor_cannot_answer_stays_in_it
     client = await plain_client(ctx, nursery)
     await trio.testing.wait_all_tasks_blocked()
     assert len(armed) == 1  # parked before the first request
-    for offset in range(3):
-        done = await client.call(commit_req(9, {"t": [(0, offset)]}))
-        assert committed(done) == {("t", 0): (0, -1)}
+    for _ in range(3):
+        metadata = await client.call(METADATA)
+        assert [t.name for t in metadata.topics] == ["t"]
         await trio.testing.wait_all_tasks_blocked()
         assert reactor._parked == {}  # its task waits for the next request itself
-    assert len(armed) == 1  # the reactor handed back the first commit and saw no other
+    assert len(armed) == 1  # the reactor handed back the first Metadata and saw no other
     assert answered_fast == [None, None, None]  # each tried (no wait, no syscall) by the task
-    assert committed(await client.call(fetch_req(7, {"t": [0]}))) == {("t", 0): (0, 2)}
+    assert committed(await client.call(fetch_req(7, {"t": [0]}))) == {("t", 0): (0, -1)}
     assert answered_fast[3]  # answered by the task as the reactor would...
     await trio.testing.wait_all_tasks_blocked()
     assert len(armed) == 2 and len(reactor._parked) == 1  # ...which it is left to again
@@ -362,6 +389,12 @@ async def test_a_peer_hanging_up_while_its_task_has_the_socket_does_not_spin_the
     assert reactor._parked == {}
 
 
+def log_policy(ctx: BrokerContext) -> str:
+    log = ctx.registry()._log
+    assert isinstance(log, DurableCoordinatorLog)
+    return log._policy.value
+
+
 def send_now(client: Client, request: Any) -> None:
     """Write a request without a checkpoint: requests sent so on several connections reach the
     reactor in one pass of its epoll."""
@@ -389,11 +422,15 @@ async def test_commits_answered_in_one_pass_share_one_write_that_precedes_their_
     clients = await committing_clients(durable_ctx, nursery, 3)
     server_fds = set(reactor._parked)
     happened: list[str] = []
-    real_pwrite, real_write = os.pwrite, os.write
+    real_pwrite, real_write, real_fsync = os.pwrite, os.write, os.fsync
 
     def pwrite(fd: int, data: bytes, offset: int) -> int:
         happened.append("log write")
         return real_pwrite(fd, data, offset)
+
+    def fsync(fd: int) -> None:
+        happened.append("fsync")
+        real_fsync(fd)
 
     def write(fd: int, data: bytes) -> int:
         if fd in server_fds:
@@ -404,9 +441,11 @@ async def test_commits_answered_in_one_pass_share_one_write_that_precedes_their_
         send_now(client, commit_req(9, {"t": [(0, 10 + i)]}, group=f"g{i}"))
     monkeypatch.setattr(os, "pwrite", pwrite)
     monkeypatch.setattr(os, "write", write)
+    monkeypatch.setattr(os, "fsync", fsync)
     for client in clients:
         assert committed(await client.receive()) == {("t", 0): (0, -1)}
-    assert happened == ["log write", "reply", "reply", "reply"]
+    stored = ["log write", "fsync"] if log_policy(durable_ctx) == "always" else ["log write"]
+    assert happened == [*stored, "reply", "reply", "reply"]
     for i, client in enumerate(clients):
         fetched = await client.call(fetch_req(7, {"t": [0]}, group=f"g{i}"))
         assert committed(fetched) == {("t", 0): (0, 10 + i)}
@@ -425,7 +464,7 @@ async def test_a_pass_whose_write_failed_withdraws_its_replies_and_closes_their_
     with caplog.at_level(logging.ERROR):
         for client in clients:
             assert await client.stream.receive_some() == b""  # closed, no reply
-    assert "not written" in caplog.text
+    assert "not stored" in caplog.text
     other = await plain_client(durable_ctx, nursery)
     for i in range(3):  # nothing of the failed pass is stored or shown
         fetched = await other.call(fetch_req(7, {"t": [0]}, group=f"g{i}"))

@@ -429,13 +429,43 @@ async def test_held_appends_that_fail_to_write_are_named_and_show_nothing(
     reopened.close()
 
 
-async def test_under_fsync_always_appends_are_never_held(tmp_path: Path) -> None:
+async def test_under_fsync_always_held_appends_are_written_and_fsynced_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = GroupKey(1, "a"), GroupKey(1, "b")
+    async with running(tmp_path, fsync_policy="always") as log:
+        assert not log.writable_now()  # outside a hold, an append waits for the flusher
+        log.hold_appends()
+        assert log.writable_now()
+        writes, fsyncs = counting_pwrites(monkeypatch), log.fsyncs
+        with trio.testing.assert_no_checkpoints():
+            log.append_now(a, [commit("a", "t", 1)])
+            log.append_now(b, [commit("b", "t", 2)])
+            assert writes == [] and log.fsyncs == fsyncs
+            assert log.write_held() == []
+        assert len(writes) == 1 and log.fsyncs == fsyncs + 1  # on the loop, before returning
+        assert not log.writable_now()
+        assert snapshot(log) == {a: [commit("a", "t", 1)], b: [commit("b", "t", 2)]}
+
+
+async def test_under_fsync_always_a_failed_fsync_of_held_appends_stores_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As for the flusher's batches: nothing shows, and every later append is refused."""
     key = GroupKey(1, "g")
     async with running(tmp_path, fsync_policy="always") as log:
+        await log.append(key, [commit("g", "t", 1)])
         log.hold_appends()
-        await log.append(key, [commit("g", "t", 1)])  # through the flusher, fsynced
-        assert log.records_of(key) == [commit("g", "t", 1)] and log.fsyncs >= 1
-        assert log.write_held() == []
+        log.append_now(key, [commit("g", "t", 2)])
+
+        def fsync(fd: int) -> None:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(os, "fsync", fsync)
+        assert log.write_held() == [key]
+        assert log.records_of(key) == [commit("g", "t", 1)]
+        with pytest.raises(CoordinatorLogError):
+            await log.append(key, [commit("g", "t", 3)])
 
 
 async def test_a_group_whose_held_records_failed_restarts_from_the_log(

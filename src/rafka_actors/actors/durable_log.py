@@ -25,10 +25,14 @@ fsync at most, on a slow disk some milliseconds).
 Under the other policies the write (to the page cache: a few microseconds, less than a hop to a
 thread) is made by the appender itself (`append_now`), like the partition logs' appends, and a
 group's actor may make it without a task switch (GroupActor.answer_inline); rolling a segment
-then fsyncs on the event loop, once per segment. The gateway's reactor answers the commits of
-many sockets in one pass: between `hold_appends` and `write_held` their records are kept and
-written with one ``write`` at the end of the pass, before any of their replies goes out
-(gateway/reactor.py). A batch that cannot be written
+then fsyncs on the event loop, once per segment.
+
+The gateway's reactor answers the commits of many sockets in one pass (gateway/reactor.py):
+between `hold_appends` and `write_held` their records are kept, and at the end of the pass
+written with one ``write`` (and under ``always`` one ``fsync``, on the event loop, as for a
+lone appender) before any of their replies goes out. That is group commit without a task
+switch: 16 committing clients under ``always`` got about 1.5 times the commits/s they got
+through the flusher and the worker. A batch that cannot be written
 (or synced) wakes its appenders with `CoordinatorLogError`, so the actors acknowledge nothing; a
 failed fsync also refuses every later append (after one, the kernel may have dropped the dirty
 pages, so nothing more can be promised). An appender cancelled while waiting does not withdraw
@@ -293,12 +297,17 @@ class DurableCoordinatorLog:
     def writable_now(self) -> bool:
         """Whether `append_now` may be called: a page-cache write (fsync policies interval and
         never) costs microseconds, less than waking the flusher task for it, and with nothing
-        queued ahead the order of appends is kept."""
-        return self._page_cache_writes and not self._queue and not self._closed
+        queued ahead the order of appends is kept. Between `hold_appends` and `write_held`
+        under any policy: a group with records queued is held by its actor meanwhile
+        (GroupActor.answer_durably), so what is kept cannot overtake its own records."""
+        if self._closed:
+            return False
+        return self._held is not None or (self._page_cache_writes and not self._queue)
 
     def append_now(self, key: GroupKey, records: Sequence[Record]) -> None:
         """Write ``records`` as the fsync policy promises before returning, without a
-        checkpoint (only while `writable_now()`); raise CoordinatorLogError if not stored."""
+        checkpoint (only while `writable_now()`); raise CoordinatorLogError if not stored.
+        Between `hold_appends` and `write_held` they are kept, and stored by `write_held`."""
         assert self.writable_now(), "append_now while a write must wait"
         payloads = [encode_entry(key, r) for r in records]
         if self._held is not None:
@@ -317,16 +326,17 @@ class DurableCoordinatorLog:
         self._count_written(1, len(payloads))
 
     def hold_appends(self) -> None:
-        """Until `write_held`, `append_now` keeps its records instead of writing them, so
-        that one write stores them all (the caller must let out no reply that rests on them
-        before `write_held`). A read of a group they belong to (an actor spawned again in the
-        same pass), or of the keys, writes them first."""
-        if self._page_cache_writes:
-            self._held = []
+        """Until `write_held`, `append_now` may be called under any policy and keeps its
+        records instead of writing them, so that one write (and under ``always`` one fsync)
+        stores them all. The caller must let out no reply that rests on them before
+        `write_held`, and must not checkpoint meanwhile. A read of a group they belong to (an
+        actor spawned again in the same pass), or of the keys, stores them first."""
+        self._held = []
 
     def write_held(self) -> list[GroupKey]:
-        """Write what `append_now` kept since `hold_appends`; the groups whose records could
-        not be stored (nothing of them is in the view; their actors must forget them)."""
+        """Store what `append_now` kept since `hold_appends` as the policy promises; the
+        groups whose records could not be stored (nothing of them is in the view; their
+        actors must forget them)."""
         self._write_kept()
         self._held = None
         unstored, self._unstored = self._unstored, []
@@ -341,12 +351,14 @@ class DurableCoordinatorLog:
         payloads = [payload for _key, _records, kept in held for payload in kept]
         try:
             self._segments.append(payloads)
+            if not self._page_cache_writes:
+                self._segments.fsync()  # on the loop: a pass's batch is not worth a hop
         except BaseException as exc:
             self.stats.failed_batches += 1
             self._unstored += [key for key, _records, _kept in held]
             if not isinstance(exc, Exception):
                 raise
-            log.error("coordinator log: %d held records not written: %s", len(payloads), exc)
+            log.error("coordinator log: %d held records not stored: %s", len(payloads), exc)
             return
         for key, records, kept in held:
             self._view.apply(key, records, kept)

@@ -120,6 +120,9 @@ class ConnectionInfo:
     # The reactor could not answer this connection's latest request (a commit under fsync
     # `always`, Produce, Fetch): its task waits for the next one itself (reactor.py).
     waits_in_task: bool = False
+    # Its latest request was a commit the log could not take at once (a batch of fsync
+    # `always` queued): its task answered it, and parks in the reactor right after.
+    parks_at_once: bool = False
     # For answering a commit like the last one without decoding it (commit_repeat.py): the
     # (request, op) of a commit the reactor just had answered in full, and what is kept of it.
     last_commit: tuple[Any, OffsetCommitOp] | None = None

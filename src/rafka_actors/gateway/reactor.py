@@ -16,18 +16,21 @@ group's actor answers inline (`GroupActor.answer_inline`) or the request never r
 actor. It drives the connection's own `answer` coroutine with `conn.now_only` set, under
 which a group ask that would wait raises `NotNow` instead (apis/groups.py). The first frame
 it cannot answer so, and every byte after it, goes back to the connection's task, which
-answers as it always did (a commit under fsync `always`, JoinGroup, Metadata, a frame in
-pieces, a bad frame, the end of the stream): the reactor only ever answers a prefix of
-what the peer sent, in order, so replies keep the request order.
+answers as it always did (JoinGroup, Metadata, a frame in pieces, a bad frame, the end of
+the stream): the reactor only ever answers a prefix of what the peer sent, in order, so
+replies keep the request order.
 
 A commit equal to the connection's last one but for its offsets is answered from that one,
 without decoding it (commit_repeat.py); the group's actor still steps it in full.
 
-The commits of one pass over the epoll's events share one write of the coordinator log
-(`_answer_events`, GroupRegistry.hold_writes): their records are kept until the pass has
-answered every socket, then written, and only then do the replies from the pass's first
-commit on go out. If that write fails, none of them does: their connections close, and the
-groups forget what was not stored.
+The commits of one pass over the epoll's events share one write of the coordinator log, and
+under fsync `always` one fsync (`_answer_events`, GroupRegistry.hold_writes): their records
+are kept until the pass has answered every socket, then stored, and only then do the
+replies from the pass's first commit on go out. If that fails, none of them does: their
+connections close, and the groups forget what was not stored. A commit the log cannot take
+in a pass (a batch of the flusher's is queued, under `always`) goes to the task, which
+parks here again right after answering it (`conn.parks_at_once`), so that its next commit
+shares a pass with the others.
 
 The task keeps everything else: its idle clock (a fast reply restarts it, as a reply of
 its own would), connection limits, SASL (a connection that must still authenticate never
@@ -39,8 +42,8 @@ the budget. A task that has just sent a reply does not park at once: its socket 
 itself for the budget, as without the reactor, and the task answers what comes then; it
 parks here once the budget is over (or another reply was sent since).
 
-A connection whose latest request the reactor could not answer (`conn.waits_in_task`: a
-commit under fsync `always`, Produce, Fetch, JoinGroup) does not park here at all: its task
+A connection whose latest request the reactor could not answer (`conn.waits_in_task`:
+Produce, Fetch, JoinGroup) does not park here at all: its task
 reads for itself, as without the reactor, and answers fast frames as the reactor would; it
 parks again after one of those. Parked, each such request would cost a read here and two
 epoll_ctl calls only to be handed back.
@@ -120,6 +123,9 @@ class Reactor:
         while True:
             if conn.waits_in_task:
                 data = await stream.receive_some(_RECEIVE)
+            elif conn.parks_at_once:
+                conn.parks_at_once = False
+                break
             elif (polled := await stream.receive_while_polling(_RECEIVE)) is not None:
                 data = polled
             else:
@@ -307,9 +313,14 @@ class Reactor:
         Raises CloseConnection if the request waited after all (a bug: see FAST_APIS)."""
         ctx = self._ctx
         api_key = int.from_bytes(frame[:2], "big")
+        if api_key == COMMIT_KEY and not ctx.registry().writes_now:
+            # Outside a pass under fsync `always`, or with a batch of the flusher's queued:
+            # the task answers this one, then parks here for the next.
+            conn.waits_in_task, conn.parks_at_once = False, True
+            return None
         conn.waits_in_task = True  # until answered here
-        if api_key not in FAST_APIS or (api_key == COMMIT_KEY and not ctx.registry().writes_now):
-            return None  # (under fsync `always` every commit waits for its fsync)
+        if api_key not in FAST_APIS:
+            return None
         if api_key == COMMIT_KEY and conn.repeat_commit is not None:
             repeated = commit_repeat.answer(conn.repeat_commit, frame, ctx, conn)
             if repeated is not None:
