@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
 
 from rafka_actors import telemetry
+from rafka_actors.actors import durable_log
 from rafka_actors.actors.coordinator_log import CoordinatorLog
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.gateway.apis import API_TABLE
@@ -39,25 +40,27 @@ METADATA = MetadataRequest(
 
 @asynccontextmanager
 async def reactor_serving(
-    tmp_path: Path, nursery: trio.Nursery, log: CoordinatorLog | None = None
+    tmp_path: Path,
+    nursery: trio.Nursery,
+    monkeypatch: pytest.MonkeyPatch,
+    log: CoordinatorLog | None = None,
 ) -> AsyncIterator[BrokerContext]:
+    # An earlier test of the session may have set a tracer provider (for good, in OTel).
+    monkeypatch.setattr(telemetry, "tracing", lambda: False)
     async with serving_groups(tmp_path, ((0, "t", 2),), log) as ctx:
         ctx.reactor = Reactor(ctx)
         nursery.start_soon(ctx.reactor.run)
         yield ctx
 
 
-@pytest.fixture(autouse=True)
-def no_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
-    # An earlier test of the session may have set a tracer provider (for good, in OTel).
-    monkeypatch.setattr(telemetry, "tracing", lambda: False)
-
-
 @pytest.fixture
 async def ctx(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock, nursery: trio.Nursery
+    tmp_path: Path,
+    autojump_clock: trio.testing.MockClock,
+    nursery: trio.Nursery,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[BrokerContext]:
-    async with reactor_serving(tmp_path, nursery) as ctx:
+    async with reactor_serving(tmp_path, nursery, monkeypatch) as ctx:
         yield ctx
 
 
@@ -67,11 +70,14 @@ async def durable_ctx(
     tmp_path: Path,
     autojump_clock: trio.testing.MockClock,
     nursery: trio.Nursery,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[BrokerContext]:
-    """`ctx` on the durable coordinator log, under each fsync policy."""
+    """`ctx` on the durable coordinator log, under each fsync policy (under `always`, on
+    a disk taken to be fast: passes are held whatever this one's fsyncs take)."""
+    monkeypatch.setattr(durable_log, "LOOP_FSYNC_LIMIT_S", 60.0)
     log = DurableCoordinatorLog.open(tmp_path / "coordinator", fsync_policy=request.param)
     await nursery.start(log.run)
-    async with reactor_serving(tmp_path, nursery, log) as ctx:
+    async with reactor_serving(tmp_path, nursery, monkeypatch, log) as ctx:
         yield ctx
     log.close()
 

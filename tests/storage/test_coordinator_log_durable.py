@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -16,7 +17,9 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.actors import durable_log
 from rafka_actors.actors.durable_log import (
+    LOOP_FSYNC_LIMIT_S,
     CoordinatorLogError,
     DurableCoordinatorLog,
     FsyncPolicy,
@@ -448,11 +451,52 @@ async def test_under_fsync_always_held_appends_are_written_and_fsynced_once(
         assert snapshot(log) == {a: [commit("a", "t", 1)], b: [commit("b", "t", 2)]}
 
 
+async def test_under_fsync_always_appends_are_held_only_while_fsyncs_are_fast(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass's fsync holds up every other request: on a slow disk, commits go to the
+    flusher (whose worker fsyncs beside the loop) until fsyncs are fast again."""
+    key = GroupKey(1, "g")
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        time.sleep(3 * LOOP_FSYNC_LIMIT_S)
+        real_fsync(fd)
+
+    def held_then_written(offset: int) -> bool:
+        log.hold_appends()
+        held = log.writable_now()
+        if held:
+            log.append_now(key, [commit("g", "t", offset)])
+        assert log.write_held() == []
+        return held
+
+    use_fsync_worker(monkeypatch, None)  # fsyncs on the loop or in a thread: timed here
+    monkeypatch.setattr(durable_log, "LOOP_FSYNC_PROBE_S", 60.0)  # no probe in this test
+    async with running(tmp_path, fsync_policy="always") as log:
+        assert held_then_written(1)
+        monkeypatch.setattr(os, "fsync", slow_fsync)
+        offset = 1
+        while held_then_written(offset := offset + 1):
+            assert offset < 10
+        assert not held_then_written(offset + 1)  # slow: nothing is held
+        await log.append(key, [commit("g", "t", 20)])  # through the flusher
+        monkeypatch.setattr(os, "fsync", real_fsync)
+        for offset in range(21, 40):
+            await log.append(key, [commit("g", "t", offset)])  # fast again...
+            if held_then_written(100 + offset):
+                break  # ...so held again
+        else:
+            raise AssertionError("appends never held again after fast fsyncs")
+        assert log.records_of(key)[-1].offset == 100 + offset  # type: ignore[union-attr]
+
+
 async def test_under_fsync_always_a_failed_fsync_of_held_appends_stores_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As for the flusher's batches: nothing shows, and every later append is refused."""
     key = GroupKey(1, "g")
+    monkeypatch.setattr(durable_log, "LOOP_FSYNC_LIMIT_S", 60.0)  # held however slow
     async with running(tmp_path, fsync_policy="always") as log:
         await log.append(key, [commit("g", "t", 1)])
         log.hold_appends()

@@ -32,11 +32,15 @@ between `hold_appends` and `write_held` their records are kept, and at the end o
 written with one ``write`` (and under ``always`` one ``fsync``, on the event loop, as for a
 lone appender) before any of their replies goes out. That is group commit without a task
 switch: 16 committing clients under ``always`` got about 1.5 times the commits/s they got
-through the flusher and the worker. A batch that cannot be written
-(or synced) wakes its appenders with `CoordinatorLogError`, so the actors acknowledge nothing; a
-failed fsync also refuses every later append (after one, the kernel may have dropped the dirty
-pages, so nothing more can be promised). An appender cancelled while waiting does not withdraw
-its records: they may still be written.
+through the flusher and the worker. Every other request waits out that fsync, so under
+``always`` appends are held only while the fsyncs timed on the loop (a pass's, a lone
+appender's) average under LOOP_FSYNC_LIMIT_S, a millisecond; on a slower disk commits go to
+the flusher as before.
+
+A batch that cannot be written (or synced) wakes its appenders with `CoordinatorLogError`,
+so the actors acknowledge nothing; a failed fsync also refuses every later append (after
+one, the kernel may have dropped the dirty pages, so nothing more can be promised). An
+appender cancelled while waiting does not withdraw its records: they may still be written.
 
 Fsync policies (``coordinator.log.fsync``)
 ------------------------------------------
@@ -115,6 +119,14 @@ from .fsync_process import FsyncProcess, FsyncProcessGone
 __all__ = ["CoordinatorLogError", "DurableCoordinatorLog", "FsyncPolicy", "LogStats"]
 
 log = logging.getLogger(__name__)
+
+# Under `always` a reactor pass's batch is fsynced on the event loop, where every other
+# request waits it out: only while the disk's fsyncs average less than this. Slower, commits
+# go to the flusher, whose worker fsyncs beside the loop.
+LOOP_FSYNC_LIMIT_S = 0.001
+# Above it, a pass is still held this long after the last timed fsync: the average must be
+# able to come down (one slow fsync, the first of a new segment, must not end holding).
+LOOP_FSYNC_PROBE_S = 1.0
 
 DEFAULT_TOMBSTONE_RETENTION_MS = 86_400_000  # Kafka's log.cleaner.delete.retention.ms
 DEFAULT_COMPACTION_INTERVAL_MS = 60_000
@@ -232,6 +244,8 @@ class DurableCoordinatorLog:
         self._held: list[tuple[GroupKey, Sequence[Record], list[bytes]]] | None = None
         self._held_keys: set[GroupKey] = set()  # their groups (a pass may answer thousands)
         self._unstored: list[GroupKey] = []  # groups of held records that failed to write
+        self._fsync_s = 0.0  # a moving average of the disk's fsyncs (hold_appends)
+        self._fsync_timed_at = 0.0  # time.monotonic() of the latest fsync timed
         self.stats = LogStats()
 
     @classmethod
@@ -330,8 +344,15 @@ class DurableCoordinatorLog:
         records instead of writing them, so that one write (and under ``always`` one fsync)
         stores them all. The caller must let out no reply that rests on them before
         `write_held`, and must not checkpoint meanwhile. A read of a group they belong to (an
-        actor spawned again in the same pass), or of the keys, stores them first."""
-        self._held = []
+        actor spawned again in the same pass), or of the keys, stores them first. Under
+        ``always`` only while fsyncs are fast (LOOP_FSYNC_LIMIT_S, or once a second to time
+        them again); else nothing is held, and `writable_now` stays False."""
+        if (
+            self._page_cache_writes
+            or self._fsync_s < LOOP_FSYNC_LIMIT_S
+            or time.monotonic() - self._fsync_timed_at > LOOP_FSYNC_PROBE_S
+        ):
+            self._held = []
 
     def write_held(self) -> list[GroupKey]:
         """Store what `append_now` kept since `hold_appends` as the policy promises; the
@@ -352,7 +373,7 @@ class DurableCoordinatorLog:
         try:
             self._segments.append(payloads)
             if not self._page_cache_writes:
-                self._segments.fsync()  # on the loop: a pass's batch is not worth a hop
+                self._timed_fsync()  # on the loop: a pass's batch is not worth a hop
         except BaseException as exc:
             self.stats.failed_batches += 1
             self._unstored += [key for key, _records, _kept in held]
@@ -516,7 +537,16 @@ class DurableCoordinatorLog:
 
     def _write_and_sync(self, payloads: list[bytes]) -> None:
         self._segments.append(payloads)
+        self._timed_fsync()
+
+    def _timed_fsync(self) -> None:
+        start = time.perf_counter()
         self._segments.fsync()
+        self._fsync_took(time.perf_counter() - start)
+
+    def _fsync_took(self, seconds: float) -> None:
+        self._fsync_s += (seconds - self._fsync_s) / 4
+        self._fsync_timed_at = time.monotonic()
 
     async def _sync(self) -> None:
         self._sync_deadline = math.inf

@@ -296,7 +296,8 @@ class GroupActor:
         timer goes first): a Heartbeat or a write may move deadlines, and a due timer may
         change what a describe reports (offsets it leaves alone). A Heartbeat also needs
         that wait (its member has a session deadline); a commit or an expiry needs a log
-        that writes without waiting (`writable_now`: not under fsync policy `always`)."""
+        that writes without waiting (`writable_now`: not under fsync policy `always`, but
+        in a pass of the gateway's reactor, whose held appends are fsynced together)."""
         kind, trio_now = type(op), trio.current_time()
         if not self._steppable_by_caller(trio_now, timed=kind is not ops.OffsetFetchOp):
             return None
