@@ -187,21 +187,18 @@ class Reactor:
         committing clients, 11 commits a pass shared one write instead of making 11. So every
         reply from the first commit on waits for that write, in its connection's `deferred`;
         if the write failed, those connections close instead (their clients retry)."""
-        registry = self._ctx.groups
-        if registry is None:  # (a context without groups: nothing here writes)
-            for fd, _mask in events:
-                self._serve(fd, None)
-            return
-        registry.hold_writes()
+        registry = self._ctx.groups  # (None: a context without groups, where nothing writes)
+        if registry is not None:
+            registry.hold_writes()
         self._committed = False
         served: list[tuple[_Parked, list[bytes], Outcome[tuple[bytes, bytes]] | None]] = []
         try:
             for fd, _mask in events:
-                answered = self._serve(fd, [])
+                answered = self._serve(fd)
                 if answered is not None:
                     served.append(answered)
         finally:
-            stored = registry.release_writes()
+            stored = registry is None or registry.release_writes()
         for parked, deferred, handed in served:
             if deferred:
                 handed = self._send_deferred(parked.fd, deferred, handed, stored)
@@ -209,21 +206,20 @@ class Reactor:
                 self._hand_back(parked, handed)
 
     def _serve(
-        self, fd: int, deferred: list[bytes] | None
+        self, fd: int
     ) -> tuple[_Parked, list[bytes], Outcome[tuple[bytes, bytes]] | None] | None:
+        """Answer what came on `fd`: its connection, the replies held for the pass's write
+        and what its task must have next; None if `fd` is no longer parked here."""
         parked = self._parked.get(fd)
         if parked is None:
             return None
+        deferred: list[bytes] = []
         try:
             handed = self._answer_what_came(parked, deferred)
         except Exception:  # a bug of ours: this connection ends, the reactor carries on
             conn = parked.conn
             log.exception("reactor: internal error on %s:%d", conn.peer_host, conn.peer_port)
             handed = Error(CloseConnection("internal error"))
-        if deferred is None:
-            if handed is not None:
-                self._hand_back(parked, handed)
-            return None
         return parked, deferred, handed
 
     def _send_deferred(
@@ -245,7 +241,7 @@ class Reactor:
         return Value((unsent, b"" if handed is None else handed.unwrap()[1]))
 
     def _answer_what_came(
-        self, parked: _Parked, deferred: list[bytes] | None
+        self, parked: _Parked, deferred: list[bytes]
     ) -> Outcome[tuple[bytes, bytes]] | None:
         """Read what the peer sent and answer its whole fast frames. Returns what the task
         must have next (a reply the socket had no room for, and the bytes from the first
