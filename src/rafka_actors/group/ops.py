@@ -4,7 +4,8 @@ The gateway turns each Kafka group request into one Op, sends it to the group's 
 turns the OpResp it gets back into the Kafka response of the client's version. Ops are frozen
 dataclasses of plain values (str, int, bytes, None, tuples), so they are CBOR-encodable as
 `[op_code, *fields]` (see `encode_op` / `decode_op`): the same rail a separate gateway process
-would speak. Op codes 0x06-0x0B are the ones of the design note; the rest follow them.
+would speak. Op codes 0x06-0x0B are the ones of the design note; the rest follow them. The
+commit's op and response are the exception to frozen: one of each is made per commit.
 
 Fields beyond the design note's minimum are the ones Kafka's semantics need: instance ids for
 static membership, rebalance timeouts, client id and host for DescribeGroups, and a member id
@@ -97,7 +98,9 @@ class LeaveGroupOpResp:
     members: tuple[tuple[str, str | None, int], ...] = ()  # (member id, instance id, error)
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, nor its response: one of each per commit, and a frozen dataclass's __init__
+# sets each field through object.__setattr__ (0.49 us for this one, against 0.12 us).
+@dataclass(slots=True)
 class OffsetCommitOp:
     group_id: str
     # (topic, partition, offset, leader epoch, metadata)
@@ -108,7 +111,7 @@ class OffsetCommitOp:
     api_version: int = 9  # v9+ answers an unknown group with GROUP_ID_NOT_FOUND
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OffsetCommitOpResp:
     results: tuple[tuple[str, int, int], ...]  # (topic, partition, error)
 

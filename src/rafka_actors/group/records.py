@@ -36,7 +36,9 @@ class GroupMetadataRecord:
     departed: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: one per committed partition, and a frozen dataclass's __init__ sets each field
+# through object.__setattr__ (0.55 us for this one, against 0.12 us).
+@dataclass(slots=True)
 class OffsetCommitRecord:
     group_id: str
     topic: str
