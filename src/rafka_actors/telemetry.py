@@ -10,13 +10,26 @@ do-nothing context instead.
 from __future__ import annotations
 
 import os
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from typing import Any
 
 from opentelemetry import trace
 
 _tracer = trace.get_tracer("rafka_actors")
-NOT_TRACING: AbstractContextManager[trace.Span] = nullcontext(trace.INVALID_SPAN)
+
+
+class _NotTracing:
+    """contextlib.nullcontext(trace.INVALID_SPAN), but compiled with this module: every
+    inline answer enters one, and nullcontext's methods run as Python (0.15 us a request)."""
+
+    def __enter__(self) -> trace.Span:
+        return trace.INVALID_SPAN
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+
+NOT_TRACING: AbstractContextManager[trace.Span] = _NotTracing()
 _UNKNOWN = object()  # the API changed: fall back to its public function
 _PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 

@@ -101,8 +101,8 @@ def record_fast_answers(reactor: Reactor) -> list[bytes | None]:
     answered: list[bytes | None] = []
     answer_now = reactor._answer_now
 
-    def recording(frame: bytes, conn: ConnectionInfo) -> bytes | None:
-        answered.append(reply := answer_now(frame, conn))
+    def recording(frame: bytes, conn: ConnectionInfo, now: float) -> bytes | None:
+        answered.append(reply := answer_now(frame, conn, now))
         return reply
 
     reactor._answer_now = recording  # type: ignore[method-assign]

@@ -279,7 +279,7 @@ class GroupActor:
         self._taken += 1
         return envelope
 
-    def answer_inline(self, op: InlineOp) -> Any | None:
+    def answer_inline(self, op: InlineOp, trio_now: float | None = None) -> Any | None:
         """The answer to an OffsetFetch, a classic Heartbeat, an OffsetCommit, a describe
         (classic or KIP-848) or the retention sweep's ExpireOffsets, given here in the
         caller's task, or None: the caller then asks through the mailbox. It saves the two
@@ -297,8 +297,11 @@ class GroupActor:
         change what a describe reports (offsets it leaves alone). A Heartbeat also needs
         that wait (its member has a session deadline); a commit or an expiry needs a log
         that writes without waiting (`writable_now`: not under fsync policy `always`, but
-        in a pass of the gateway's reactor, whose held appends are fsynced together)."""
-        kind, trio_now = type(op), trio.current_time()
+        in a pass of the gateway's reactor, whose held appends are fsynced together).
+        `trio_now`: trio.current_time(), if the caller has it (the reactor's pass time)."""
+        kind = type(op)
+        if trio_now is None:
+            trio_now = trio.current_time()
         if not self._steppable_by_caller(trio_now, timed=kind is not ops.OffsetFetchOp):
             return None
         if kind is ops.HeartbeatOp and self._wait is None:

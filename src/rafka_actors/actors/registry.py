@@ -133,11 +133,11 @@ class GroupRegistry:
         """Whether a commit may be answered inline: the log writes without a wait."""
         return self._log.writable_now()
 
-    def answer_now(self, key: GroupKey, op: InlineOp) -> Any | None:
+    def answer_now(self, key: GroupKey, op: InlineOp, trio_now: float | None = None) -> Any | None:
         """`ask_light`'s answer if the actor gives it inline (GroupActor.answer_inline), else
         None, and nothing was asked (a dormant actor may have been spawned for it)."""
         actor = self._actors.get(key) or self._spawn(key)
-        response = actor.answer_inline(op)
+        response = actor.answer_inline(op, trio_now)
         if response is not None and not self._passivate_after_s:
             self._drop_if_idle(actor)
         return response

@@ -94,17 +94,18 @@ def keep(frame: bytes, reply: bytes | None, conn: ConnectionInfo) -> RepeatCommi
 
 
 def answer(
-    repeat: RepeatCommit, frame: bytes, ctx: BrokerContext, conn: ConnectionInfo
+    repeat: RepeatCommit, frame: bytes, ctx: BrokerContext, conn: ConnectionInfo, now: float
 ) -> bytes | None:
     """The reply to `frame` if it is the kept commit with other offsets and the group's actor
-    answers it now (GroupActor.answer_inline); else None, and nothing was committed."""
+    answers it now (GroupActor.answer_inline); else None, and nothing was committed. `now`:
+    trio.current_time()."""
     offsets = repeat.offsets_in(frame)
     if offsets is None or telemetry.tracing():
         return None
     op = repeat.op
     if not committable(ctx, conn, op.group_id, repeat.partitions):
         return None
-    response = ctx.registry().answer_now(repeat.key, _with_offsets(op, offsets))
+    response = ctx.registry().answer_now(repeat.key, _with_offsets(op, offsets), now)
     if response is None:
         return None
     results = response.results

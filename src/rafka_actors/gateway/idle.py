@@ -35,9 +35,11 @@ class IdleClock:
         self.reason = ""
         self.since = math.inf  # when the current wait on the peer began; inf: not waiting
 
-    def waiting(self, reason: str) -> None:
+    def waiting(self, reason: str, now: float | None = None) -> None:
+        """`now`: trio.current_time(), if the caller has it (the reactor reads it once a
+        pass; trio's clock is three Python calls deep)."""
         self.reason = reason
-        self.since = trio.current_time()
+        self.since = trio.current_time() if now is None else now
 
     def busy(self) -> None:
         self.since = math.inf

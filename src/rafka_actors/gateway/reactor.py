@@ -132,7 +132,7 @@ class Reactor:
                 break
             if not data:
                 return data  # the end of the stream
-            handed = self._answer_frames(data, fd, conn, idle, stream)
+            handed = self._answer_frames(data, fd, conn, idle, stream, trio.current_time())
             if handed is not None:
                 return await _after_pending(handed.unwrap(), stream, idle)
         parked = _Parked(fd, conn, idle)
@@ -192,9 +192,10 @@ class Reactor:
             registry.hold_writes()
         self._committed = False
         served: list[tuple[_Parked, list[bytes], Outcome[tuple[bytes, bytes]] | None]] = []
+        now = trio.current_time()  # the pass's time: its requests came together
         try:
             for fd, _mask in events:
-                answered = self._serve(fd)
+                answered = self._serve(fd, now)
                 if answered is not None:
                     served.append(answered)
         finally:
@@ -206,7 +207,7 @@ class Reactor:
                 self._hand_back(parked, handed)
 
     def _serve(
-        self, fd: int
+        self, fd: int, now: float
     ) -> tuple[_Parked, list[bytes], Outcome[tuple[bytes, bytes]] | None] | None:
         """Answer what came on `fd`: its connection, the replies held for the pass's write
         and what its task must have next; None if `fd` is no longer parked here."""
@@ -215,7 +216,7 @@ class Reactor:
             return None
         deferred: list[bytes] = []
         try:
-            handed = self._answer_what_came(parked, deferred)
+            handed = self._answer_what_came(parked, deferred, now)
         except Exception:  # a bug of ours: this connection ends, the reactor carries on
             conn = parked.conn
             log.exception("reactor: internal error on %s:%d", conn.peer_host, conn.peer_port)
@@ -241,7 +242,7 @@ class Reactor:
         return Value((unsent, b"" if handed is None else handed.unwrap()[1]))
 
     def _answer_what_came(
-        self, parked: _Parked, deferred: list[bytes]
+        self, parked: _Parked, deferred: list[bytes], now: float
     ) -> Outcome[tuple[bytes, bytes]] | None:
         """Read what the peer sent and answer its whole fast frames. Returns what the task
         must have next (a reply the socket had no room for, and the bytes from the first
@@ -254,7 +255,7 @@ class Reactor:
             return Error(stream_error(exc))
         if not data:
             return Value((b"", b""))  # the end of the stream: the task closes
-        return self._answer_frames(data, parked.fd, parked.conn, parked.idle, self, deferred)
+        return self._answer_frames(data, parked.fd, parked.conn, parked.idle, self, now, deferred)
 
     def _answer_frames(
         self,
@@ -263,10 +264,12 @@ class Reactor:
         conn: ConnectionInfo,
         idle: IdleClock,
         replier: object,
+        now: float,
         deferred: list[bytes] | None = None,
     ) -> Outcome[tuple[bytes, bytes]] | None:
         """Answer the whole fast frames `data` starts with, on `fd`; what the task must have
-        next, or None. `replier` polls for the peer's next request after the replies. With
+        next, or None. `replier` polls for the peer's next request after the replies; `now`
+        is trio.current_time(), read once for all the frames. With
         `deferred` (a pass of `_answer_events`), a reply given once a commit was answered in
         the pass goes there instead, and so does every later one, to keep their order."""
         done, size, replied = 0, len(data), False
@@ -276,7 +279,7 @@ class Reactor:
                 end = done + 4 + length
                 if not 0 < length <= self._limit or end > size:
                     break  # a bad length or a frame in pieces: the frame reader's job
-                reply = self._answer_now(data[done + 4 : end], conn)
+                reply = self._answer_now(data[done + 4 : end], conn, now)
                 if reply is None:
                     break
                 done = end
@@ -299,12 +302,12 @@ class Reactor:
             return Error(exc)
         finally:
             if replied:
-                idle.waiting(BETWEEN_FRAMES)  # the peer was active: its idle time restarts
+                idle.waiting(BETWEEN_FRAMES, now)  # the peer was active: its idle time restarts
                 if self.poller is not None:
                     self.poller.replied(by=replier)
         return Value((b"", data[done:])) if done < size else None
 
-    def _answer_now(self, frame: bytes, conn: ConnectionInfo) -> bytes | None:
+    def _answer_now(self, frame: bytes, conn: ConnectionInfo, now: float) -> bytes | None:
         """The encoded reply (b"" for none), or None: the task must answer this frame.
         Raises CloseConnection if the request waited after all (a bug: see FAST_APIS)."""
         ctx = self._ctx
@@ -318,7 +321,7 @@ class Reactor:
         if api_key not in FAST_APIS:
             return None
         if api_key == COMMIT_KEY and conn.repeat_commit is not None:
-            repeated = commit_repeat.answer(conn.repeat_commit, frame, ctx, conn)
+            repeated = commit_repeat.answer(conn.repeat_commit, frame, ctx, conn, now)
             if repeated is not None:
                 conn.waits_in_task = False
                 self._committed = True
