@@ -33,6 +33,7 @@ HOT_MODULES = (
     "gateway.apis.offsets",
     "actors.registry",
     "actors.group_actor",
+    "actors.coordinator_log",
     "actors.durable_log",
     "group.machine",
     "group.offsets",
