@@ -117,13 +117,13 @@ def answer(
 
 
 def _with_offsets(op: OffsetCommitOp, offsets: list[int]) -> OffsetCommitOp:
+    # One offset per partition (offsets_in). zip without strict=: mypyc compiles a plain zip
+    # into the loop, and zip(strict=True) into a Python call (0.26 us more).
     return OffsetCommitOp(
         op.group_id,
         tuple(
             (topic, partition, offset, epoch, metadata)
-            for (topic, partition, _, epoch, metadata), offset in zip(
-                op.offsets, offsets, strict=True
-            )
+            for (topic, partition, _, epoch, metadata), offset in zip(op.offsets, offsets)  # noqa: B905
         ),
         op.member_id,
         op.generation_id,

@@ -76,7 +76,9 @@ class GroupRecords(Generic[V]):
     def apply(self, records: Sequence[Record], stored: Sequence[V] | None = None) -> None:
         """Apply ``records`` in order, keeping ``stored[i]`` for ``records[i]`` (default: it)."""
         kept = cast(Sequence[V], records) if stored is None else stored
-        for record, value in zip(records, kept, strict=True):
+        assert len(kept) == len(records)
+        # zip without strict=: mypyc compiles zip(strict=True) into a Python call (0.26 us).
+        for record, value in zip(records, kept):  # noqa: B905
             cls = type(record)
             if cls is OffsetCommitRecord:
                 self.offsets[(record.topic, record.partition)] = value  # type: ignore[union-attr]
