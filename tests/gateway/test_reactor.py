@@ -492,3 +492,19 @@ async def test_replies_given_before_a_passs_first_commit_go_out_at_once(
     monkeypatch.setattr(os, "pwrite", failing(28, once=True))
     assert committed(await clients[0].receive()) == {("t", 0): (0, 1)}  # sent before
     assert await clients[1].stream.receive_some() == b""  # both withdrawn
+
+
+async def test_after_a_commit_a_reply_about_another_group_goes_out_at_once(
+    durable_ctx: BrokerContext, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a pass after a commit, only replies about a group with records held wait for the
+    pass's write: a fetch of another group goes out at once, one of the committed group
+    waits (and is withdrawn with the commit's reply when the write fails)."""
+    clients = await committing_clients(durable_ctx, nursery, 3)
+    send_now(clients[0], commit_req(9, {"t": [(0, 5)]}, group="g0"))
+    send_now(clients[1], fetch_req(7, {"t": [0]}, group="g1"))
+    send_now(clients[2], fetch_req(7, {"t": [0]}, group="g0"))
+    monkeypatch.setattr(os, "pwrite", failing(28, once=True))
+    assert committed(await clients[1].receive()) == {("t", 0): (0, 1)}  # sent before
+    assert await clients[0].stream.receive_some() == b""  # the commit's reply withdrawn
+    assert await clients[2].stream.receive_some() == b""  # it had read the held offset 5

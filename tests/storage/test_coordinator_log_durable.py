@@ -412,6 +412,24 @@ async def test_a_read_of_a_group_whose_appends_are_held_writes_them_first(
         assert log.records_of(a) == [commit("a", "t", 2)]
 
 
+async def test_a_group_holds_from_its_held_append_until_write_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`holds`: what the reactor asks before letting a reply about the group out."""
+    a, b = GroupKey(1, "a"), GroupKey(1, "b")
+    async with running(tmp_path, fsync_policy="never") as log:
+        log.hold_appends()
+        log.append_now(a, [commit("a", "t", 1)])
+        assert log.holds(a) and not log.holds(b)
+        assert log.write_held() == [] and not log.holds(a)
+        log.hold_appends()
+        log.append_now(b, [commit("b", "t", 2)])
+        monkeypatch.setattr(os, "pwrite", failing(28, once=True))
+        assert log.records_of(b) == []  # a read's early write, which failed
+        assert log.holds(b)  # not stored: still held until write_held names it
+        assert log.write_held() == [b] and not log.holds(b)
+
+
 async def test_held_appends_that_fail_to_write_are_named_and_show_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

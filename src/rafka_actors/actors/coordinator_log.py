@@ -48,6 +48,11 @@ class CoordinatorLog(Protocol):
         not be stored (their actors must forget those steps)."""
         ...
 
+    def holds(self, key: GroupKey) -> bool:
+        """Whether records of `key` appended since `hold_appends` are not stored yet: what
+        is said of its group now may not go out before `write_held`."""
+        ...
+
     def records_of(self, key: GroupKey) -> list[Record]: ...
 
     def membership_of(self, key: GroupKey) -> list[Record]:
@@ -131,6 +136,9 @@ class MemoryCoordinatorLog:
 
     def write_held(self) -> list[GroupKey]:
         return []
+
+    def holds(self, key: GroupKey) -> bool:
+        return False
 
     def records_of(self, key: GroupKey) -> list[Record]:
         return self._latest.records_of(key)

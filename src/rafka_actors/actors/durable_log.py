@@ -363,6 +363,11 @@ class DurableCoordinatorLog:
         unstored, self._unstored = self._unstored, []
         return unstored
 
+    def holds(self, key: GroupKey) -> bool:
+        """(Records kept by a read's early `_write_kept` that failed count too, until
+        `write_held` reports them.)"""
+        return key in self._held_keys or (bool(self._unstored) and key in self._unstored)
+
     def _write_kept(self) -> None:
         held = self._held
         if not held:

@@ -72,6 +72,7 @@ class GroupRegistry:
         self._nursery = nursery
         self._config = config
         self._log = coordinator_log
+        self._answered_held = False  # see answered_held
         self._mailbox_size = mailbox_size
         self._actors: dict[GroupKey, GroupActor] = {}
         # One bound method for every actor to start itself with, not one per actor (a
@@ -113,9 +114,17 @@ class GroupRegistry:
 
     def hold_writes(self) -> None:
         """Until `release_writes`, the records of inline commits may be kept to be written
-        together (CoordinatorLog.hold_appends): the gateway's reactor sends none of the replies
-        it gives meanwhile before `release_writes` returns True."""
+        together (CoordinatorLog.hold_appends): the gateway's reactor sends no reply that
+        `answered_held` marks before `release_writes` returns True."""
+        self._answered_held = False
         self._log.hold_appends()
+
+    def answered_held(self) -> bool:
+        """Whether an `answer_now` since the last call was about a group whose records are
+        held (a commit answered in the pass, or a fetch of its group after it): its reply
+        must wait for `release_writes`."""
+        answered, self._answered_held = self._answered_held, False
+        return answered
 
     def release_writes(self) -> bool:
         """Write what was held; False if some of it could not be stored. Then the actors of
@@ -138,8 +147,11 @@ class GroupRegistry:
         None, and nothing was asked (a dormant actor may have been spawned for it)."""
         actor = self._actors.get(key) or self._spawn(key)
         response = actor.answer_inline(op, trio_now)
-        if response is not None and not self._passivate_after_s:
-            self._drop_if_idle(actor)
+        if response is not None:
+            if self._log.holds(key):
+                self._answered_held = True
+            if not self._passivate_after_s:
+                self._drop_if_idle(actor)
         return response
 
     def _drop_if_idle(self, actor: GroupActor) -> None:

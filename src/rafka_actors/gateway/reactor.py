@@ -26,11 +26,13 @@ without decoding it (commit_repeat.py); the group's actor still steps it in full
 The commits of one pass over the epoll's events share one write of the coordinator log, and
 under fsync `always` one fsync (`_answer_events`, GroupRegistry.hold_writes): their records
 are kept until the pass has answered every socket, then stored, and only then do the
-replies from the pass's first commit on go out. If that fails, none of them does: their
-connections close, and the groups forget what was not stored. A commit the log cannot take
-in a pass (a batch of the flusher's is queued, under `always`) goes to the task, which
-parks here again right after answering it (`conn.parks_at_once`), so that its next commit
-shares a pass with the others.
+replies that rest on them go out: a commit's, a fetch's or a heartbeat's about a group with
+records held (GroupRegistry.answered_held), and every later one on the same connection.
+Replies about other groups go out at once. If the write fails, none of the held replies
+does: their connections close, and the groups forget what was not stored. A commit the
+log cannot take in a pass (a batch of the flusher's is queued, under `always`) goes to the
+task, which parks here again right after answering it (`conn.parks_at_once`), so that its
+next commit shares a pass with the others.
 
 The task keeps everything else: its idle clock (a fast reply restarts it, as a reply of
 its own would), connection limits, SASL (a connection that must still authenticate never
@@ -99,7 +101,6 @@ class Reactor:
         # a hang-up is reported even with no events asked for, its fd would keep firing).
         self._parked: dict[int, _Parked] = {}
         self._limit = min(ctx.config.socket_request_max_bytes, BIG_FRAME)
-        self._committed = False  # a commit was answered in this pass (_answer_events)
 
     @property
     def poller(self) -> IdlePoller | None:
@@ -185,12 +186,12 @@ class Reactor:
         """Answer what came on each socket of `events`. The records of the commits answered
         are written together once all are answered (GroupRegistry.hold_writes): with 16
         committing clients, 11 commits a pass shared one write instead of making 11. So every
-        reply from the first commit on waits for that write, in its connection's `deferred`;
-        if the write failed, those connections close instead (their clients retry)."""
+        reply about a group with records held waits for that write, in its connection's
+        `deferred`, and so do the connection's later replies; if the write failed, those
+        connections close instead (their clients retry)."""
         registry = self._ctx.groups  # (None: a context without groups, where nothing writes)
         if registry is not None:
             registry.hold_writes()
-        self._committed = False
         served: list[tuple[_Parked, list[bytes], Outcome[tuple[bytes, bytes]] | None]] = []
         now = trio.current_time()  # the pass's time: its requests came together
         try:
@@ -270,9 +271,11 @@ class Reactor:
         """Answer the whole fast frames `data` starts with, on `fd`; what the task must have
         next, or None. `replier` polls for the peer's next request after the replies; `now`
         is trio.current_time(), read once for all the frames. With
-        `deferred` (a pass of `_answer_events`), a reply given once a commit was answered in
-        the pass goes there instead, and so does every later one, to keep their order."""
+        `deferred` (a pass of `_answer_events`), a reply about a group whose records the pass
+        holds (its commit, or a fetch after it) goes there instead, and so does every later
+        one on the connection, to keep their order."""
         done, size, replied = 0, len(data), False
+        registry = self._ctx.groups
         try:
             while size - done >= 4:
                 length = int.from_bytes(data[done : done + 4], "big", signed=True)
@@ -280,13 +283,14 @@ class Reactor:
                 if not 0 < length <= self._limit or end > size:
                     break  # a bad length or a frame in pieces: the frame reader's job
                 reply = self._answer_now(data[done + 4 : end], conn, now)
+                held = registry is not None and registry.answered_held()
                 if reply is None:
                     break
                 done = end
                 if not reply:
                     continue
                 replied = True
-                if deferred is not None and (deferred or self._committed):
+                if deferred is not None and (deferred or held):
                     deferred.append(reply)
                     if conn.close_after_reply is not None:
                         return Error(CloseConnection(conn.close_after_reply))
@@ -324,7 +328,6 @@ class Reactor:
             repeated = commit_repeat.answer(conn.repeat_commit, frame, ctx, conn, now)
             if repeated is not None:
                 conn.waits_in_task = False
-                self._committed = True
                 return repeated
         conn.now_only = True
         coroutine = answer(frame, ctx, ctx.apis, conn)
@@ -333,8 +336,7 @@ class Reactor:
         except StopIteration as done:
             reply: bytes | None = done.value
             conn.waits_in_task = False
-            if api_key == COMMIT_KEY:  # (of FAST_APIS, only a commit writes records)
-                self._committed = True
+            if api_key == COMMIT_KEY:
                 conn.repeat_commit = commit_repeat.keep(frame, reply, conn)
             return b"" if reply is None else reply
         except Exception:  # NotNow, a bad frame, a handler's bug: the task tries it again
