@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .storage.coordinator_segments import DEFAULT_PREALLOCATE_BYTES, DEFAULT_SEGMENT_BYTES
+
 log = logging.getLogger(__name__)
 
 ENV_PREFIX = "RAFKA_"
@@ -144,11 +146,13 @@ class BrokerConfig:
     # The coordinator log (see actors/durable_log.py for what each fsync policy promises).
     coordinator_log_fsync: str = field(default="always", metadata=_doc("always|interval|never"))
     coordinator_log_fsync_interval_ms: int = field(default=1000, metadata=_doc("for interval"))
-    coordinator_log_segment_bytes: int = field(default=64 << 20, metadata=_doc("segment size"))
+    coordinator_log_segment_bytes: int = field(
+        default=DEFAULT_SEGMENT_BYTES, metadata=_doc("segment size")
+    )
     coordinator_log_preallocate_bytes: int = field(
         # like Kafka's log.preallocate, but on by default and a chunk at a time: an fsync that
         # finds the file's size unchanged skips a journal commit (storage/coordinator_segments.py)
-        default=1 << 20,
+        default=DEFAULT_PREALLOCATE_BYTES,
         metadata=_doc("space reserved ahead of the log's writes (0: none)"),
     )
     coordinator_log_compaction_interval_ms: int = field(
