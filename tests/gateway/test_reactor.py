@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,7 +26,7 @@ from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import Api, BrokerContext, ConnectionInfo
 from rafka_actors.gateway.idle_poll import IdlePoller
 from rafka_actors.gateway.plain_socket import PlainSocketStream
-from rafka_actors.gateway.reactor import Reactor
+from rafka_actors.gateway.reactor import PASSES_PER_TURN, Reactor
 
 from ..storage.test_coordinator_log_durable import failing
 from ..wire import request_frame
@@ -393,6 +394,32 @@ async def test_a_peer_hanging_up_while_its_task_has_the_socket_does_not_spin_the
     release.set()
     await trio.testing.wait_all_tasks_blocked()
     assert reactor._parked == {}
+
+
+class EndlessEpoll(CountingEpoll):
+    """An epoll with a request always waiting: a reactor under endless load."""
+
+    def poll(self, timeout: float) -> list[tuple[int, int]]:
+        self.polls += 1
+        return [(-1, select.EPOLLIN)]
+
+
+async def test_under_endless_requests_the_reactor_answers_a_few_passes_a_turn(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    """Passes run back to back while requests keep coming (a turn of trio's scheduler costs
+    more than a small pass), but other tasks get a turn every PASSES_PER_TURN passes."""
+    ctx.reactor = reactor = Reactor(ctx)  # in place of the fixture's, before it runs
+    reactor._epoll = EndlessEpoll(reactor._epoll)  # type: ignore[assignment]
+    passes: list[list[tuple[int, int]]] = []
+    reactor._answer_events = passes.append  # type: ignore[method-assign]
+    nursery.start_soon(reactor.run)
+    seen = []
+    for _ in range(3):
+        await trio.lowlevel.checkpoint()  # this task's turns come: the reactor yields
+        seen.append(len(passes))
+    assert all(n % PASSES_PER_TURN == 0 for n in seen)  # whole turns of passes
+    assert 0 < seen[-1] <= 3 * PASSES_PER_TURN
 
 
 def log_policy(ctx: BrokerContext) -> str:

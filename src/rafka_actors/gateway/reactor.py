@@ -76,6 +76,10 @@ log = logging.getLogger(__name__)
 # ask (ask_group_light) or none at all
 COMMIT_KEY = 8
 FAST_APIS = frozenset({COMMIT_KEY, 9, 12, 18})
+# Passes answered back to back while requests keep coming, before other tasks get a turn:
+# a turn of trio's scheduler is Python, and with 16 confluent-kafka committers (4 commits a
+# pass) it took 18% of the broker's CPU when every pass was followed by one.
+PASSES_PER_TURN = 4
 _RECEIVE = 1 << 16
 _WATCHED = select.EPOLLIN | select.EPOLLRDHUP
 
@@ -173,8 +177,11 @@ class Reactor:
             while True:
                 events = epoll.poll(0)
                 if events:
-                    self._answer_events(events)
-                    await trio.lowlevel.checkpoint()  # other tasks run between batches
+                    for _ in range(PASSES_PER_TURN):
+                        self._answer_events(events)
+                        if not (events := epoll.poll(0)):
+                            break
+                    await trio.lowlevel.checkpoint()  # other tasks run between turns
                 elif (poller := self.poller) is not None and poller.polls_for(self):
                     await trio.lowlevel.checkpoint()  # a reply just went out: keep polling
                 else:
