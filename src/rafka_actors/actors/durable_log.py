@@ -364,9 +364,9 @@ class DurableCoordinatorLog:
         return unstored
 
     def holds(self, key: GroupKey) -> bool:
-        """(Records kept by a read's early `_write_kept` that failed count too, until
-        `write_held` reports them.)"""
-        return key in self._held_keys or (bool(self._unstored) and key in self._unstored)
+        """Records that a read's early `_write_kept` failed to store count as held too, until
+        `write_held` reports them."""
+        return key in self._held_keys or key in self._unstored
 
     def _write_kept(self) -> None:
         held = self._held
