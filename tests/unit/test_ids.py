@@ -23,11 +23,11 @@ def test_a_minted_id_is_cgp_and_a_lower_case_ulid_of_now() -> None:
     assert before <= int(parsed.milliseconds) <= after
 
 
-def test_ids_minted_in_one_millisecond_differ_in_their_random_part() -> None:
+def test_minted_ids_differ_and_every_random_position_takes_every_character() -> None:
     minted = [mint_group_uuid().removeprefix(CGP_PREFIX) for _ in range(5_000)]
     assert len(set(minted)) == len(minted)
     randoms = [text[10:] for text in minted]
     assert {char for text in randoms for char in text} == CROCKFORD  # every character comes
-    # every position takes many values (a stuck position would repeat one character)
+    # (a stuck position would repeat one character)
     for position in range(16):
         assert len({text[position] for text in randoms}) == 32
