@@ -75,8 +75,8 @@ The view, start-up and compaction
 per partition of every group), which is what `records_of` and `keys` answer from; records join it
 only once written, so a restarted actor sees exactly what was acknowledged. The view keeps each
 record as its encoded entry and `records_of` decodes them; offset entries are replayed in bulk
-(storage/entry_replay.py), which is what makes start-up fast. Compaction runs in a
-worker thread (`CoordinatorSegments.compact_sealed`) every
+(storage/entry_replay.py), which is what makes start-up fast. Compaction runs in a child
+process (`CoordinatorSegments.compact_sealed_in_child`, storage/compaction_child.py) every
 ``coordinator.log.compaction.interval.ms`` if there is anything to do, and as soon as sealed
 segments nobody has compacted reach ``compaction_dirty_bytes`` (default: half a segment, so after
 every roll); tombstones are dropped ``coordinator.log.tombstone.retention.ms`` after their
@@ -574,10 +574,11 @@ class DurableCoordinatorLog:
                 log.exception("coordinator log: compaction failed; the log is unchanged")
 
     async def compact(self, now_ms: int | None = None) -> CompactionStats:
-        """Compact the sealed segments now, in a worker thread."""
+        """Compact the sealed segments now, in a child process (a worker thread waits for it):
+        in a thread of ours, compaction would hold the GIL for seconds (compaction_child.py)."""
         stats = await trio.to_thread.run_sync(
             partial(
-                self._segments.compact_sealed,
+                self._segments.compact_sealed_in_child,
                 entry_compaction_key,
                 now_ms=_wall_ms() if now_ms is None else now_ms,
                 tombstone_retention_ms=self._retention_ms,

@@ -71,16 +71,24 @@ and the changes go oldest segment first. A crash at any point leaves a prefix of
 compacted and the rest original, which replays to the same state: every entry dropped from the
 prefix is superseded by an entry that is still there (in the prefix, or in an original later
 segment), and replaying an original segment again after the merged copy of it is idempotent.
-Only sealed segments are read, so compaction runs in a worker thread while appends go on; the
-list of segments is the only shared state and is changed under a lock.
+Only sealed segments are read, so compaction runs beside the appends: `compact_sealed` in a
+worker thread, where the list of segments is the only shared state and is changed under a
+lock, or `compact_sealed_in_child` in a child process (storage/compaction_child.py), after
+which this process takes the sealed segments the child reports. The broker uses the child:
+a 64 MiB segment takes seconds to compact, and a thread of a mypyc-compiled module holds the
+GIL for all of them (a client's committed() took up to 2.2 s during one; 9-17 ms with the
+child).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import struct
+import subprocess
+import sys
 import threading
 from array import array
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -429,7 +437,7 @@ class CoordinatorSegments:
         self._segment_bytes = segment_bytes
         self._preallocate_bytes = preallocate_bytes
         self._skip = skip_corruption
-        self._lock = threading.Lock()  # guards _sealed (compaction runs in another thread)
+        self._lock = threading.Lock()  # guards _sealed (compact_sealed may run in another thread)
         self._compacting = threading.Lock()
         self._sealed = sealed
         self._active = active
@@ -640,29 +648,156 @@ class CoordinatorSegments:
         """Rewrite the sealed segments down to their live entries (see the module docstring).
 
         ``key_of`` gives a payload's (hierarchical key, is a tombstone). Safe to run in a worker
-        thread while another thread appends; one compaction runs at a time.
+        thread while another thread appends; one compaction runs at a time. Its CPU is this
+        process's: `compact_sealed_in_child` keeps it off the event loop.
         """
+        with self._compacting:
+            compaction = Compaction(
+                self._dir, self._sealed, self._lock, self._segment_bytes, self._skip
+            )
+            return compaction.run(
+                key_of, now_ms=now_ms, tombstone_retention_ms=tombstone_retention_ms
+            )
+
+    def compact_sealed_in_child(
+        self,
+        key_of: KeyOf,
+        *,
+        now_ms: int,
+        tombstone_retention_ms: int,
+        command: Sequence[str] | None = None,
+    ) -> CompactionStats:
+        """`compact_sealed` done by a child process (storage/compaction_child.py), which
+        rewrites the files exactly as `compact_sealed` would; this process then takes the
+        sealed segments it reports. Blocks until the child is done: call it from a worker
+        thread. ``key_of`` must be importable by its module and name; ``command`` replaces
+        the child's program, for tests. If the child fails, the sealed segments are read
+        again from the directory (it may have compacted some of them) and
+        CoordinatorLogError is raised.
+        """
+        name = f"{key_of.__module__}:{key_of.__qualname__}"
+        if "<" in name:
+            raise ValueError(f"key_of {name} cannot be imported by a child process")
         with self._compacting:
             with self._lock:
                 sealed = list(self._sealed)
             if not sealed:
                 return CompactionStats()
-            index = _Index()
-            scans = [_Scan(seg, index, key_of, self._skip) for seg in sealed]
-            horizon_ns = (now_ms - tombstone_retention_ms) * 1_000_000
-            kept = [scan.kept(index, scan.segment.mtime_ns <= horizon_ns) for scan in scans]
-            written = sum(self._commit(group) for group in _merge_groups(kept, self._segment_bytes))
-            with self._lock:  # segments sealed meanwhile sort after the ones we compacted
-                after = [s for s in self._sealed if s.first_sequence <= sealed[-1].first_sequence]
-            return CompactionStats(
-                segments_before=len(sealed),
-                segments_after=len(after),
-                bytes_before=sum(scan.size for scan in scans),
-                bytes_after=sum(s.size for s in after),
-                entries_before=sum(len(scan.kids) for scan in scans),
-                entries_after=sum(k.entries for k in kept),
-                files_written=written,
-            )
+            request = {
+                "parent": os.getpid(),
+                "directory": str(self._dir),
+                "segment_bytes": self._segment_bytes,
+                "skip_corruption": self._skip,
+                "key_of": name,
+                "now_ms": now_ms,
+                "tombstone_retention_ms": tombstone_retention_ms,
+                "sealed": [segment_row(segment) for segment in sealed],
+            }
+            try:
+                done = subprocess.run(
+                    list(command or _CHILD),
+                    input=json.dumps(request).encode(),
+                    capture_output=True,
+                    env=_child_environment(),
+                    check=False,
+                )
+            except OSError as exc:
+                raise CoordinatorLogError(f"cannot start a compaction process: {exc}") from exc
+            for line in done.stderr.decode(errors="replace").splitlines():
+                log.warning("compaction process: %s", line)
+            try:
+                if done.returncode != 0:
+                    raise ValueError(f"it exited with {done.returncode}")
+                answer = json.loads(done.stdout)
+                compacted = [segment_from_row(self._dir, row) for row in answer["sealed"]]
+                stats = CompactionStats(**answer["stats"])
+            except (ValueError, KeyError, TypeError) as exc:
+                self._reread_sealed(len(sealed))
+                raise CoordinatorLogError(f"compaction process failed: {exc}") from exc
+            with self._lock:  # segments sealed meanwhile sort after the ones it compacted
+                self._sealed[: len(sealed)] = compacted
+            return stats
+
+    def _reread_sealed(self, count: int) -> None:
+        """The first `count` sealed segments as the directory has them now."""
+        with self._lock:
+            again = []
+            for segment in self._sealed[:count]:
+                try:
+                    stat = segment.path.stat()
+                except FileNotFoundError:
+                    continue  # deleted by the compaction
+                again.append(
+                    _Segment(segment.first_sequence, segment.path, stat.st_size, stat.st_mtime_ns)
+                )
+            self._sealed[:count] = again
+
+
+_CHILD = (sys.executable, "-m", "rafka_actors.storage.compaction_child")
+
+
+def _child_environment() -> dict[str, str]:
+    """This process's environment, with this package first on the child's import path."""
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": root if not path else root + os.pathsep + path}
+
+
+def segment_row(segment: _Segment) -> list[int | bool]:
+    return [
+        segment.first_sequence,
+        segment.size,
+        segment.mtime_ns,
+        segment.clean,
+        segment.tombstones,
+    ]
+
+
+def segment_from_row(directory: Path, row: list[Any]) -> _Segment:
+    first, size, mtime_ns, clean, tombstones = row
+    return _Segment(first, directory / _segment_name(first), size, mtime_ns, clean, tombstones)
+
+
+class Compaction:
+    """One compaction of a list of sealed segments, changed in place under `lock` (the
+    module docstring says how): the broker's own list in a worker thread, or a copy of it in
+    a child process (compaction_child.py)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        sealed: list[_Segment],
+        lock: threading.Lock,
+        segment_bytes: int,
+        skip: bool,
+    ) -> None:
+        self._dir = directory
+        self._sealed = sealed
+        self._lock = lock
+        self._segment_bytes = segment_bytes
+        self._skip = skip
+
+    def run(self, key_of: KeyOf, *, now_ms: int, tombstone_retention_ms: int) -> CompactionStats:
+        with self._lock:
+            sealed = list(self._sealed)
+        if not sealed:
+            return CompactionStats()
+        index = _Index()
+        scans = [_Scan(seg, index, key_of, self._skip) for seg in sealed]
+        horizon_ns = (now_ms - tombstone_retention_ms) * 1_000_000
+        kept = [scan.kept(index, scan.segment.mtime_ns <= horizon_ns) for scan in scans]
+        written = sum(self._commit(group) for group in _merge_groups(kept, self._segment_bytes))
+        with self._lock:  # segments sealed meanwhile sort after the ones we compacted
+            after = [s for s in self._sealed if s.first_sequence <= sealed[-1].first_sequence]
+        return CompactionStats(
+            segments_before=len(sealed),
+            segments_after=len(after),
+            bytes_before=sum(scan.size for scan in scans),
+            bytes_after=sum(s.size for s in after),
+            entries_before=sum(len(scan.kids) for scan in scans),
+            entries_after=sum(k.entries for k in kept),
+            files_written=written,
+        )
 
     def _commit(self, group: list[_Kept]) -> int:
         """Replace a run of sealed segments by their merged output; returns files written."""
