@@ -162,6 +162,12 @@ class _Segment:
     tombstones: int = 0  # tombstones it holds (known for clean segments only)
 
 
+def _segment_on_disk(first_sequence: int, path: Path) -> _Segment:
+    """The segment as its file is now (not known to be clean: no compaction vouches for it)."""
+    stat = path.stat()
+    return _Segment(first_sequence, path, stat.st_size, stat.st_mtime_ns)
+
+
 def _segment_name(first_sequence: int) -> str:
     return f"{first_sequence:020d}{SUFFIX}"
 
@@ -474,8 +480,7 @@ class CoordinatorSegments:
         for i, (first, path) in enumerate(files):
             last = i == len(files) - 1
             count = _replay_segment(path, decode, apply, last=last, skip=skip_corruption, bulk=bulk)
-            stat = path.stat()
-            segments.append(_Segment(first, path, stat.st_size, stat.st_mtime_ns))
+            segments.append(_segment_on_disk(first, path))
         return cls(
             directory,
             segments,
@@ -724,12 +729,9 @@ class CoordinatorSegments:
             again = []
             for segment in self._sealed[:count]:
                 try:
-                    stat = segment.path.stat()
+                    again.append(_segment_on_disk(segment.first_sequence, segment.path))
                 except FileNotFoundError:
                     continue  # deleted by the compaction
-                again.append(
-                    _Segment(segment.first_sequence, segment.path, stat.st_size, stat.st_mtime_ns)
-                )
             self._sealed[:count] = again
 
 
