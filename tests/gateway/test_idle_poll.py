@@ -3,6 +3,8 @@ until the next reply (gateway/idle_poll.py). Time here is a fake clock the test 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import trio
 import trio.testing
@@ -58,6 +60,28 @@ async def test_the_poller_stays_runnable_for_its_budget_after_a_reply_and_then_s
         await passes(5)
         assert clock.reads > spent + 3
         nursery.cancel_scope.cancel()  # cancellable while polling
+
+
+async def test_every_turn_of_polling_first_offers_the_core_to_another_thread() -> None:
+    """A client the kernel put on the broker's core must not wait out the budget."""
+    clock = Clock()
+    gave_way: list[float] = []
+    poller = IdlePoller(100e-6, now=clock, give_way=lambda: gave_way.append(clock.now))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(poller.run)
+        await passes(10)
+        assert gave_way == []  # asleep: no turns
+
+        poller.replied()
+        await passes(10)
+        assert len(gave_way) >= 9  # once a pass while it polls
+
+        clock.now = 100e-6  # the budget has run out
+        await passes(3)
+        spent = len(gave_way)
+        await passes(10)
+        assert len(gave_way) == spent
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_stream_polling_for_itself_has_the_budget_and_the_task_sleeps() -> None:
@@ -145,4 +169,5 @@ async def test_the_setting_starts_a_poller_or_none(value: str, on: bool) -> None
         assert (poller is not None) == on
         if poller is not None:
             assert poller.budget_s == pytest.approx(100e-6)
+            assert poller._give_way is os.sched_yield
         nursery.cancel_scope.cancel()

@@ -354,6 +354,43 @@ async def test_a_task_that_replied_polls_its_socket_then_parks_in_the_reactor(
     clock.now = 2.0
 
 
+async def test_the_reactor_and_a_polling_socket_give_the_core_away_at_every_turn(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    """Whichever polls, it offers the core to other threads before each pass (idle_poll.py)."""
+    clock = Clock()
+    turns: list[None] = []
+    ctx.idle_poll = poller = IdlePoller(100e-6, now=clock, give_way=lambda: turns.append(None))
+    reactor = ctx.reactor
+    assert reactor is not None
+    ours, theirs = trio.socket.socketpair()
+    stream = PlainSocketStream(trio.SocketStream(ours), poller)
+    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, ConnectionInfo("10.0.0.7", 5))
+    client = Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
+    await client.call(METADATA)  # answered by the task, which then polls its socket
+    before = len(turns)
+    for _ in range(20):
+        await trio.lowlevel.checkpoint()
+    assert poller.polls_for(stream) and len(turns) - before >= 19
+    await client.call(fetch_req(7, {"t": [0]}))  # caught by the polling task
+
+    clock.now = 1.0  # the budget is over: the task parks in the reactor
+    await trio.testing.wait_all_tasks_blocked()
+    assert list(reactor._parked) == [stream.fileno()]
+    await client.call(fetch_req(7, {"t": [0]}))  # answered by the reactor, which polls
+    before = len(turns)
+    for _ in range(20):
+        await trio.lowlevel.checkpoint()
+    assert poller.polls_for(reactor) and len(turns) - before >= 19
+
+    clock.now = 2.0
+    await trio.testing.wait_all_tasks_blocked()
+    before = len(turns)
+    for _ in range(20):
+        await trio.lowlevel.checkpoint()
+    assert len(turns) == before  # nobody polls: nobody gives way
+
+
 class CountingEpoll:
     """The reactor's epoll, counting its polls."""
 

@@ -20,10 +20,18 @@ pass of trio's scheduler, and a scheduler with a runnable task polls epoll witho
 sleeping. It never delays other tasks (they run between its yields), costs nothing while no
 replies go out, and at most one budget of CPU per reply. Real time, not trio's clock: under
 a test's MockClock trio's time stands still while a task is runnable.
+
+Every turn of polling first offers the core to any other thread waiting for it
+(`sched_yield`), so polling never delays another process, such as the client itself when
+the kernel puts it on the broker's core. That happened after every pause of a second or
+more on the 2-core machine: for the next 40 ms or so a quarter of a synchronous client's
+OffsetFetches took 0.15-0.25 ms instead of 0.07, each waiting out the broker's budget
+(docs/performance.md, session 23).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -31,9 +39,15 @@ import trio
 
 
 class IdlePoller:
-    def __init__(self, budget_s: float, now: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        budget_s: float,
+        now: Callable[[], float] = time.perf_counter,
+        give_way: Callable[[], None] = os.sched_yield,
+    ) -> None:
         self.budget_s = budget_s
         self._now = now
+        self._give_way = give_way  # lets a thread waiting for this core run first
         self._until = 0.0  # poll until then (self._now's time)
         self._asleep: trio.Event | None = None  # set to wake the parked poller
         self._by: object | None = None  # the stream polling for itself, if any
@@ -51,10 +65,16 @@ class IdlePoller:
         """Whether `by` sent the latest reply and its budget lasts."""
         return self._by is by and self._now() < self._until
 
+    async def poll_again(self) -> None:
+        """One turn of polling: the core to whoever waits for it, then one pass of trio's
+        scheduler, which polls epoll without sleeping as long as the caller is runnable."""
+        self._give_way()
+        await trio.lowlevel.checkpoint()
+
     async def run(self) -> None:
         while True:
             if self._by is None and self._now() < self._until:
-                await trio.lowlevel.checkpoint()  # cancellable: shutdown may come mid-budget
+                await self.poll_again()  # cancellable: shutdown may come mid-budget
             else:
                 self._asleep = trio.Event()
                 await self._asleep.wait()

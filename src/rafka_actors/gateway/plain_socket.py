@@ -35,7 +35,6 @@ import os
 import trio
 from trio.lowlevel import (
     cancel_shielded_checkpoint,
-    checkpoint,
     checkpoint_if_cancelled,
     wait_readable,
     wait_writable,
@@ -95,7 +94,7 @@ class PlainSocketStream(trio.abc.Stream):
             poller = self.poller
             while True:
                 if poller is not None and poller.polls_for(self):
-                    await checkpoint()  # our reply was the latest: the peer's is near
+                    await poller.poll_again()  # our reply was the latest: the peer's is near
                 elif wait:
                     await wait_readable(self._fd())
                 else:

@@ -183,7 +183,7 @@ class Reactor:
                             break
                     await trio.lowlevel.checkpoint()  # other tasks run between turns
                 elif (poller := self.poller) is not None and poller.polls_for(self):
-                    await trio.lowlevel.checkpoint()  # a reply just went out: keep polling
+                    await poller.poll_again()  # a reply just went out: keep polling
                 else:
                     await trio.lowlevel.wait_readable(epoll.fileno())
         finally:
