@@ -12,7 +12,7 @@ import trio.testing
 from rafka_actors.config import load_config
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
-from rafka_actors.gateway.idle_poll import IdlePoller
+from rafka_actors.gateway.idle_poll import CROWD_WINDOW_PASSES, IdlePoller
 from rafka_actors.gateway.plain_socket import PlainSocketStream
 from rafka_actors.gateway.server import _idle_poller
 
@@ -82,6 +82,52 @@ async def test_every_turn_of_polling_first_offers_the_core_to_another_thread() -
         await passes(10)
         assert len(gave_way) == spent
         nursery.cancel_scope.cancel()
+
+
+def events(*fds: int) -> list[tuple[int, int]]:
+    return [(fd, 1) for fd in fds]
+
+
+async def test_with_as_many_peers_as_cores_in_a_window_replies_start_no_budget() -> None:
+    """Polling would take a core the clients need: the poller sits out while a window of
+    the reactor's passes answered as many sockets as there are cores."""
+    clock = Clock()
+    poller = IdlePoller(100e-6, now=clock, give_way=lambda: None, cores=2)
+    for _ in range(CROWD_WINDOW_PASSES - 1):
+        poller.passed(events(7, 8))
+    poller.replied()
+    assert not poller.crowded and poller.polls_for(None)  # the window is not over yet
+
+    poller.passed(events(7))  # the window's last pass: two peers in it
+    assert poller.crowded
+    poller.replied()
+    assert not poller.polls_for(None)
+    poller.replied(by=poller)
+    assert not poller.polls_for(poller)  # nor does a stream poll for itself
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(poller.run)
+        await passes(3)
+        asleep = clock.reads
+        await passes(10)
+        assert clock.reads == asleep  # the task sleeps through replies
+        poller.replied()
+        await passes(10)
+        assert clock.reads <= asleep + 2
+        nursery.cancel_scope.cancel()
+
+    for _ in range(CROWD_WINDOW_PASSES):  # a window with one peer: polling again
+        poller.passed(events(7))
+    assert not poller.crowded
+    poller.replied()
+    assert poller.polls_for(None)
+
+
+def test_one_peer_per_core_but_one_keeps_polling_on() -> None:
+    poller = IdlePoller(100e-6, cores=4)
+    for i in range(CROWD_WINDOW_PASSES):
+        poller.passed(events(10 + i % 3))  # three peers, four cores
+    assert not poller.crowded
+    assert IdlePoller(1e-4)._cores == len(os.sched_getaffinity(0))
 
 
 async def test_a_stream_polling_for_itself_has_the_budget_and_the_task_sleeps() -> None:

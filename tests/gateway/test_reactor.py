@@ -24,7 +24,7 @@ from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import Api, BrokerContext, ConnectionInfo
-from rafka_actors.gateway.idle_poll import IdlePoller
+from rafka_actors.gateway.idle_poll import CROWD_WINDOW_PASSES, IdlePoller
 from rafka_actors.gateway.plain_socket import PlainSocketStream
 from rafka_actors.gateway.reactor import PASSES_PER_TURN, Reactor
 
@@ -389,6 +389,24 @@ async def test_the_reactor_and_a_polling_socket_give_the_core_away_at_every_turn
     for _ in range(20):
         await trio.lowlevel.checkpoint()
     assert len(turns) == before  # nobody polls: nobody gives way
+
+
+async def test_the_reactor_counts_its_peers_and_two_on_two_cores_stop_the_polling(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    """Each pass tells the poller which sockets it answered (IdlePoller.passed)."""
+    ctx.idle_poll = poller = IdlePoller(100e-6, now=Clock(), give_way=lambda: None, cores=2)
+    reactor = ctx.reactor
+    assert reactor is not None
+    one, two = await plain_client(ctx, nursery), await plain_client(ctx, nursery)
+    for _ in range(CROWD_WINDOW_PASSES):
+        await one.call(fetch_req(7, {"t": [0]}))
+        await two.call(fetch_req(7, {"t": [0]}))
+    assert len(reactor._parked) == 2 and poller.crowded
+    assert not poller.polls_for(reactor)  # its latest reply started no budget
+    for _ in range(CROWD_WINDOW_PASSES * 2):  # one of them gone quiet: polling again
+        await one.call(fetch_req(7, {"t": [0]}))
+    assert not poller.crowded and poller.polls_for(reactor)
 
 
 class CountingEpoll:

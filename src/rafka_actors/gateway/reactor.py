@@ -40,7 +40,8 @@ parks here), TLS (never parks here), and closing. With tracing on nothing is ans
 here: a request tried and handed back would leave a failed span behind.
 
 Idle polling (idle_poll.py): after its own replies the reactor keeps polling its epoll for
-the budget. A task that has just sent a reply does not park at once: its socket polls
+the budget; each pass tells the poller which sockets it answered, so that polling stops
+while as many peers as cores keep the machine busy. A task that has just sent a reply does not park at once: its socket polls
 itself for the budget, as without the reactor, and the task answers what comes then; it
 parks here once the budget is over (or another reply was sent since).
 
@@ -213,6 +214,8 @@ class Reactor:
                 handed = self._send_deferred(parked.fd, deferred, handed, stored)
             if handed is not None:
                 self._hand_back(parked, handed)
+        if self.poller is not None:
+            self.poller.passed(events)
 
     def _serve(
         self, fd: int, now: float
