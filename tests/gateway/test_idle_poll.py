@@ -12,7 +12,7 @@ import trio.testing
 from rafka_actors.config import load_config
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
-from rafka_actors.gateway.idle_poll import CROWD_WINDOW_PASSES, IdlePoller
+from rafka_actors.gateway.idle_poll import CROWD_WINDOW_PASSES, IdlePoller, usable_cores
 from rafka_actors.gateway.plain_socket import PlainSocketStream
 from rafka_actors.gateway.server import _idle_poller
 
@@ -127,7 +127,7 @@ def test_one_peer_per_core_but_one_keeps_polling_on() -> None:
     for i in range(CROWD_WINDOW_PASSES):
         poller.passed(events(10 + i % 3))  # three peers, four cores
     assert not poller.crowded
-    assert IdlePoller(1e-4)._cores == len(os.sched_getaffinity(0))
+    assert IdlePoller(1e-4)._cores == usable_cores() == len(os.sched_getaffinity(0))
 
 
 async def test_a_stream_polling_for_itself_has_the_budget_and_the_task_sleeps() -> None:

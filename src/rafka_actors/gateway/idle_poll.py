@@ -58,7 +58,7 @@ class IdlePoller:
         self.budget_s = budget_s
         self._now = now
         self._give_way = give_way  # lets a thread waiting for this core run first
-        self._cores = len(os.sched_getaffinity(0)) if cores is None else cores
+        self._cores = usable_cores() if cores is None else cores
         self._peers: set[int] = set()  # sockets answered in this window of passes
         self._passes = 0  # passes in this window
         self.crowded = False  # as many peers as cores in the last window: no polling
@@ -104,3 +104,11 @@ class IdlePoller:
             else:
                 self._asleep = trio.Event()
                 await self._asleep.wait()
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (Linux only)
+        return os.cpu_count() or 1

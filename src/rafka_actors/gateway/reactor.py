@@ -41,9 +41,10 @@ here: a request tried and handed back would leave a failed span behind.
 
 Idle polling (idle_poll.py): after its own replies the reactor keeps polling its epoll for
 the budget; each pass tells the poller which sockets it answered, so that polling stops
-while as many peers as cores keep the machine busy. A task that has just sent a reply does not park at once: its socket polls
-itself for the budget, as without the reactor, and the task answers what comes then; it
-parks here once the budget is over (or another reply was sent since).
+while as many peers as cores keep the machine busy. A task that has just sent a reply does
+not park at once: its socket polls itself for the budget, as without the reactor, and the
+task answers what comes then; it parks here once the budget is over (or another reply was
+sent since).
 
 A connection whose latest request the reactor could not answer (`conn.waits_in_task`:
 Produce, Fetch, JoinGroup) does not park here at all: its task
