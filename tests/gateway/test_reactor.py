@@ -111,10 +111,17 @@ def record_fast_answers(reactor: Reactor) -> list[bytes | None]:
 
 
 async def plain_client(ctx: BrokerContext, nursery: trio.Nursery) -> Client:
+    return plain_connection(ctx, nursery)[1]
+
+
+def plain_connection(
+    ctx: BrokerContext, nursery: trio.Nursery, port: int = 1
+) -> tuple[PlainSocketStream, Client]:
+    """A connection over a socket pair, served with `ctx.idle_poll`: its stream and client."""
     ours, theirs = trio.socket.socketpair()
     stream = PlainSocketStream(trio.SocketStream(ours), ctx.idle_poll)
-    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, ConnectionInfo("10.0.0.7", 1))
-    return Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
+    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, ConnectionInfo("10.0.0.7", port))
+    return stream, Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
 
 
 async def memory_client(ctx: BrokerContext, nursery: trio.Nursery) -> Client:
@@ -315,10 +322,7 @@ async def test_fast_replies_poll_in_the_reactor_and_a_tasks_reply_on_its_own_soc
     """Whoever sent the latest reply polls for the peer's next request: a task that parked
     in a sleeping reactor right after its reply would wait for a sleeping core to wake."""
     ctx.idle_poll = poller = Recording(100e-6)
-    ours, theirs = trio.socket.socketpair()
-    stream = PlainSocketStream(trio.SocketStream(ours), poller)
-    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, ConnectionInfo("10.0.0.7", 3))
-    client = Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
+    stream, client = plain_connection(ctx, nursery, 3)
     await client.call(fetch_req(7, {"t": [0]}))
     await client.call(METADATA)
     await trio.testing.wait_all_tasks_blocked()
@@ -332,10 +336,7 @@ async def test_a_task_that_replied_polls_its_socket_then_parks_in_the_reactor(
     ctx.idle_poll = poller = IdlePoller(100e-6, now=clock)
     reactor = ctx.reactor
     assert reactor is not None
-    ours, theirs = trio.socket.socketpair()
-    stream = PlainSocketStream(trio.SocketStream(ours), poller)
-    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, ConnectionInfo("10.0.0.7", 4))
-    client = Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
+    stream, client = plain_connection(ctx, nursery, 4)
     answered_fast = record_fast_answers(reactor)
     await client.call(METADATA)  # answered by the task, which then polls its socket
     for _ in range(20):
@@ -363,10 +364,7 @@ async def test_the_reactor_and_a_polling_socket_give_the_core_away_at_every_turn
     ctx.idle_poll = poller = IdlePoller(100e-6, now=clock, give_way=lambda: turns.append(None))
     reactor = ctx.reactor
     assert reactor is not None
-    ours, theirs = trio.socket.socketpair()
-    stream = PlainSocketStream(trio.SocketStream(ours), poller)
-    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, ConnectionInfo("10.0.0.7", 5))
-    client = Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
+    stream, client = plain_connection(ctx, nursery, 5)
     await client.call(METADATA)  # answered by the task, which then polls its socket
     before = len(turns)
     for _ in range(20):
