@@ -26,7 +26,7 @@ import time
 import trio
 
 from rafka_actors.bench.brokers import parse_brokers, running, split_broker_list
-from rafka_actors.bench.scale_workloads import _commit_all, _fetch_random
+from rafka_actors.bench.scale_workloads import commit_all, fetch_random
 
 FETCHES = 1_000
 SLOW_MS = 0.15
@@ -45,12 +45,12 @@ def main() -> None:
         targets = [(b.name, stack.enter_context(running(b))) for b in brokers]
         for name, target in targets:
             started = time.perf_counter()
-            trio.run(_commit_all, target.bootstrap, "p", args.groups)
+            trio.run(commit_all, target.bootstrap, "p", args.groups)
             print(f"{name}: {args.groups} groups in {time.perf_counter() - started:.1f} s")
         for pause in pauses:
             for name, target in targets:
                 time.sleep(pause)  # every broker sits idle for the pause before its round
-                latencies = trio.run(_fetch_random, target.bootstrap, "p", args.groups, FETCHES)
+                latencies = trio.run(fetch_random, target.bootstrap, "p", args.groups, FETCHES)
                 print(_round(name, pause, [s * 1000 for s in latencies]), flush=True)
 
 

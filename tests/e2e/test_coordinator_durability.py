@@ -190,7 +190,7 @@ def _frozen(broker: BrokerProcess) -> int:
 def test_a_restart_freezes_the_replayed_groups_out_of_the_collector(broker: BrokerProcess) -> None:
     """Full collections would walk every replayed group on and on (gc_policy.py)."""
     empty = _frozen(broker)
-    trio.run(scale_workloads._commit_all, broker.bootstrap, "frozen", 3_000)
+    trio.run(scale_workloads.commit_all, broker.bootstrap, "frozen", 3_000)
     broker.stop()
     broker.lines.clear()
     broker.start()

@@ -304,14 +304,14 @@ def many_groups(target: Target, opts: Options, *, groups: int | None = None) -> 
     async def main() -> None:
         before = rss_bytes(target.pid) if target.pid else None
         start = time.perf_counter()
-        await _commit_all(target.bootstrap, prefix, n)
+        await commit_all(target.bootstrap, prefix, n)
         got["rate"] = n / (time.perf_counter() - start)
         await trio.sleep(1.0)
         after = rss_bytes(target.pid) if target.pid else None
         if before is not None and after is not None:
             got["per_group"] = (after - before) / n
             got["rss"] = after / 2**20
-        latencies = await _fetch_random(target.bootstrap, prefix, n, fetches)
+        latencies = await fetch_random(target.bootstrap, prefix, n, fetches)
         got["p50"] = percentile(latencies, 50) * 1000
         got["p99"] = percentile(latencies, 99) * 1000
 
@@ -357,7 +357,7 @@ def _commit(
     )
 
 
-async def _commit_all(bootstrap: str, prefix: str, n: int) -> None:
+async def commit_all(bootstrap: str, prefix: str, n: int) -> None:
     conn = await Connection.open(bootstrap)
     try:
         await create_topic(conn, TOPIC, 1)
@@ -380,7 +380,7 @@ async def _commit_all(bootstrap: str, prefix: str, n: int) -> None:
             nursery.start_soon(worker, range(c, n, G_CONNECTIONS))
 
 
-async def _fetch_random(bootstrap: str, prefix: str, n: int, fetches: int) -> list[float]:
+async def fetch_random(bootstrap: str, prefix: str, n: int, fetches: int) -> list[float]:
     conn = await Connection.open(bootstrap)
     nested = schema(OFFSET_FETCH, conn.version(OFFSET_FETCH))
     topics = (nested.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=(0,)),)

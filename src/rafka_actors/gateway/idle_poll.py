@@ -110,5 +110,5 @@ def usable_cores() -> int:
     """The cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
-    except AttributeError:  # (Linux only)
+    except AttributeError:  # sched_getaffinity is Linux's
         return os.cpu_count() or 1

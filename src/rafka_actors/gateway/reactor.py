@@ -215,8 +215,8 @@ class Reactor:
                 handed = self._send_deferred(parked.fd, deferred, handed, stored)
             if handed is not None:
                 self._hand_back(parked, handed)
-        if self.poller is not None:
-            self.poller.passed(events)
+        if (poller := self.poller) is not None:
+            poller.passed(events)
 
     def _serve(
         self, fd: int, now: float
