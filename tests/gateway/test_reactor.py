@@ -449,6 +449,26 @@ async def test_a_peer_hanging_up_while_its_task_has_the_socket_does_not_spin_the
     assert reactor._parked == {}
 
 
+async def test_a_pass_that_leaves_nothing_waiting_is_followed_by_sleep_not_a_turn(
+    ctx: BrokerContext, nursery: trio.Nursery
+) -> None:
+    """Waiting on its epoll lets the other tasks run anyway: a turn of trio's scheduler
+    first (2.5 us of Python) and one more empty poll would only delay the sleep."""
+    ctx.idle_poll = None
+    ctx.reactor = reactor = Reactor(ctx)  # in place of the fixture's, before it runs
+    reactor._epoll = epoll = CountingEpoll(reactor._epoll)  # type: ignore[assignment]
+    nursery.start_soon(reactor.run)
+    client = await plain_client(ctx, nursery)
+    await client.call(fetch_req(7, {"t": [0]}))
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(reactor._parked) == 1
+    for _ in range(3):
+        before = epoll.polls
+        await client.call(fetch_req(7, {"t": [0]}))
+        await trio.testing.wait_all_tasks_blocked()
+        assert epoll.polls - before == 2  # the pass's, and the one that found nothing more
+
+
 class EndlessEpoll(CountingEpoll):
     """An epoll with a request always waiting: a reactor under endless load."""
 

@@ -183,8 +183,12 @@ class Reactor:
                         self._answer_events(events)
                         if not (events := epoll.poll(0)):
                             break
-                    await trio.lowlevel.checkpoint()  # other tasks run between turns
-                elif (poller := self.poller) is not None and poller.polls_for(self):
+                    else:
+                        await trio.lowlevel.checkpoint()  # other tasks run between turns
+                        continue
+                # Nothing more came: polling on or sleeping lets the other tasks run too,
+                # without a turn of the scheduler first.
+                if (poller := self.poller) is not None and poller.polls_for(self):
                     await poller.poll_again()  # a reply just went out: keep polling
                 else:
                     await trio.lowlevel.wait_readable(epoll.fileno())
