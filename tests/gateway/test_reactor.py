@@ -422,6 +422,17 @@ class CountingEpoll:
         return getattr(self._epoll, name)
 
 
+def reactor_on(
+    ctx: BrokerContext, nursery: trio.Nursery, epoll_type: type[CountingEpoll]
+) -> tuple[Reactor, CountingEpoll]:
+    """A reactor in place of the fixture's, polling through `epoll_type` (started, not yet
+    run: what the caller sets on it before its next checkpoint holds from the first pass)."""
+    ctx.reactor = reactor = Reactor(ctx)
+    reactor._epoll = epoll = epoll_type(reactor._epoll)  # type: ignore[assignment]
+    nursery.start_soon(reactor.run)
+    return reactor, epoll
+
+
 async def test_a_peer_hanging_up_while_its_task_has_the_socket_does_not_spin_the_reactor(
     ctx: BrokerContext, nursery: trio.Nursery
 ) -> None:
@@ -433,9 +444,7 @@ async def test_a_peer_hanging_up_while_its_task_has_the_socket_does_not_spin_the
         await release.wait()
 
     ctx.apis = {**API_TABLE, 3: Api(3, "Metadata", 0, 13, slow_metadata)}
-    ctx.reactor = reactor = Reactor(ctx)  # in place of the fixture's, before it runs
-    reactor._epoll = epoll = CountingEpoll(reactor._epoll)  # type: ignore[assignment]
-    nursery.start_soon(reactor.run)
+    reactor, epoll = reactor_on(ctx, nursery, CountingEpoll)
     client = await plain_client(ctx, nursery)
     await send_together(client, [METADATA])
     await trio.testing.wait_all_tasks_blocked()  # the task is inside slow_metadata
@@ -455,9 +464,7 @@ async def test_a_pass_that_leaves_nothing_waiting_is_followed_by_sleep_not_a_tur
     """Waiting on its epoll lets the other tasks run anyway: a turn of trio's scheduler
     first (2.5 us of Python) and one more empty poll would only delay the sleep."""
     ctx.idle_poll = None
-    ctx.reactor = reactor = Reactor(ctx)  # in place of the fixture's, before it runs
-    reactor._epoll = epoll = CountingEpoll(reactor._epoll)  # type: ignore[assignment]
-    nursery.start_soon(reactor.run)
+    reactor, epoll = reactor_on(ctx, nursery, CountingEpoll)
     client = await plain_client(ctx, nursery)
     await client.call(fetch_req(7, {"t": [0]}))
     await trio.testing.wait_all_tasks_blocked()
@@ -482,11 +489,9 @@ async def test_under_endless_requests_the_reactor_answers_a_few_passes_a_turn(
 ) -> None:
     """Passes run back to back while requests keep coming (a turn of trio's scheduler costs
     more than a small pass), but other tasks get a turn every PASSES_PER_TURN passes."""
-    ctx.reactor = reactor = Reactor(ctx)  # in place of the fixture's, before it runs
-    reactor._epoll = EndlessEpoll(reactor._epoll)  # type: ignore[assignment]
+    reactor, _ = reactor_on(ctx, nursery, EndlessEpoll)
     passes: list[list[tuple[int, int]]] = []
     reactor._answer_events = passes.append  # type: ignore[method-assign]
-    nursery.start_soon(reactor.run)
     seen = []
     for _ in range(3):
         await trio.lowlevel.checkpoint()  # this task's turns come: the reactor yields
