@@ -40,6 +40,7 @@ HOT_MODULES = (
     "group.latest",
     "group.effects",
     "storage.coordinator_records",
+    "storage.commit_entry",
     "storage.coordinator_segments",
 )
 

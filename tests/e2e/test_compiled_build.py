@@ -102,3 +102,30 @@ def test_the_end_to_end_tests_pass_against_the_compiled_broker(compiled_src: Pat
     )
     assert done.returncode == 0, done.stdout[-8000:]
     assert " passed" in done.stdout.splitlines()[-1]
+
+
+@pytest.mark.timeout(600)
+def test_the_compiled_commit_entry_writes_the_bytes_cbor2_writes(compiled_src: Path) -> None:
+    # storage/commit_entry.py hand-writes the CBOR of every commit's log entry: its unit
+    # tests, which compare it with cbor2 byte for byte, run here against the compiled module
+    test = REPO / "tests" / "storage" / "test_commit_entry.py"
+    probe = "import rafka_actors.storage.commit_entry as m; print(m.__file__)"
+    where = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=_env(compiled_src),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert where.stdout.strip().endswith(".so"), where.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+        cwd=REPO,
+        env=_env(compiled_src),
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
+    assert done.returncode == 0, done.stdout[-8000:]
+    assert " passed" in done.stdout.splitlines()[-1]
