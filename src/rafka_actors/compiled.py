@@ -41,6 +41,7 @@ HOT_MODULES = (
     "group.effects",
     "storage.coordinator_records",
     "storage.commit_entry",
+    "group.commit_values",
     "storage.coordinator_segments",
 )
 

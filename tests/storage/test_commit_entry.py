@@ -60,9 +60,12 @@ def test_the_hand_written_path_is_the_one_taken_for_a_plain_commit() -> None:
 
 def test_values_cbor2_writes_otherwise_fall_back_to_cbor2() -> None:
     key = GroupKey(0, "g")
-    for odd in (True, 2**64, -(2**64) - 1):  # CBOR's true, and bignums
-        record = OffsetCommitRecord("g", "t", 0, odd, -1, None, 0)
+    for bignum in (2**64, -(2**64) - 1):
+        record = OffsetCommitRecord("g", "t", 0, bignum, -1, None, 0)
         assert commit_entry.offset_commit_entry(1, 0, 0, "g", record) is None
         assert encode_entry(key, record) == cbor2_entry(key, record)
+    # CBOR's true where the pure build keeps a bool (the compiled record stores an int 1)
+    flag = OffsetCommitRecord("g", "t", 0, True, -1, None, 0)
+    assert encode_entry(key, flag) == cbor2_entry(key, flag)
     lone_surrogate = OffsetCommitRecord("g", "\ud800", 0, 1, -1, None, 0)
     assert commit_entry.offset_commit_entry(1, 0, 0, "g", lone_surrogate) is None

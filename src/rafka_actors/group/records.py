@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..consumer_group.records import ConsumerRecord
+from .commit_values import OffsetCommitRecord as OffsetCommitRecord  # made per commit
 
 # (member id, instance id, client id, client host, rebalance timeout, session timeout,
 #  subscription metadata of the chosen protocol, assignment)
@@ -36,17 +37,7 @@ class GroupMetadataRecord:
     departed: tuple[tuple[str, str], ...] = ()
 
 
-# Not frozen: one per committed partition, and a frozen dataclass's __init__ sets each field
-# through object.__setattr__ (0.55 us for this one, against 0.12 us).
-@dataclass(slots=True)
-class OffsetCommitRecord:
-    group_id: str
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int
-    metadata: str | None
-    commit_timestamp_ms: int
+# OffsetCommitRecord (one per committed partition): in commit_values.py (imported above).
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from .commit_values import CommittedOffset as CommittedOffset  # made per commit
 from .ops import Protocols
 
 
@@ -83,12 +84,7 @@ class Member:
         return next((meta for name, meta in self.protocols if name == protocol), b"")
 
 
-@dataclass(slots=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str | None
-    commit_timestamp_ms: int
+# CommittedOffset (one per committed partition): in commit_values.py (imported above).
 
 
 @dataclass(slots=True)
