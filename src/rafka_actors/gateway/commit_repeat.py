@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import telemetry
-from ..group.ops import OffsetCommitOp
+from ..group.commit_values import OffsetCommitOp
 from ..ids import GroupKey
 from ..protocol.codec import encode_response
 from ..protocol.headers import parse_request_header

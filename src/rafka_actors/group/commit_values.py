@@ -5,7 +5,10 @@ the record the coordinator log stores (records.py). A dataclass's generated ``__
 as Python even in a mypyc-compiled module: 0.16-0.46 us each for these on the Intel host of
 session 25 (docs/performance.md), about 1 us a commit. Written out, in this compiled module,
 each takes about 0.04 us. They stay dataclasses for everything else (equality, repr,
-``dataclasses.fields``), and their home modules re-export them: import them from there.
+``dataclasses.fields``), and their home modules re-export them: import them from there,
+except in a compiled module that reads their fields (offsets.py, commit_repeat.py,
+commit_entry.py): imported from here, they are native classes to mypyc, whose fields it
+reads directly instead of through a generic attribute lookup.
 """
 
 from __future__ import annotations

@@ -15,21 +15,20 @@ from typing import TYPE_CHECKING, TypeVar
 from kio.schema.errors import ErrorCode
 
 from . import rebalance as rb
+from .commit_values import CommittedOffset, OffsetCommitOp, OffsetCommitOpResp, OffsetCommitRecord
 from .consumer_protocol import subscribed_topics
 from .effects import Effects
 from .membership import validate_member
 from .ops import (
     ExpireOffsetsOp,
     ExpireOffsetsOpResp,
-    OffsetCommitOp,
-    OffsetCommitOpResp,
     OffsetDeleteOp,
     OffsetDeleteOpResp,
     OffsetFetchOp,
     OffsetFetchOpResp,
 )
-from .records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
-from .state import ClassicGroup, CommittedOffset
+from .records import GroupTombstone, OffsetTombstone
+from .state import ClassicGroup
 
 if TYPE_CHECKING:
     from ..consumer_group.state import ConsumerGroup
