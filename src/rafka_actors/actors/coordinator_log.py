@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 import trio
 
@@ -90,7 +90,14 @@ def _replayed(records: list[Record], now_ms: int, config: GroupConfig | None) ->
     return replay(records, now_ms, consumer_session_timeout_ms=config.consumer_session_timeout_ms)
 
 
-_wall_offset_ms: int | None = None
+class _WallClock:
+    """The wall clock's offset from trio's (ms), once read. A field of a Final instance, not
+    a module global: the compiled build looks a global up in the module's dict every time."""
+
+    offset_ms: int | None = None
+
+
+_WALL: Final = _WallClock()
 
 
 def now_ms(trio_now: float | None = None) -> int:
@@ -101,16 +108,19 @@ def now_ms(trio_now: float | None = None) -> int:
     clock starts at a random offset in every run. The wall clock is read once per process
     and the trio clock's progress added to it, so deadlines stay monotonic and mock clocks
     still drive them. `trio_now`: trio.current_time(), if the caller has just read it."""
-    global _wall_offset_ms
-    trio_ms = round((trio.current_time() if trio_now is None else trio_now) * 1000)
-    if _wall_offset_ms is None:
-        _wall_offset_ms = round(time.time() * 1000) - trio_ms
-    return trio_ms + _wall_offset_ms
+    ms = (trio.current_time() if trio_now is None else trio_now) * 1000.0
+    # Rounded half up (trio's clocks do not go below 0): round() is a call of the builtin in
+    # the compiled build, and this runs once a commit (0.27 -> 0.03 us with the field above).
+    trio_ms = int(ms + 0.5) if ms >= 0.0 else round(ms)
+    offset = _WALL.offset_ms
+    if offset is None:
+        offset = _WALL.offset_ms = round(time.time() * 1000) - trio_ms
+    return trio_ms + offset
 
 
 def trio_time(deadline_ms: int) -> float:
     """A `now_ms` deadline on the trio clock, for `trio.move_on_at`."""
-    return (deadline_ms - (_wall_offset_ms or 0)) / 1000
+    return (deadline_ms - (_WALL.offset_ms or 0)) / 1000
 
 
 class MemoryCoordinatorLog:
