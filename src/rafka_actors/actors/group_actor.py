@@ -39,7 +39,7 @@ import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import trio
 from kio.schema.errors import ErrorCode
@@ -69,10 +69,10 @@ class Envelope:
     reply: ReplyTo | None  # None: nobody waits for an answer
 
 
-PASSIVATE = object()  # an Envelope op: stop if still idle (sent by the registry's sweeper)
+PASSIVATE: Final = object()  # an Envelope op: stop if still idle (sent by the registry's sweeper)
 # An Envelope op sent by an inline step (answer_inline): look at the deadline again, and
 # stop if idle when passivation is immediate.
-RECHECK = object()
+RECHECK: Final = object()
 
 InlineOp: TypeAlias = (
     ops.OffsetFetchOp
@@ -85,13 +85,13 @@ InlineOp: TypeAlias = (
 WritingOp: TypeAlias = ops.OffsetCommitOp | ops.ExpireOffsetsOp
 # The inline ops whose step may append records: answered inline only by a log that writes
 # without waiting, else by `answer_durably`.
-WRITING_OPS = (ops.OffsetCommitOp, ops.ExpireOffsetsOp)
+WRITING_OPS: Final = (ops.OffsetCommitOp, ops.ExpireOffsetsOp)
 
 
-INLINE = 0  # the waiter token of an op answered inline (mailbox tokens start at 1)
+INLINE: Final = 0  # the waiter token of an op answered inline (mailbox tokens start at 1)
 
 
-_SPANS = {
+_SPANS: Final = {
     ops.JoinGroupOp: "rafka.broker.group.join",
     ops.SyncGroupOp: "rafka.broker.group.sync",
     ops.HeartbeatOp: "rafka.broker.group.heartbeat",

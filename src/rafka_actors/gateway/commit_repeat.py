@@ -21,7 +21,7 @@ only be that offset's field. A request whose offsets cannot be told apart so is 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from .. import telemetry
 from ..group.commit_values import OffsetCommitOp
@@ -31,7 +31,7 @@ from ..protocol.headers import parse_request_header
 from .apis.offsets import commit_response, committable
 from .context import BrokerContext, ConnectionInfo
 
-_OFFSET_BYTES = 8
+_OFFSET_BYTES: Final = 8
 
 
 class RepeatCommit:

@@ -58,7 +58,7 @@ from __future__ import annotations
 import logging
 import os
 import select
-from typing import Any
+from typing import Any, Final
 
 import trio
 from outcome import Error, Outcome, Value
@@ -76,14 +76,14 @@ log = logging.getLogger(__name__)
 
 # OffsetCommit, OffsetFetch, Heartbeat, ApiVersions: handlers whose only wait is a group
 # ask (ask_group_light) or none at all
-COMMIT_KEY = 8
-FAST_APIS = frozenset({COMMIT_KEY, 9, 12, 18})
+COMMIT_KEY: Final = 8
+FAST_APIS: Final = frozenset({COMMIT_KEY, 9, 12, 18})
 # Passes answered back to back while requests keep coming, before other tasks get a turn:
 # a turn of trio's scheduler is Python, and with 16 confluent-kafka committers (4 commits a
 # pass) it took 18% of the broker's CPU when every pass was followed by one.
-PASSES_PER_TURN = 4
-_RECEIVE = 1 << 16
-_WATCHED = select.EPOLLIN | select.EPOLLRDHUP
+PASSES_PER_TURN: Final = 4
+_RECEIVE: Final = 1 << 16
+_WATCHED: Final = select.EPOLLIN | select.EPOLLRDHUP
 
 
 class _Parked:

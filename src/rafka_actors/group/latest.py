@@ -18,7 +18,7 @@ record itself, or what the caller stores in its place (the durable log: its enco
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Generic, TypeVar, cast
+from typing import Final, Generic, TypeVar, cast
 
 from ..consumer_group.records import (
     MEMBER_RECORDS,
@@ -37,9 +37,14 @@ from .records import (
 )
 
 CompactionKey = tuple[Hashable, ...]
-MEMBER_KIND = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
+MEMBER_KIND: Final = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
 TARGET_METADATA_TAIL: CompactionKey = (0, 0)
-_TOMBSTONES = (GroupTombstone, OffsetTombstone, ConsumerMemberTombstone, ConsumerStateTombstone)
+_TOMBSTONES: Final = (
+    GroupTombstone,
+    OffsetTombstone,
+    ConsumerMemberTombstone,
+    ConsumerStateTombstone,
+)
 V = TypeVar("V")
 
 

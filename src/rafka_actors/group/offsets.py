@@ -10,7 +10,7 @@ prepared, because consumers commit while they revoke. Each partition's metadata 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 
 GroupT = TypeVar("GroupT", bound="ClassicGroup | ConsumerGroup | None")
 
-NO_OFFSET = -1
-_OK = int(ErrorCode.none)  # per partition of every commit and fetch: an int, looked up once
+NO_OFFSET: Final = -1
+_OK: Final = int(ErrorCode.none)  # per partition of every commit and fetch: an int, looked up once
 
 
 def commit(

@@ -51,7 +51,7 @@ import re
 from collections.abc import Callable, Iterable
 from enum import IntEnum
 from operator import attrgetter
-from typing import Any
+from typing import Any, Final
 
 import cbor2
 
@@ -188,7 +188,7 @@ def _field_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
 
 # An entry's head (type tag, schema version) and field getter per class: every commit
 # encodes one entry, so nothing here is looked up or converted per call.
-_ENCODING: dict[type, tuple[int, int, Callable[[Any], tuple[Any, ...]]]] = {
+_ENCODING: Final[dict[type, tuple[int, int, Callable[[Any], tuple[Any, ...]]]]] = {
     cls: (int(tag), len(schemas) - 1, _field_getter(cls))
     for cls, (tag, schemas) in _SCHEMAS.items()
 }
@@ -380,7 +380,7 @@ def decode_trusted(payloads: list[bytes]) -> list[Record]:
     ]
 
 
-_OFFSET_COMMIT = int(RecordType.OFFSET_COMMIT)
+_OFFSET_COMMIT: Final = int(RecordType.OFFSET_COMMIT)
 
 
 def _preview(value: Any) -> str:

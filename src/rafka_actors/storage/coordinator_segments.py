@@ -94,7 +94,7 @@ from array import array
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from crc32c import crc32c
 
@@ -117,8 +117,8 @@ DEFAULT_SEGMENT_BYTES = 64 << 20
 DEFAULT_PREALLOCATE_BYTES = 1 << 20
 SUFFIX = ".log"
 TEMP_SUFFIX = ".compacting"
-_HEADER = struct.Struct(">II")
-_HEADER_SIZE = _HEADER.size
+_HEADER: Final = struct.Struct(">II")
+_HEADER_SIZE: Final = _HEADER.size
 _WRITE_FLAGS = os.O_WRONLY | os.O_CLOEXEC  # no O_APPEND: writes go to the end of the frames
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
 

@@ -30,7 +30,7 @@ topics out. The actor never hears of them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
@@ -41,13 +41,13 @@ from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, error_code, make, schema
 from .groups import DENIED, ask_group_light, denied
 
-TOPIC_DENIED = ErrorCode.topic_authorization_failed
+TOPIC_DENIED: Final = ErrorCode.topic_authorization_failed
 
-COMMIT_KEY = 8
-FETCH_KEY = 9
+COMMIT_KEY: Final = 8
+FETCH_KEY: Final = 9
 
 FetchRow = tuple[str, int, int, int, str | None, int]  # as in OffsetFetchOpResp.offsets
-SHARED_PARTITIONS = 64  # responses of at most this many partitions may be shared
+SHARED_PARTITIONS: Final = 64  # responses of at most this many partitions may be shared
 
 
 def partition_exists(
