@@ -51,17 +51,25 @@ def _env(compiled_src: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(compiled_src)}
 
 
-@pytest.mark.timeout(1200)
-def test_every_hot_module_is_compiled(compiled_src: Path) -> None:
-    probe = "import json, rafka_actors.compiled as c; print(json.dumps(c.compiled_modules()))"
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
+def _python(
+    compiled_src: Path, *args: str, timeout: float, check: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` in the repository, with the compiled copy first on the path."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=REPO,
         env=_env(compiled_src),
         capture_output=True,
         text=True,
-        timeout=60,
-        check=True,
+        timeout=timeout,
+        check=check,
     )
+
+
+@pytest.mark.timeout(1200)
+def test_every_hot_module_is_compiled(compiled_src: Path) -> None:
+    probe = "import json, rafka_actors.compiled as c; print(json.dumps(c.compiled_modules()))"
+    done = _python(compiled_src, "-c", probe, timeout=60, check=True)
     assert json.loads(done.stdout) == list(HOT_MODULES)
 
 
@@ -89,15 +97,10 @@ def _logged(broker: BrokerProcess, text: str, timeout: float = 20.0) -> bool:
 
 @pytest.mark.timeout(1800)
 def test_the_end_to_end_tests_pass_against_the_compiled_broker(compiled_src: Path) -> None:
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
-            *(str(REPO / "tests" / "e2e"), "--ignore", __file__),
-        ],
-        cwd=REPO,
-        env=_env(compiled_src),
-        capture_output=True,
-        text=True,
+    done = _python(
+        compiled_src,
+        *("-m", "pytest", "-q", "-p", "no:cacheprovider"),
+        *(str(REPO / "tests" / "e2e"), "--ignore", __file__),
         timeout=1700,
     )
     assert done.returncode == 0, done.stdout[-8000:]
@@ -110,22 +113,10 @@ def test_the_compiled_commit_entry_writes_the_bytes_cbor2_writes(compiled_src: P
     # tests, which compare it with cbor2 byte for byte, run here against the compiled module
     test = REPO / "tests" / "storage" / "test_commit_entry.py"
     probe = "import rafka_actors.storage.commit_entry as m; print(m.__file__)"
-    where = subprocess.run(
-        [sys.executable, "-c", probe],
-        env=_env(compiled_src),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    where = _python(compiled_src, "-c", probe, timeout=60, check=True)
     assert where.stdout.strip().endswith(".so"), where.stdout
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
-        cwd=REPO,
-        env=_env(compiled_src),
-        capture_output=True,
-        text=True,
-        timeout=500,
+    done = _python(
+        compiled_src, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test), timeout=500
     )
     assert done.returncode == 0, done.stdout[-8000:]
     assert " passed" in done.stdout.splitlines()[-1]
