@@ -24,6 +24,7 @@ HOT_MODULES = (
     "gateway.plain_socket",
     "gateway.reactor",
     "gateway.commit_repeat",
+    "gateway.fetch_repeat",
     "telemetry",
     "actors.data_plane",
     "storage.topics",

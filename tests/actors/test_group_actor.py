@@ -749,17 +749,22 @@ async def _no_inline_answer_while_mail_is_coming(registry: GroupRegistry) -> Non
     await registry.ask(K, OffsetCommitOp("g", (("t", 0, 1, -1, ""),)))
     await trio.testing.wait_all_tasks_blocked()
     actor = registry._actors[K]
-    fetch = OffsetFetchOp("g", None)
+    fetch, group = OffsetFetchOp("g", None), actor.group
     assert actor.answer_inline(fetch) is not None  # parked, nothing posted
+    assert actor.answers_fetch_again(group, trio.current_time())  # (gateway/fetch_repeat.py)
     replies, answered = trio.open_memory_channel[Any](2)
     actor.post_nowait(Envelope(OffsetCommitOp("g", (("t", 0, 2, -1, ""),)), replies))
     assert actor.answer_inline(fetch) is None  # handed to the parked receive, not yet taken
+    assert not actor.answers_fetch_again(group, trio.current_time())
     actor.post_nowait(Envelope(OffsetCommitOp("g", (("t", 0, 3, -1, ""),)), replies))
     assert actor.answer_inline(fetch) is None
+    assert not actor.answers_fetch_again(group, trio.current_time())
     await trio.testing.wait_all_tasks_blocked()
     assert [answered.receive_nowait().results for _ in range(2)] == [(("t", 0, 0),)] * 2
     answer = actor.answer_inline(fetch)
     assert answer is not None and answer.offsets[0][2] == 3
+    assert actor.answers_fetch_again(actor.group, trio.current_time())
+    assert not actor.answers_fetch_again(None, trio.current_time())  # not the group it holds
 
 
 class FailingLog(MemoryCoordinatorLog):

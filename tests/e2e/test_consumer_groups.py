@@ -350,6 +350,41 @@ def test_new_aiokafka_consumer_resumes_from_committed_offsets(broker: BrokerProc
     _expect_second_half(asyncio.run(run()))
 
 
+def test_committed_follows_every_commit_of_another_client(broker: BrokerProcess) -> None:
+    """A watcher's repeated committed() calls (the same OffsetFetch again and again, which
+    the broker may answer from its last reply: gateway/fetch_repeat.py) see each commit of
+    another client at once, an admin's change, and the group's deletion."""
+    topic, group = _topic(broker, "watch", 2)
+    settings = {"bootstrap.servers": broker.bootstrap, "group.id": group}
+    committer = confluent_kafka.Consumer({**settings, "enable.auto.commit": False})
+    watcher = confluent_kafka.Consumer(settings)
+    partitions = [confluent_kafka.TopicPartition(topic, p) for p in (0, 1)]
+
+    def watched() -> list[int]:
+        return [tp.offset for tp in watcher.committed(partitions, timeout=10)]
+
+    try:
+        assert watched() == [confluent_kafka.OFFSET_INVALID] * 2
+        for offset in range(1, 30):
+            offsets = [confluent_kafka.TopicPartition(topic, p, offset * (p + 1)) for p in (0, 1)]
+            committer.commit(offsets=offsets, asynchronous=False)
+            for _ in range(3):
+                assert watched() == [offset, 2 * offset]
+        admin = _admin(broker)
+        altered = admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, [confluent_kafka.TopicPartition(topic, 1, 5)])]
+        )
+        altered[group].result(timeout=10)
+        for _ in range(3):
+            assert watched() == [29, 5]
+        admin.delete_consumer_groups([group])[group].result(timeout=10)
+        for _ in range(3):
+            assert watched() == [confluent_kafka.OFFSET_INVALID] * 2
+    finally:
+        committer.close()
+        watcher.close()
+
+
 # -- 4. static membership -----------------------------------------------------------------
 def _admin(broker: BrokerProcess) -> confluent_kafka.admin.AdminClient:
     return confluent_kafka.admin.AdminClient({"bootstrap.servers": broker.bootstrap})

@@ -1,6 +1,7 @@
 """A BrokerContext that serves groups, for the gateway tests: a real DataPlane in a temp dir,
 a GroupRegistry on a MemoryCoordinatorLog (or the log given; no initial rebalance delay), and
-the topics asked for, each `(org_id, name, partitions)`."""
+the topics asked for, each `(org_id, name, partitions)`. An idle group's actor is dropped at
+once unless `passivate_after_s` is given (the broker's default keeps it 10 s)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ async def serving_groups(
     tmp_path: Path,
     topics: Iterable[tuple[int, str, int]],
     coordinator_log: CoordinatorLog | None = None,
+    passivate_after_s: float = 0.0,
 ) -> AsyncIterator[BrokerContext]:
     config = BrokerConfig(data_dir=tmp_path, socket_request_max_bytes=1 << 20)
     data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
@@ -36,6 +38,7 @@ async def serving_groups(
                 GroupConfig(initial_rebalance_delay_ms=0),
                 coordinator_log or MemoryCoordinatorLog(),
                 topics=data.image_of,
+                passivate_after_s=passivate_after_s,
             )
             yield BrokerContext(config, data, "127.0.0.1", 9092, API_TABLE, groups=registry)
             nursery.cancel_scope.cancel()

@@ -45,10 +45,11 @@ async def reactor_serving(
     nursery: trio.Nursery,
     monkeypatch: pytest.MonkeyPatch,
     log: CoordinatorLog | None = None,
+    passivate_after_s: float = 0.0,
 ) -> AsyncIterator[BrokerContext]:
     # An earlier test of the session may have set a tracer provider (for good, in OTel).
     monkeypatch.setattr(telemetry, "tracing", lambda: False)
-    async with serving_groups(tmp_path, ((0, "t", 2),), log) as ctx:
+    async with serving_groups(tmp_path, ((0, "t", 2),), log, passivate_after_s) as ctx:
         ctx.reactor = Reactor(ctx)
         nursery.start_soon(ctx.reactor.run)
         yield ctx
@@ -73,12 +74,25 @@ async def durable_ctx(
     nursery: trio.Nursery,
     monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[BrokerContext]:
-    """`ctx` on the durable coordinator log, under each fsync policy (under `always`, on
-    a disk taken to be fast: passes are held whatever this one's fsyncs take)."""
+    """`ctx` on the durable coordinator log, under each fsync policy."""
+    async with durable_serving(request.param, tmp_path, nursery, monkeypatch) as ctx:
+        yield ctx
+
+
+@asynccontextmanager
+async def durable_serving(
+    policy: str,
+    tmp_path: Path,
+    nursery: trio.Nursery,
+    monkeypatch: pytest.MonkeyPatch,
+    passivate_after_s: float = 0.0,
+) -> AsyncIterator[BrokerContext]:
+    """`reactor_serving` on the durable coordinator log under fsync `policy` (under `always`,
+    on a disk taken to be fast: passes are held whatever this one's fsyncs take)."""
     monkeypatch.setattr(durable_log, "LOOP_FSYNC_LIMIT_S", 60.0)
-    log = DurableCoordinatorLog.open(tmp_path / "coordinator", fsync_policy=request.param)
+    log = DurableCoordinatorLog.open(tmp_path / "coordinator", fsync_policy=policy)
     await nursery.start(log.run)
-    async with reactor_serving(tmp_path, nursery, monkeypatch, log) as ctx:
+    async with reactor_serving(tmp_path, nursery, monkeypatch, log, passivate_after_s) as ctx:
         yield ctx
     log.close()
 

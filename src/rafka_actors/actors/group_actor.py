@@ -323,6 +323,16 @@ class GroupActor:
         self._wake_if_needed()
         return answer
 
+    def answers_fetch_again(self, group: Any, trio_now: float) -> bool:
+        """Whether an OffsetFetch answered inline from `group` may be answered again from
+        the same offsets without a step: the actor still holds that group object, and
+        answer_inline would answer a fetch now (nothing half done, nothing held). The
+        caller compares the offsets; a fetch changes nothing else but `last_active`."""
+        if self.group is not group or not self._steppable_by_caller(trio_now, timed=False):
+            return False
+        self.last_active = trio_now
+        return True
+
     async def answer_durably(self, op: WritingOp) -> Any | None:
         """An OffsetCommit (or ExpireOffsets) answered in the caller's task when the log must
         be waited for (fsync policy `always`), or None: the caller then asks through the

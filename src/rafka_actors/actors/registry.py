@@ -154,6 +154,21 @@ class GroupRegistry:
                 self._drop_if_idle(actor)
         return response
 
+    def actor(self, key: GroupKey) -> GroupActor | None:
+        """The group's actor, running or dormant, if it has one now."""
+        return self._actors.get(key)
+
+    def answers_fetch_again(self, key: GroupKey, group: AnyGroup, trio_now: float) -> bool:
+        """Whether a fetch answered inline from `group` may be answered again without a step
+        (gateway/fetch_repeat.py, which compares the offsets): the group's actor still holds
+        that group object and would answer a fetch inline now (GroupActor.answer_inline)."""
+        actor = self._actors.get(key)
+        if actor is None or not actor.answers_fetch_again(group, trio_now):
+            return False
+        if self._log.holds(key):
+            self._answered_held = True
+        return True
+
     def _drop_if_idle(self, actor: GroupActor) -> None:
         """Forget a dormant actor that holds nothing (there is no task to stop)."""
         if actor.dormant and actor.idle and self._actors.get(actor.key) is actor:

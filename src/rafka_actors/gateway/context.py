@@ -29,6 +29,7 @@ from .log_budget import LogBudget
 
 if TYPE_CHECKING:
     from .commit_repeat import RepeatCommit
+    from .fetch_repeat import RepeatFetch
     from .reactor import Reactor
 
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
@@ -127,6 +128,9 @@ class ConnectionInfo:
     # (request, op) of a commit the reactor just had answered in full, and what is kept of it.
     last_commit: tuple[Any, OffsetCommitOp] | None = None
     repeat_commit: RepeatCommit | None = None
+    # Likewise for a fetch (fetch_repeat.py): each group's id and partitions, from the handler
+    last_fetch: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] | None = None
+    repeat_fetch: RepeatFetch | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def may_use_group(self, group_id: str) -> bool:

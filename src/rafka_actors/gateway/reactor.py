@@ -21,7 +21,9 @@ the stream): the reactor only ever answers a prefix of what the peer sent, in or
 replies keep the request order.
 
 A commit equal to the connection's last one but for its offsets is answered from that one,
-without decoding it (commit_repeat.py); the group's actor still steps it in full.
+without decoding it (commit_repeat.py); the group's actor still steps it in full. A fetch
+equal to the connection's last one gets its reply again while the offsets it answered are
+unchanged (fetch_repeat.py).
 
 The commits of one pass over the epoll's events share one write of the coordinator log, and
 under fsync `always` one fsync (`_answer_events`, GroupRegistry.hold_writes): their records
@@ -64,7 +66,7 @@ import trio
 from outcome import Error, Outcome, Value
 
 from .. import telemetry
-from . import commit_repeat
+from . import commit_repeat, fetch_repeat
 from .connection import answer
 from .context import BrokerContext, ConnectionInfo
 from .frames import BETWEEN_FRAMES, BIG_FRAME, SENDING
@@ -77,7 +79,8 @@ log = logging.getLogger(__name__)
 # OffsetCommit, OffsetFetch, Heartbeat, ApiVersions: handlers whose only wait is a group
 # ask (ask_group_light) or none at all
 COMMIT_KEY: Final = 8
-FAST_APIS: Final = frozenset({COMMIT_KEY, 9, 12, 18})
+FETCH_KEY: Final = 9
+FAST_APIS: Final = frozenset({COMMIT_KEY, FETCH_KEY, 12, 18})
 # Passes answered back to back while requests keep coming, before other tasks get a turn:
 # a turn of trio's scheduler is Python, and with 16 confluent-kafka committers (4 commits a
 # pass) it took 18% of the broker's CPU when every pass was followed by one.
@@ -344,6 +347,11 @@ class Reactor:
             if repeated is not None:
                 conn.waits_in_task = False
                 return repeated
+        elif api_key == FETCH_KEY and conn.repeat_fetch is not None:
+            repeated = fetch_repeat.answer(conn.repeat_fetch, frame, ctx, conn, now)
+            if repeated is not None:
+                conn.waits_in_task = False
+                return repeated
         conn.now_only = True
         coroutine = answer(frame, ctx, ctx.apis, conn)
         try:
@@ -353,6 +361,8 @@ class Reactor:
             conn.waits_in_task = False
             if api_key == COMMIT_KEY:
                 conn.repeat_commit = commit_repeat.keep(frame, reply, conn)
+            elif api_key == FETCH_KEY:
+                conn.repeat_fetch = fetch_repeat.keep(frame, reply, ctx, conn)
             return b"" if reply is None else reply
         except Exception:  # NotNow, a bad frame, a handler's bug: the task tries it again
             return None

@@ -232,6 +232,8 @@ async def offset_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, r
         stable = getattr(request, "require_stable", False)  # v7+
         wanted = (request,) if version < 8 else request.groups
         answers = tuple([await _fetch_group(ctx, conn, group, stable) for group in wanted])
+        if conn.now_only:  # the reactor may answer the next one like it (fetch_repeat.py)
+            conn.last_fetch = repeatable_fetch(wanted, answers)
         mod = schema(FETCH_KEY, version)
         # (the rows are the response's partitions: every one asked for, or found)
         if sum(len(rows) for *_, rows in answers) > SHARED_PARTITIONS:
@@ -265,6 +267,24 @@ async def _fetch_group(
         return group_id, code, requested, _rows(requested, int(code))
     rows = (*response.offsets, *_rows(requested[len(allowed) :], TOPIC_DENIED))
     return group_id, code, requested, rows
+
+
+def repeatable_fetch(
+    wanted: Any, answers: tuple[GroupAnswer, ...]
+) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...] | None:
+    """Each group's id and (topic, partition)s, if the answer rests on nothing but the
+    user's rights and those partitions' offsets (gateway/fetch_repeat.py): named topics,
+    every one the user's, no KIP-848 member (whose epoch is checked), no error; else None."""
+    kept = []
+    for group, (group_id, code, requested, rows) in zip(wanted, answers):  # noqa: B905 (mypyc)
+        if group_id is None or code != ErrorCode.none or requested is None:
+            return None
+        if getattr(group, "member_id", None) is not None or getattr(group, "member_epoch", -1) >= 0:
+            return None
+        if any(row[5] for row in rows):  # a topic the user may not use
+            return None
+        kept.append((group_id, tuple([(name, p) for name, indexes in requested for p in indexes])))
+    return tuple(kept)
 
 
 def _build_fetch_response(mod: Any, version: int, answers: tuple[GroupAnswer, ...]) -> Any:
