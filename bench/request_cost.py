@@ -7,7 +7,7 @@ noida-db or tansu, see rafka_actors.bench.brokers) unless --bootstrap and --pid 
 that is running.
 
     .venv/bin/python bench/request_cost.py [--broker KIND | --bootstrap HOST:PORT --pid PID]
-        [--ops apiversions,commit,fetch] [--seconds 3] [--rounds 5] [--clients 1]
+        [--ops apiversions,commit,fetch,fetch-all] [--seconds 3] [--rounds 5] [--clients 1]
         [-o KEY=VALUE ...]
 
 With `--clients N`, N processes replay at once, each its own group (as (c)'s 16 committers
@@ -62,8 +62,16 @@ def request(op: str, group: str, topic: str) -> object:
             group_instance_id=None,
             topics=topics,
         )
-    wanted = fetch.OffsetFetchRequestGroup(group_id=GroupId(group), topics=None)
+    # "fetch": the partition named, as a consumer's committed() asks; "fetch-all": every
+    # offset of the group (topics null), as an admin client or a lag exporter asks
+    named = (fetch.OffsetFetchRequestTopics(name=TopicName(topic), partition_indexes=(i32(0),)),)
+    topics = named if op == "fetch" else None
+    wanted = fetch.OffsetFetchRequestGroup(group_id=GroupId(group), topics=topics)
     return fetch.OffsetFetchRequest(groups=(wanted,), require_stable=False)
+
+
+def _groups(op: str) -> str:
+    return "offsets" if op in ("commit", "fetch", "fetch-all") else op
 
 
 def _client(bootstrap: str, frame: bytes, seconds: float, start: Any, counts: Any) -> None:
@@ -152,7 +160,8 @@ def main() -> int:
         topic = create_topic(target, TOPIC_PARTITIONS)
         for op in args.ops.split(","):
             frames = [
-                encode_request(request(op, f"cost-{op}-{i}", topic), 1, "bench")
+                # (commits and fetches share their groups: a fetch reads what commit stored)
+                encode_request(request(op, f"cost-{_groups(op)}-{i}", topic), 1, "bench")
                 for i in range(args.clients)
             ]
             rounds = [
