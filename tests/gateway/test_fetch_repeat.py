@@ -5,8 +5,6 @@ group, the rights, tracing, a held write) still decides the answer."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,42 +37,24 @@ from .test_group_apis import (
 from .test_group_apis import offset_delete_req as offset_delete
 from .test_reactor import (
     committing_clients,
-    durable_serving,
+    ctx,
+    durable_ctx,
     memory_client,
     plain_client,
-    reactor_serving,
     send_now,
 )
 
-__all__ = ["decodes"]  # a fixture used here
+__all__ = ["ctx", "decodes", "durable_ctx"]  # fixtures used here
 
 BOTH = {"t": [0, 1]}
-# As the broker runs by default: an idle group's actor stays this long (the gateway tests
+# As the broker runs by default: an idle group's actor stays this long (the reactor tests
 # elsewhere drop it at once, and a fetch is kept only while its group has an actor).
 PASSIVATE_S = BrokerConfig().group_passivation_idle_ms / 1000
 
 
 @pytest.fixture
-async def ctx(
-    tmp_path: Path,
-    autojump_clock: trio.testing.MockClock,
-    nursery: trio.Nursery,
-    monkeypatch: pytest.MonkeyPatch,
-) -> AsyncIterator[BrokerContext]:
-    async with reactor_serving(tmp_path, nursery, monkeypatch, None, PASSIVATE_S) as ctx:
-        yield ctx
-
-
-@pytest.fixture(params=["never", "always"])
-async def durable_ctx(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    autojump_clock: trio.testing.MockClock,
-    nursery: trio.Nursery,
-    monkeypatch: pytest.MonkeyPatch,
-) -> AsyncIterator[BrokerContext]:
-    async with durable_serving(request.param, tmp_path, nursery, monkeypatch, PASSIVATE_S) as ctx:
-        yield ctx
+def passivate_after_s() -> float:
+    return PASSIVATE_S
 
 
 def fetched(response: Any) -> dict[tuple[str, int], tuple[int, int]]:

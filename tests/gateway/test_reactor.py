@@ -61,8 +61,9 @@ async def ctx(
     autojump_clock: trio.testing.MockClock,
     nursery: trio.Nursery,
     monkeypatch: pytest.MonkeyPatch,
+    passivate_after_s: float,
 ) -> AsyncIterator[BrokerContext]:
-    async with reactor_serving(tmp_path, nursery, monkeypatch) as ctx:
+    async with reactor_serving(tmp_path, nursery, monkeypatch, None, passivate_after_s) as ctx:
         yield ctx
 
 
@@ -73,24 +74,12 @@ async def durable_ctx(
     autojump_clock: trio.testing.MockClock,
     nursery: trio.Nursery,
     monkeypatch: pytest.MonkeyPatch,
+    passivate_after_s: float,
 ) -> AsyncIterator[BrokerContext]:
-    """`ctx` on the durable coordinator log, under each fsync policy."""
-    async with durable_serving(request.param, tmp_path, nursery, monkeypatch) as ctx:
-        yield ctx
-
-
-@asynccontextmanager
-async def durable_serving(
-    policy: str,
-    tmp_path: Path,
-    nursery: trio.Nursery,
-    monkeypatch: pytest.MonkeyPatch,
-    passivate_after_s: float = 0.0,
-) -> AsyncIterator[BrokerContext]:
-    """`reactor_serving` on the durable coordinator log under fsync `policy` (under `always`,
-    on a disk taken to be fast: passes are held whatever this one's fsyncs take)."""
+    """`ctx` on the durable coordinator log, under each fsync policy (under `always`, on
+    a disk taken to be fast: passes are held whatever this one's fsyncs take)."""
     monkeypatch.setattr(durable_log, "LOOP_FSYNC_LIMIT_S", 60.0)
-    log = DurableCoordinatorLog.open(tmp_path / "coordinator", fsync_policy=policy)
+    log = DurableCoordinatorLog.open(tmp_path / "coordinator", fsync_policy=request.param)
     await nursery.start(log.run)
     async with reactor_serving(tmp_path, nursery, monkeypatch, log, passivate_after_s) as ctx:
         yield ctx
