@@ -30,6 +30,7 @@ from ..protocol.codec import encode_response
 from ..protocol.headers import parse_request_header
 from .apis.offsets import commit_response, committable
 from .context import BrokerContext, ConnectionInfo
+from .frames import reply_for
 
 _OFFSET_BYTES: Final = 8
 
@@ -110,8 +111,7 @@ def answer(
         return None
     results = response.results
     if all(error == 0 for _topic, _partition, error in results):
-        kept = repeat.reply
-        return kept[:4] + frame[4:8] + kept[8:]  # the request's correlation id
+        return reply_for(frame, repeat.reply)
     header, _ = parse_request_header(frame)
     return encode_response(header, commit_response(op.api_version, repeat.request, results))
 

@@ -30,6 +30,7 @@ from .. import telemetry
 from ..ids import GroupKey
 from .apis.groups import denied
 from .context import BrokerContext, ConnectionInfo
+from .frames import reply_for, same_request
 
 
 class FetchedGroup:
@@ -69,11 +70,6 @@ class RepeatFetch:
         self.groups = groups
         self.topics = sorted({topic for g in groups for topic, _ in g.partitions})
 
-    def matches(self, frame: bytes) -> bool:
-        """Whether `frame` is the kept one but for its correlation id."""
-        kept = self.frame
-        return len(frame) == len(kept) and frame[8:] == kept[8:] and frame[:4] == kept[:4]
-
 
 def keep(
     frame: bytes, reply: bytes | None, ctx: BrokerContext, conn: ConnectionInfo
@@ -103,7 +99,7 @@ def answer(
 ) -> bytes | None:
     """The kept reply with `frame`'s correlation id, if `frame` is the kept fetch and nothing
     its answer rests on changed; else None. `now`: trio.current_time()."""
-    if not repeat.matches(frame) or telemetry.tracing():
+    if not same_request(frame, repeat.frame) or telemetry.tracing():
         return None
     for topic in repeat.topics:
         if not conn.may_use_topic(topic):
@@ -116,5 +112,4 @@ def answer(
             return None
         if not registry.answers_fetch_again(fetched.key, fetched.group, now):
             return None
-    kept = repeat.reply
-    return kept[:4] + frame[4:8] + kept[8:]
+    return reply_for(frame, repeat.reply)

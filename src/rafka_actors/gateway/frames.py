@@ -25,6 +25,18 @@ BETWEEN_FRAMES, _INSIDE = "idle for {}", "idle for {} inside a frame"
 SENDING = "peer has not read its reply for {}"
 
 
+def same_request(frame: bytes, kept: bytes) -> bool:
+    """Whether request frame `frame` (no size prefix) equals `kept` but for its correlation
+    id, bytes 4-8 after the api key and version (the repeat paths: commit_repeat.py and
+    the others beside it)."""
+    return len(frame) == len(kept) and frame[8:] == kept[8:] and frame[:4] == kept[:4]
+
+
+def reply_for(frame: bytes, kept_reply: bytes) -> bytes:
+    """`kept_reply` (size prefix, correlation id, the rest) with `frame`'s correlation id."""
+    return kept_reply[:4] + frame[4:8] + kept_reply[8:]
+
+
 class FrameReader:
     """Frames from `stream`, one at a time. Raises `CloseConnection` for a bad length or a
     hang-up inside a frame; the idle clock's scope (entered by the caller) ends long waits."""
