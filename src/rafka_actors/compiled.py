@@ -25,6 +25,7 @@ HOT_MODULES = (
     "gateway.reactor",
     "gateway.commit_repeat",
     "gateway.fetch_repeat",
+    "gateway.heartbeat_repeat",
     "telemetry",
     "actors.data_plane",
     "storage.topics",

@@ -22,7 +22,7 @@ from ..actors.registry import GroupRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
-from ..group.ops import OffsetCommitOp
+from ..group.ops import HeartbeatOp, OffsetCommitOp
 from .idle_poll import IdlePoller
 from .limits import ByteBudget, ConnectionLimits
 from .log_budget import LogBudget
@@ -30,6 +30,7 @@ from .log_budget import LogBudget
 if TYPE_CHECKING:
     from .commit_repeat import RepeatCommit
     from .fetch_repeat import RepeatFetch
+    from .heartbeat_repeat import RepeatHeartbeat
     from .reactor import Reactor
 
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
@@ -131,6 +132,9 @@ class ConnectionInfo:
     # Likewise for a fetch (fetch_repeat.py): each group's id and partitions, from the handler
     last_fetch: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] | None = None
     repeat_fetch: RepeatFetch | None = None
+    # and for a heartbeat (heartbeat_repeat.py): the op and the error code the actor gave
+    last_heartbeat: tuple[HeartbeatOp, int] | None = None
+    repeat_heartbeat: RepeatHeartbeat | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def may_use_group(self, group_id: str) -> bool:

@@ -23,7 +23,8 @@ replies keep the request order.
 A commit equal to the connection's last one but for its offsets is answered from that one,
 without decoding it (commit_repeat.py); the group's actor still steps it in full. A fetch
 equal to the connection's last one gets its reply again while the offsets it answered are
-unchanged (fetch_repeat.py).
+unchanged (fetch_repeat.py); a heartbeat equal to the last one is stepped by the group's
+actor without a decode (heartbeat_repeat.py).
 
 The commits of one pass over the epoll's events share one write of the coordinator log, and
 under fsync `always` one fsync (`_answer_events`, GroupRegistry.hold_writes): their records
@@ -66,7 +67,7 @@ import trio
 from outcome import Error, Outcome, Value
 
 from .. import telemetry
-from . import commit_repeat, fetch_repeat
+from . import commit_repeat, fetch_repeat, heartbeat_repeat
 from .connection import answer
 from .context import BrokerContext, ConnectionInfo
 from .frames import BETWEEN_FRAMES, BIG_FRAME, SENDING
@@ -80,7 +81,8 @@ log = logging.getLogger(__name__)
 # ask (ask_group_light) or none at all
 COMMIT_KEY: Final = 8
 FETCH_KEY: Final = 9
-FAST_APIS: Final = frozenset({COMMIT_KEY, FETCH_KEY, 12, 18})
+HEARTBEAT_KEY: Final = 12
+FAST_APIS: Final = frozenset({COMMIT_KEY, FETCH_KEY, HEARTBEAT_KEY, 18})
 # Passes answered back to back while requests keep coming, before other tasks get a turn:
 # a turn of trio's scheduler is Python, and with 16 confluent-kafka committers (4 commits a
 # pass) it took 18% of the broker's CPU when every pass was followed by one.
@@ -342,16 +344,10 @@ class Reactor:
         conn.waits_in_task = True  # until answered here
         if api_key not in FAST_APIS:
             return None
-        if api_key == COMMIT_KEY and conn.repeat_commit is not None:
-            repeated = commit_repeat.answer(conn.repeat_commit, frame, ctx, conn, now)
-            if repeated is not None:
-                conn.waits_in_task = False
-                return repeated
-        elif api_key == FETCH_KEY and conn.repeat_fetch is not None:
-            repeated = fetch_repeat.answer(conn.repeat_fetch, frame, ctx, conn, now)
-            if repeated is not None:
-                conn.waits_in_task = False
-                return repeated
+        repeated = self._repeat(api_key, frame, conn, now)
+        if repeated is not None:
+            conn.waits_in_task = False
+            return repeated
         conn.now_only = True
         coroutine = answer(frame, ctx, ctx.apis, conn)
         try:
@@ -359,10 +355,7 @@ class Reactor:
         except StopIteration as done:
             reply: bytes | None = done.value
             conn.waits_in_task = False
-            if api_key == COMMIT_KEY:
-                conn.repeat_commit = commit_repeat.keep(frame, reply, conn)
-            elif api_key == FETCH_KEY:
-                conn.repeat_fetch = fetch_repeat.keep(frame, reply, ctx, conn)
+            self._keep(api_key, frame, reply, conn)
             return b"" if reply is None else reply
         except Exception:  # NotNow, a bad frame, a handler's bug: the task tries it again
             return None
@@ -372,6 +365,27 @@ class Reactor:
         coroutine.close()
         log.error("reactor: a request of api %d waited; closing its connection", frame[1])
         raise CloseConnection("internal error: a fast request waited")
+
+    def _repeat(self, api_key: int, frame: bytes, conn: ConnectionInfo, now: float) -> bytes | None:
+        """The reply to `frame` from what the connection kept of its last request of the same
+        api (commit_repeat.py, fetch_repeat.py, heartbeat_repeat.py), or None."""
+        ctx = self._ctx
+        if api_key == COMMIT_KEY and conn.repeat_commit is not None:
+            return commit_repeat.answer(conn.repeat_commit, frame, ctx, conn, now)
+        if api_key == FETCH_KEY and conn.repeat_fetch is not None:
+            return fetch_repeat.answer(conn.repeat_fetch, frame, ctx, conn, now)
+        if api_key == HEARTBEAT_KEY and conn.repeat_heartbeat is not None:
+            return heartbeat_repeat.answer(conn.repeat_heartbeat, frame, ctx, conn, now)
+        return None
+
+    def _keep(self, api_key: int, frame: bytes, reply: bytes | None, conn: ConnectionInfo) -> None:
+        """After the handler answered `frame` with `reply`: what to answer a repeat from."""
+        if api_key == COMMIT_KEY:
+            conn.repeat_commit = commit_repeat.keep(frame, reply, conn)
+        elif api_key == FETCH_KEY:
+            conn.repeat_fetch = fetch_repeat.keep(frame, reply, self._ctx, conn)
+        elif api_key == HEARTBEAT_KEY:
+            conn.repeat_heartbeat = heartbeat_repeat.keep(frame, reply, conn)
 
     @staticmethod
     def _send(fd: int, reply: bytes) -> bytes:

@@ -189,10 +189,12 @@ async def heartbeat(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
             )
             response: HeartbeatOpResp = await ask_group_light(ctx, conn, group_id, op)
             code = response.error_code
-        return _heartbeat_response(version, code)
+            if conn.now_only:  # the reactor may answer the next one like it
+                conn.last_heartbeat = (op, code)  # from it (gateway/heartbeat_repeat.py)
+        return heartbeat_response(version, code)
 
 
-def _heartbeat_response(version: int, code: int) -> Any:
+def heartbeat_response(version: int, code: int) -> Any:
     """A heartbeat's answer depends on nothing else: one shared and pre-encoded each."""
     return shared_response(
         (HEARTBEAT_KEY, version, code),
