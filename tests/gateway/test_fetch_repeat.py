@@ -16,18 +16,14 @@ from rafka_actors import telemetry
 from rafka_actors.auth.users import User
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis.offsets import repeatable_fetch
-from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
-from rafka_actors.gateway.plain_socket import PlainSocketStream
 from rafka_actors.ids import GroupKey
 
 from ..storage.test_coordinator_log_durable import failing
 from .test_commit_repeat import decodes, steady_commit
 from .test_group_apis import (
-    API_TABLE,
     DELETE,
     FETCH,
-    Client,
     commit_req,
     committed,
     fetch_req,
@@ -41,6 +37,7 @@ from .test_reactor import (
     durable_ctx,
     memory_client,
     plain_client,
+    plain_connection,
     send_now,
 )
 
@@ -207,11 +204,8 @@ async def test_with_tracing_turned_on_a_repeat_is_decoded(
 async def test_a_repeat_checks_the_users_rights_again(
     ctx: BrokerContext, nursery: trio.Nursery
 ) -> None:
-    ours, theirs = trio.socket.socketpair()
     conn = ConnectionInfo("10.0.0.7", 1)
-    stream = PlainSocketStream(trio.SocketStream(ours), ctx.idle_poll)
-    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, conn)
-    plain = Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
+    _, plain = plain_connection(ctx, nursery, conn=conn)
     await plain.call(steady_commit({0: 5}))
     for _ in range(2):
         assert fetched(await plain.call(fetch_req(7, BOTH))) == {

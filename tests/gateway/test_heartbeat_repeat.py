@@ -13,13 +13,11 @@ from kio.schema.errors import ErrorCode
 
 from rafka_actors import telemetry
 from rafka_actors.auth.users import User
-from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
-from rafka_actors.gateway.plain_socket import PlainSocketStream
 
 from .test_commit_repeat import decodes
-from .test_group_apis import API_TABLE, Client, join, join_and_sync, req
-from .test_reactor import ctx, memory_client, plain_client
+from .test_group_apis import join, join_and_sync, req
+from .test_reactor import ctx, memory_client, plain_client, plain_connection
 
 __all__ = ["ctx", "decodes"]  # fixtures used here
 
@@ -111,11 +109,8 @@ async def test_with_tracing_turned_on_a_repeat_is_decoded(
 async def test_a_repeat_checks_the_users_right_to_the_group_again(
     ctx: BrokerContext, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    ours, theirs = trio.socket.socketpair()
     conn = ConnectionInfo("10.0.0.7", 1)
-    stream = PlainSocketStream(trio.SocketStream(ours), ctx.idle_poll)
-    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, conn)
-    plain = Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
+    _, plain = plain_connection(ctx, nursery, conn=conn)
     member = (await join_and_sync(plain)).member_id
     for _ in range(3):
         assert (await plain.call(beat(member))).error_code == ErrorCode.none

@@ -118,12 +118,14 @@ async def plain_client(ctx: BrokerContext, nursery: trio.Nursery) -> Client:
 
 
 def plain_connection(
-    ctx: BrokerContext, nursery: trio.Nursery, port: int = 1
+    ctx: BrokerContext, nursery: trio.Nursery, port: int = 1, conn: ConnectionInfo | None = None
 ) -> tuple[PlainSocketStream, Client]:
-    """A connection over a socket pair, served with `ctx.idle_poll`: its stream and client."""
+    """A connection over a socket pair, served with `ctx.idle_poll`: its stream and client.
+    `conn`: its ConnectionInfo, for a test that changes it (the user) while it runs."""
     ours, theirs = trio.socket.socketpair()
     stream = PlainSocketStream(trio.SocketStream(ours), ctx.idle_poll)
-    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, ConnectionInfo("10.0.0.7", port))
+    served = conn or ConnectionInfo("10.0.0.7", port)
+    nursery.start_soon(serve_connection, stream, ctx, API_TABLE, served)
     return stream, Client(trio.SocketStream(theirs))  # type: ignore[arg-type]
 
 
