@@ -36,7 +36,7 @@ from .frames import reply_for, same_request
 class FetchedGroup:
     """One group of a kept fetch: what its answer was read from."""
 
-    __slots__ = ("group", "group_id", "key", "offsets", "partitions")
+    __slots__ = ("group", "key", "offsets", "partitions")
 
     def __init__(
         self,
@@ -46,7 +46,6 @@ class FetchedGroup:
         offsets: tuple[Any, ...],
     ) -> None:
         self.key = key
-        self.group_id = key.group_id
         self.group = group  # the actor's group object then (None: no group yet)
         self.partitions = partitions
         self.offsets = offsets  # each partition's CommittedOffset then, or None
@@ -106,7 +105,7 @@ def answer(
             return None
     registry = ctx.registry()
     for fetched in repeat.groups:
-        if denied(conn, fetched.group_id):
+        if denied(conn, fetched.key.group_id):
             return None
         if not fetched.unchanged():
             return None
