@@ -6,12 +6,15 @@ present and plausible, which proves the generator completed the protocol it clai
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
 
 from rafka_actors.bench.core import Figure, Options, Target
 from rafka_actors.bench.loadgen import (
+    CpuTimeline,
     assigned_partitions,
     percentile,
     range_assign,
@@ -90,6 +93,23 @@ def test_rebalance_after_one_member_leaves(target: Target) -> None:
     assert clients > 0 and coordinator >= 0
     assert clients + coordinator == pytest.approx(total)
     assert got["f.react_20_p99"] is not None
+    # the broker's CPU within the coordinator's share: read, as we gave the pid (a tick of
+    # /proc's 10 ms at each end of a window this short)
+    assert got["f.coordinator_cpu_20"] is not None
+    assert 0 <= got["f.coordinator_cpu_20"] <= coordinator + 0.03
+
+
+def test_cpu_timeline_reads_a_window_known_afterwards() -> None:
+    with CpuTimeline(os.getpid()) as timeline:
+        time.sleep(0.05)
+        start, used = time.monotonic(), time.process_time()
+        while time.process_time() - used < 0.3:  # busy for 0.3 s of CPU
+            pass
+        end = time.monotonic()
+        time.sleep(0.05)
+    busy = timeline.between(start, end)
+    assert busy is not None and busy == pytest.approx(0.3, abs=0.03)
+    assert timeline.between(start - 60, end) is None  # before the first sample
 
 
 def test_many_groups_memory_and_fetch_latency(target: Target) -> None:

@@ -32,9 +32,11 @@ answer in time raises `LoadgenError`, which a workload turns into a missing figu
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import logging
 import math
+import multiprocessing
 import os
 import random
 import socket
@@ -723,8 +725,12 @@ def rss_bytes(pid: int) -> int | None:
 
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds of `pid` and its descendants so far."""
+    return _cpu_of(_children(pid))
+
+
+def _cpu_of(pids: list[int]) -> float | None:
     total, seen, tick = 0.0, False, os.sysconf("SC_CLK_TCK")
-    for each in _children(pid):
+    for each in pids:
         try:
             with open(f"/proc/{each}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
@@ -733,6 +739,57 @@ def cpu_seconds(pid: int) -> float | None:
         total += (int(fields[11]) + int(fields[12])) / tick
         seen = True
     return total if seen else None
+
+
+class CpuTimeline:
+    """A broker's CPU seconds (its process tree as at the start), sampled every `every` s by a
+    forked process, so that a window known only afterwards can be read (`between`). The
+    sampler holds no lock of ours and the generator's loop never waits for it; /proc counts
+    in clock ticks (10 ms), so each end of a window is good to about a tick."""
+
+    def __init__(self, pid: int, every: float = 0.002) -> None:
+        self._pids, self._every = _children(pid), every
+        self._times, self._cpu = array("d"), array("d")
+
+    def __enter__(self) -> CpuTimeline:
+        ctx = multiprocessing.get_context("fork")
+        self._pipe, theirs = ctx.Pipe()
+        self._proc = ctx.Process(target=self._sample, args=(theirs,), daemon=True)
+        self._proc.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pipe.send("stop")
+        if self._pipe.poll(10):
+            times, cpu = self._pipe.recv()
+            self._times.frombytes(times)
+            self._cpu.frombytes(cpu)
+        self._proc.join(5)
+        if self._proc.is_alive():
+            self._proc.kill()
+
+    def _sample(self, pipe: Any) -> None:
+        times, cpu = array("d"), array("d")
+        while not pipe.poll(self._every):
+            now = _cpu_of(self._pids)
+            if now is not None:
+                times.append(time.monotonic())
+                cpu.append(now)
+        pipe.send((times.tobytes(), cpu.tobytes()))
+
+    def between(self, start: float, end: float) -> float | None:
+        """CPU seconds from `start` to `end` (time.monotonic()), interpolated between
+        samples; None unless samples surround both."""
+        times = self._times
+        if len(times) < 2 or not times[0] <= start <= end <= times[-1]:
+            return None
+        return self._at(end) - self._at(start)
+
+    def _at(self, t: float) -> float:
+        i = max(1, bisect.bisect_left(self._times, t))
+        t0, t1 = self._times[i - 1], self._times[i]
+        c0, c1 = self._cpu[i - 1], self._cpu[i]
+        return c0 if t1 == t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
 
 
 class CpuMeter:

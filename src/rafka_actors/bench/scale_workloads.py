@@ -8,6 +8,8 @@
     of the new generation. Members heartbeat every 100 ms, so they learn of the rebalance
     within about that; the figure is split into the clients' share (LeaveGroup sent -> the last
     member's JoinGroup sent) and the coordinator's (that -> the last assignment received).
+    The coordinator's share also holds the generator's own work (reading 999 JoinGroup answers,
+    the leader's assignment, 999 SyncGroups), so the broker's CPU within it is shown as well.
     The generator's own reaction (REBALANCE_IN_PROGRESS answer -> JoinGroup sent) is shown too.
 (g) 100 000 simple groups (generation -1, one partition) get one OffsetCommit each, pipelined
     over many connections, on a broker started for the run (the runner's `fresh_broker`);
@@ -53,6 +55,7 @@ from .loadgen import (
     OFFSET_FETCH,
     Connection,
     CpuMeter,
+    CpuTimeline,
     Fleet,
     LoadgenError,
     create_topic,
@@ -245,7 +248,10 @@ def rebalance(
 
 
 def _rebalance_one(target: Target, n: int) -> list[Figure]:
-    got: dict[str, float | None] = dict.fromkeys(("form", "total", "clients", "coord", "react"))
+    got: dict[str, float | None] = dict.fromkeys(
+        ("form", "total", "clients", "coord", "coord_cpu", "react")
+    )
+    window: list[float] = []  # the coordinator's share, in time.monotonic()
 
     async def main() -> None:
         fleet = Fleet(
@@ -271,10 +277,17 @@ def _rebalance_one(target: Target, n: int) -> list[Figure]:
             if fleet.last_join_sent > leaver.left_at:
                 got["clients"] = fleet.last_join_sent - leaver.left_at
                 got["coord"] = tracker.stable_at - fleet.last_join_sent
+                to_monotonic = time.monotonic() - trio.current_time()
+                window[:] = [fleet.last_join_sent + to_monotonic, tracker.stable_at + to_monotonic]
             if fleet.reactions:
                 got["react"] = percentile(fleet.reactions, 99) * 1000
 
-    _run(f"(f) rebalance of {n}", main)
+    if target.pid is None:
+        _run(f"(f) rebalance of {n}", main)
+    else:
+        with CpuTimeline(target.pid) as broker_cpu:
+            _run(f"(f) rebalance of {n}", main)
+        got["coord_cpu"] = broker_cpu.between(*window) if window else None
     return [
         _figure(f"f.form_{n}", f"{n} members joining together: Stable", "s", False, got["form"]),
         _figure(
@@ -288,6 +301,13 @@ def _rebalance_one(target: Target, n: int) -> list[Figure]:
             got["clients"],
         ),
         _figure(f"f.coordinator_{n}", "  of which coordinator", "s", False, got["coord"]),
+        _figure(
+            f"f.coordinator_cpu_{n}",
+            "    broker CPU in the coordinator's share",
+            "s",
+            False,
+            got["coord_cpu"],
+        ),
         _figure(f"f.react_{n}_p99", "  generator's rejoin reaction p99", "ms", False, got["react"]),
     ]
 
