@@ -34,7 +34,7 @@ from ..group.ops import ExpireOffsetsOp
 from ..ids import GroupKey
 from .coordinator_log import CoordinatorLog, now_ms, stored_group, stored_membership
 from .group_actor import PASSIVATE, WRITING_OPS, Envelope, GroupActor, InlineOp
-from .reply import ReplySlot
+from .reply import ReplySlot, ReplyTo
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +92,27 @@ class GroupRegistry:
                 await actor.post(envelope)
                 break
             except trio.BrokenResourceError:  # it stopped just now: spawn a fresh one
-                if self._actors.get(key) is actor:
-                    self._forget(actor, stored=False)  # its summary is read again
+                self._stopped(key, actor)
         return await reply.receive()
+
+    def post_now(self, key: GroupKey, op: Any, reply: ReplyTo) -> bool:
+        """`ask`'s post without a wait, for a caller that waits on `reply` itself (the
+        gateway's reactor, gateway/parked_reply.py); False if the mailbox is full."""
+        envelope = Envelope(op, reply)
+        while True:
+            actor = self._actors.get(key) or self._spawn(key)
+            try:
+                actor.post_nowait(envelope)
+                return True
+            except trio.WouldBlock:
+                return False
+            except trio.BrokenResourceError:
+                self._stopped(key, actor)
+
+    def _stopped(self, key: GroupKey, actor: GroupActor) -> None:
+        """`actor` stopped just as it was posted to: the next post spawns a fresh one."""
+        if self._actors.get(key) is actor:
+            self._forget(actor, stored=False)  # its summary is read again
 
     async def ask_light(self, key: GroupKey, op: InlineOp, *, keep: bool = True) -> Any:
         """`ask` for an op an idle actor may answer inline (InlineOp: a fetch, a Heartbeat, a

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .commit_repeat import RepeatCommit
     from .fetch_repeat import RepeatFetch
     from .heartbeat_repeat import RepeatHeartbeat
+    from .parked_reply import ParkedReply
     from .reactor import Reactor
 
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
@@ -135,6 +136,9 @@ class ConnectionInfo:
     # and for a heartbeat (heartbeat_repeat.py): the op and the error code the actor gave
     last_heartbeat: tuple[HeartbeatOp, int] | None = None
     repeat_heartbeat: RepeatHeartbeat | None = None
+    # Set while the reactor drives a JoinGroup or SyncGroup: the slot its group's actor is to
+    # answer, which the reactor waits on instead of the task (parked_reply.py).
+    parked_reply: ParkedReply | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def may_use_group(self, group_id: str) -> bool:

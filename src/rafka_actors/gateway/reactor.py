@@ -16,9 +16,11 @@ group's actor answers inline (`GroupActor.answer_inline`) or the request never r
 actor. It drives the connection's own `answer` coroutine with `conn.now_only` set, under
 which a group ask that would wait raises `NotNow` instead (apis/groups.py). The first frame
 it cannot answer so, and every byte after it, goes back to the connection's task, which
-answers as it always did (JoinGroup, Metadata, a frame in pieces, a bad frame, the end of
-the stream): the reactor only ever answers a prefix of what the peer sent, in order, so
-replies keep the request order.
+answers as it always did (Metadata, a frame in pieces, a bad frame, the end of the stream):
+the reactor only ever answers a prefix of what the peer sent, in order, so replies keep the
+request order. A JoinGroup or SyncGroup, which waits for other members, waits here instead
+(parked_reply.py): the reactor keeps its handler's coroutine, stops watching the socket
+until the group's actor answers, then replies and answers the bytes that came after it.
 
 A commit equal to the connection's last one but for its offsets is answered from that one,
 without decoding it (commit_repeat.py); the group's actor still steps it in full. A fetch
@@ -50,7 +52,7 @@ task answers what comes then; it parks here once the budget is over (or another 
 sent since).
 
 A connection whose latest request the reactor could not answer (`conn.waits_in_task`:
-Produce, Fetch, JoinGroup) does not park here at all: its task
+Produce, Fetch, Metadata) does not park here at all: its task
 reads for itself, as without the reactor, and answers fast frames as the reactor would; it
 parks again after one of those. Parked, each such request would cost a read here and two
 epoll_ctl calls only to be handed back.
@@ -61,6 +63,7 @@ from __future__ import annotations
 import logging
 import os
 import select
+from collections.abc import Coroutine
 from typing import Any, Final
 
 import trio
@@ -73,6 +76,7 @@ from .context import BrokerContext, ConnectionInfo
 from .frames import BETWEEN_FRAMES, BIG_FRAME, SENDING
 from .idle import CloseConnection, IdleClock
 from .idle_poll import IdlePoller
+from .parked_reply import ParkedReply
 from .plain_socket import PlainSocketStream, stream_error
 
 log = logging.getLogger(__name__)
@@ -83,6 +87,9 @@ COMMIT_KEY: Final = 8
 FETCH_KEY: Final = 9
 HEARTBEAT_KEY: Final = 12
 FAST_APIS: Final = frozenset({COMMIT_KEY, FETCH_KEY, HEARTBEAT_KEY, 18})
+# JoinGroup, SyncGroup: answered once other members come, their replies waited for here
+# (parked_reply.py)
+WAITING_APIS: Final = frozenset({11, 14})
 # Passes answered back to back while requests keep coming, before other tasks get a turn:
 # a turn of trio's scheduler is Python, and with 16 confluent-kafka committers (4 commits a
 # pass) it took 18% of the broker's CPU when every pass was followed by one.
@@ -92,15 +99,20 @@ _WATCHED: Final = select.EPOLLIN | select.EPOLLRDHUP
 
 
 class _Parked:
-    """A connection whose task waits in `next_bytes` for the reactor to hand it bytes."""
+    """A connection whose task waits in `next_bytes` for the reactor to hand it bytes.
+    While `waiting` (a JoinGroup's or SyncGroup's handler, suspended until `slot` is
+    filled), its socket is not watched, and `rest` holds the bytes that came after it."""
 
-    __slots__ = ("conn", "fd", "idle", "task")
+    __slots__ = ("conn", "fd", "idle", "rest", "slot", "task", "waiting")
 
     def __init__(self, fd: int, conn: ConnectionInfo, idle: IdleClock) -> None:
         self.fd = fd
         self.conn = conn
         self.idle = idle
         self.task = trio.lowlevel.current_task()
+        self.waiting: Coroutine[Any, Any, bytes | None] | None = None
+        self.slot: ParkedReply | None = None
+        self.rest = b""
 
 
 class Reactor:
@@ -112,6 +124,11 @@ class Reactor:
         # a hang-up is reported even with no events asked for, its fd would keep firing).
         self._parked: dict[int, _Parked] = {}
         self._limit = min(ctx.config.socket_request_max_bytes, BIG_FRAME)
+        # Connections whose waiting request has its answer, and the eventfd in the epoll
+        # that wakes the reactor for them (written once for however many come together).
+        self._ready: list[_Parked] = []
+        self._wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._epoll.register(self._wake, select.EPOLLIN)
 
     @property
     def poller(self) -> IdlePoller | None:
@@ -165,12 +182,23 @@ class Reactor:
         self._parked[fd] = parked
 
     def _disarm(self, fd: int) -> None:
-        """Stop watching `fd`: its task has it, or it is closing."""
-        if self._parked.pop(fd, None) is not None:
-            try:
-                self._epoll.unregister(fd)
-            except (OSError, ValueError):
-                pass  # the socket or the epoll is closed already
+        """Stop watching `fd`: its task has it, or it is closing (then a request of its
+        that waits here is dropped, and so is its answer when it comes)."""
+        parked = self._parked.pop(fd, None)
+        if parked is not None:
+            self._unwatch(fd)
+            if parked.waiting is not None:
+                parked.waiting.close()
+                parked.waiting = None
+            if parked.slot is not None:
+                parked.slot.forget()
+                parked.slot = None
+
+    def _unwatch(self, fd: int) -> None:
+        try:
+            self._epoll.unregister(fd)
+        except (OSError, ValueError):
+            pass  # not watched (a request of its waits), or the socket or epoll is closed
 
     def _hand_back(self, parked: _Parked, result: Outcome[tuple[bytes, bytes]]) -> None:
         self._disarm(parked.fd)
@@ -199,6 +227,7 @@ class Reactor:
                     await trio.lowlevel.wait_readable(epoll.fileno())
         finally:
             epoll.close()
+            os.close(self._wake)
 
     def _answer_events(self, events: list[tuple[int, int]]) -> None:
         """Answer what came on each socket of `events`. The records of the commits answered
@@ -214,6 +243,9 @@ class Reactor:
         now = trio.current_time()  # the pass's time: its requests came together
         try:
             for fd, _mask in events:
+                if fd == self._wake:
+                    served += self._answer_waited(now)
+                    continue
                 answered = self._serve(fd, now)
                 if answered is not None:
                     served.append(answered)
@@ -276,7 +308,9 @@ class Reactor:
             return Error(stream_error(exc))
         if not data:
             return Value((b"", b""))  # the end of the stream: the task closes
-        return self._answer_frames(data, parked.fd, parked.conn, parked.idle, self, now, deferred)
+        return self._answer_frames(
+            data, parked.fd, parked.conn, parked.idle, self, now, deferred, parked
+        )
 
     def _answer_frames(
         self,
@@ -287,14 +321,18 @@ class Reactor:
         replier: object,
         now: float,
         deferred: list[bytes] | None = None,
+        parked: _Parked | None = None,
     ) -> Outcome[tuple[bytes, bytes]] | None:
         """Answer the whole fast frames `data` starts with, on `fd`; what the task must have
         next, or None. `replier` polls for the peer's next request after the replies; `now`
         is trio.current_time(), read once for all the frames. With
         `deferred` (a pass of `_answer_events`), a reply about a group whose records the pass
         holds (its commit, or a fetch after it) goes there instead, and so does every later
-        one on the connection, to keep their order."""
-        done, size, replied = 0, len(data), False
+        one on the connection, to keep their order. With `parked` (the connection parked
+        here), a JoinGroup or SyncGroup that must wait for other members, after replies that
+        all went out, waits here (`_park`): its socket is not watched meanwhile, and the
+        bytes after it are kept for after its reply."""
+        done, size, replied, waits = 0, len(data), False, False
         registry = self._ctx.groups
         try:
             while size - done >= 4:
@@ -302,10 +340,20 @@ class Reactor:
                 end = done + 4 + length
                 if not 0 < length <= self._limit or end > size:
                     break  # a bad length or a frame in pieces: the frame reader's job
-                reply = self._answer_now(data[done + 4 : end], conn, now)
+                frame = data[done + 4 : end]
+                reply = self._answer_now(frame, conn, now)
                 held = registry is not None and registry.answered_held()
                 if reply is None:
-                    break
+                    if parked is None or deferred or _api_key(frame) not in WAITING_APIS:
+                        break
+                    reply = self._park(frame, parked)
+                    if reply is None:
+                        waits = parked.waiting is not None
+                        if waits:
+                            parked.rest = data[end:]
+                            self._unwatch(fd)
+                            return None
+                        break
                 done = end
                 if not reply:
                     continue
@@ -329,13 +377,15 @@ class Reactor:
                 idle.waiting(BETWEEN_FRAMES, now)  # the peer was active: its idle time restarts
                 if self.poller is not None:
                     self.poller.replied(by=replier)
+            if waits:
+                idle.busy()  # the peer waits for us, not we for it
         return Value((b"", data[done:])) if done < size else None
 
     def _answer_now(self, frame: bytes, conn: ConnectionInfo, now: float) -> bytes | None:
         """The encoded reply (b"" for none), or None: the task must answer this frame.
         Raises CloseConnection if the request waited after all (a bug: see FAST_APIS)."""
         ctx = self._ctx
-        api_key = int.from_bytes(frame[:2], "big")
+        api_key = _api_key(frame)
         if api_key == COMMIT_KEY and not ctx.registry().writes_now:
             # Outside a pass under fsync `always`, or with a batch of the flusher's queued:
             # the task answers this one, then parks here for the next.
@@ -366,6 +416,103 @@ class Reactor:
         log.error("reactor: a request of api %d waited; closing its connection", frame[1])
         raise CloseConnection("internal error: a fast request waited")
 
+    def _park(self, frame: bytes, parked: _Parked) -> bytes | None:
+        """Drive a JoinGroup's or SyncGroup's handler until it waits for its group's actor:
+        its reply (b"" for none) if it needs no wait (an error, say); None with
+        `parked.waiting` set if it waits here for the actor's answer; None without if the
+        task must answer it (a full mailbox, a bad frame: the task tries it again)."""
+        conn = parked.conn
+        slot = ParkedReply(parked, self._filled)
+        conn.parked_reply = slot
+        coroutine = answer(frame, self._ctx, self._ctx.apis, conn)
+        try:
+            yielded = coroutine.send(None)
+        except StopIteration as done:
+            reply: bytes | None = done.value
+            conn.waits_in_task = False
+            return b"" if reply is None else reply
+        except Exception:
+            return None
+        finally:
+            conn.parked_reply = None
+        if yielded is not slot:  # it waited on something else: it may not run twice
+            coroutine.close()
+            log.error("reactor: a request of api %d waited elsewhere; closing", frame[1])
+            raise CloseConnection("internal error: a waiting request waited elsewhere")
+        parked.waiting, parked.slot = coroutine, slot
+        return None
+
+    def _filled(self, slot: ParkedReply) -> None:
+        """A waiting request's answer came (from its group's actor): wake the reactor."""
+        if self._epoll.closed:
+            return  # shutting down: the eventfd is closed (its number may be reused)
+        if not self._ready:
+            os.eventfd_write(self._wake, 1)
+        self._ready.append(slot.owner)
+
+    def _answer_waited(
+        self, now: float
+    ) -> list[tuple[_Parked, list[bytes], Outcome[tuple[bytes, bytes]] | None]]:
+        """Reply to the waiting requests whose answers came, and answer what came after
+        them; as `_serve` does for a socket's events."""
+        try:
+            os.eventfd_read(self._wake)
+        except BlockingIOError:
+            pass
+        ready, self._ready = self._ready, []
+        served = []
+        for parked in ready:
+            if self._parked.get(parked.fd) is not parked or parked.waiting is None:
+                continue  # its connection went meanwhile
+            deferred: list[bytes] = []
+            try:
+                handed = self._resume(parked, deferred, now)
+            except Exception:  # a bug of ours: this connection ends, the reactor carries on
+                conn = parked.conn
+                log.exception("reactor: internal error on %s:%d", conn.peer_host, conn.peer_port)
+                handed = Error(CloseConnection("internal error"))
+            served.append((parked, deferred, handed))
+        return served
+
+    def _resume(
+        self, parked: _Parked, deferred: list[bytes], now: float
+    ) -> Outcome[tuple[bytes, bytes]] | None:
+        """Send a waiting request's handler its answer, write the reply, answer the frames
+        that came after it and watch the socket again; what the task must have next."""
+        coroutine, rest = parked.waiting, parked.rest
+        assert coroutine is not None
+        parked.waiting, parked.slot, parked.rest = None, None, b""
+        conn, fd = parked.conn, parked.fd
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            reply: bytes | None = done.value
+        except CloseConnection as exc:
+            return Error(exc)
+        else:  # it waited again: it may not run twice
+            coroutine.close()
+            log.error("reactor: a waiting request waited twice; closing its connection")
+            return Error(CloseConnection("internal error: a waiting request waited twice"))
+        conn.waits_in_task = False
+        parked.idle.waiting(BETWEEN_FRAMES, now)
+        if reply:
+            try:
+                unsent = self._send(fd, reply)
+            except OSError as exc:
+                return Error(stream_error(exc))
+            if unsent:
+                return Value((unsent, rest))
+            if self.poller is not None:
+                self.poller.replied(by=self)
+        if conn.close_after_reply is not None:
+            return Error(CloseConnection(conn.close_after_reply))
+        if rest:
+            handed = self._answer_frames(rest, fd, conn, parked.idle, self, now, deferred, parked)
+            if handed is not None or parked.waiting is not None:
+                return handed
+        self._epoll.register(fd, _WATCHED)
+        return None
+
     def _repeat(self, api_key: int, frame: bytes, conn: ConnectionInfo, now: float) -> bytes | None:
         """The reply to `frame` from what the connection kept of its last request of the same
         api (commit_repeat.py, fetch_repeat.py, heartbeat_repeat.py), or None."""
@@ -395,6 +542,10 @@ class Reactor:
         except BlockingIOError:
             return reply
         return reply[sent:]
+
+
+def _api_key(frame: bytes) -> int:
+    return int.from_bytes(frame[:2], "big")
 
 
 async def _after_pending(

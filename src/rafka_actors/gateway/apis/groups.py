@@ -5,7 +5,8 @@ coordinator shard (GroupCoordinatorService / KafkaApis: a non-empty group id, Sy
 mandatory protocol type and name), turns the request of whatever version into one mailbox Op,
 asks the group's actor and turns the OpResp back into the response of the client's version.
 A JoinGroup that parks in a rebalance simply awaits here; the connection waits with it, as
-Kafka's muted channel does.
+Kafka's muted channel does (on a plain connection parked in the gateway's reactor, the
+reactor waits for it instead of the connection's task: gateway/parked_reply.py).
 
 The gateway supplies what the pure state machine may not make up itself: the member id a new
 member would get (`<instance id or client id>-<uuid>`), the client id and host for
@@ -59,8 +60,17 @@ def denied(conn: ConnectionInfo, group_id: str | None) -> bool:
 
 async def ask_group(ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: Any) -> Any:
     """The OpResp of the group's actor (groups are keyed by the connection's organisation).
-    Callers check `denied` first: a denied group never reaches its actor."""
-    return await ctx.registry().ask(GroupKey(conn.org_id, group_id), op)
+    Callers check `denied` first: a denied group never reaches its actor. With
+    `conn.parked_reply` (the reactor drives a JoinGroup or SyncGroup) the answer is waited
+    for by the reactor (gateway/parked_reply.py); a full mailbox raises NotNow."""
+    key = GroupKey(conn.org_id, group_id)
+    slot = conn.parked_reply
+    if slot is None:
+        return await ctx.registry().ask(key, op)
+    conn.parked_reply = None
+    if not ctx.registry().post_now(key, op, slot):
+        raise NotNow(group_id)  # the task waits for room
+    return await slot
 
 
 async def ask_group_light(
