@@ -97,6 +97,8 @@ def test_rebalance_after_one_member_leaves(target: Target) -> None:
     # /proc's 10 ms at each end of a window this short)
     assert got["f.coordinator_cpu_20"] is not None
     assert 0 <= got["f.coordinator_cpu_20"] <= coordinator + 0.03
+    assert got["f.coordinator_generator_cpu_20"] is not None
+    assert 0 <= got["f.coordinator_generator_cpu_20"] <= coordinator + 0.03
 
 
 def test_cpu_timeline_reads_a_window_known_afterwards() -> None:

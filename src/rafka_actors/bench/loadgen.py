@@ -742,13 +742,14 @@ def _cpu_of(pids: list[int]) -> float | None:
 
 
 class CpuTimeline:
-    """A broker's CPU seconds (its process tree as at the start), sampled every `every` s by a
-    forked process, so that a window known only afterwards can be read (`between`). The
-    sampler holds no lock of ours and the generator's loop never waits for it; /proc counts
-    in clock ticks (10 ms), so each end of a window is good to about a tick."""
+    """A process's CPU seconds (with its descendants as at the start, unless `alone`: the
+    generator's own, without the sampler), sampled every `every` s by a forked process, so
+    that a window known only afterwards can be read (`between`). The sampler holds no lock
+    of ours and the generator's loop never waits for it; /proc counts in clock ticks
+    (10 ms), so each end of a window is good to about a tick."""
 
-    def __init__(self, pid: int, every: float = 0.002) -> None:
-        self._pids, self._every = _children(pid), every
+    def __init__(self, pid: int, every: float = 0.002, *, alone: bool = False) -> None:
+        self._pids, self._every = [pid] if alone else _children(pid), every
         self._times, self._cpu = array("d"), array("d")
 
     def __enter__(self) -> CpuTimeline:

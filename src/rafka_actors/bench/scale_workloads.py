@@ -9,7 +9,8 @@
     within about that; the figure is split into the clients' share (LeaveGroup sent -> the last
     member's JoinGroup sent) and the coordinator's (that -> the last assignment received).
     The coordinator's share also holds the generator's own work (reading 999 JoinGroup answers,
-    the leader's assignment, 999 SyncGroups), so the broker's CPU within it is shown as well.
+    the leader's assignment, 999 SyncGroups), so the broker's CPU and the generator's within it
+    are shown as well.
     The generator's own reaction (REBALANCE_IN_PROGRESS answer -> JoinGroup sent) is shown too.
 (g) 100 000 simple groups (generation -1, one partition) get one OffsetCommit each, pipelined
     over many connections, on a broker started for the run (the runner's `fresh_broker`);
@@ -31,6 +32,7 @@ from __future__ import annotations
 import datetime
 import logging
 import multiprocessing
+import os
 import random
 import re
 import shutil
@@ -249,7 +251,7 @@ def rebalance(
 
 def _rebalance_one(target: Target, n: int) -> list[Figure]:
     got: dict[str, float | None] = dict.fromkeys(
-        ("form", "total", "clients", "coord", "coord_cpu", "react")
+        ("form", "total", "clients", "coord", "coord_cpu", "coord_generator_cpu", "react")
     )
     window: list[float] = []  # the coordinator's share, in time.monotonic()
 
@@ -282,12 +284,14 @@ def _rebalance_one(target: Target, n: int) -> list[Figure]:
             if fleet.reactions:
                 got["react"] = percentile(fleet.reactions, 99) * 1000
 
-    if target.pid is None:
-        _run(f"(f) rebalance of {n}", main)
-    else:
-        with CpuTimeline(target.pid) as broker_cpu:
+    with CpuTimeline(os.getpid(), alone=True) as generator_cpu:
+        if target.pid is None:
             _run(f"(f) rebalance of {n}", main)
-        got["coord_cpu"] = broker_cpu.between(*window) if window else None
+        else:
+            with CpuTimeline(target.pid) as broker_cpu:
+                _run(f"(f) rebalance of {n}", main)
+            got["coord_cpu"] = broker_cpu.between(*window) if window else None
+    got["coord_generator_cpu"] = generator_cpu.between(*window) if window else None
     return [
         _figure(f"f.form_{n}", f"{n} members joining together: Stable", "s", False, got["form"]),
         _figure(
@@ -307,6 +311,13 @@ def _rebalance_one(target: Target, n: int) -> list[Figure]:
             "s",
             False,
             got["coord_cpu"],
+        ),
+        _figure(
+            f"f.coordinator_generator_cpu_{n}",
+            "    generator CPU in the coordinator's share",
+            "s",
+            False,
+            got["coord_generator_cpu"],
         ),
         _figure(f"f.react_{n}_p99", "  generator's rejoin reaction p99", "ms", False, got["react"]),
     ]
