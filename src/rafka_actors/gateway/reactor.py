@@ -267,9 +267,19 @@ class Reactor:
         parked = self._parked.get(fd)
         if parked is None:
             return None
+        return self._served(parked, now)
+
+    def _served(
+        self, parked: _Parked, now: float, *, resume: bool = False
+    ) -> tuple[_Parked, list[bytes], Outcome[tuple[bytes, bytes]] | None]:
+        """`_answer_what_came`, or with `resume` `_resume`, for a connection parked here:
+        it, the replies held for the pass's write and what its task must have next."""
         deferred: list[bytes] = []
         try:
-            handed = self._answer_what_came(parked, deferred, now)
+            if resume:
+                handed = self._resume(parked, deferred, now)
+            else:
+                handed = self._answer_what_came(parked, deferred, now)
         except Exception:  # a bug of ours: this connection ends, the reactor carries on
             conn = parked.conn
             log.exception("reactor: internal error on %s:%d", conn.peer_host, conn.peer_port)
@@ -460,19 +470,12 @@ class Reactor:
         except BlockingIOError:
             pass
         ready, self._ready = self._ready, []
-        served = []
-        for parked in ready:
-            if self._parked.get(parked.fd) is not parked or parked.waiting is None:
-                continue  # its connection went meanwhile
-            deferred: list[bytes] = []
-            try:
-                handed = self._resume(parked, deferred, now)
-            except Exception:  # a bug of ours: this connection ends, the reactor carries on
-                conn = parked.conn
-                log.exception("reactor: internal error on %s:%d", conn.peer_host, conn.peer_port)
-                handed = Error(CloseConnection("internal error"))
-            served.append((parked, deferred, handed))
-        return served
+        return [
+            self._served(parked, now, resume=True)
+            for parked in ready
+            # (not if its connection went meanwhile)
+            if self._parked.get(parked.fd) is parked and parked.waiting is not None
+        ]
 
     def _resume(
         self, parked: _Parked, deferred: list[bytes], now: float
