@@ -103,6 +103,7 @@ async def test_the_frames_after_a_waiting_join_are_answered_after_its_reply(
     assert committed(await second.receive()) == {("t", 0): (0, -1)}  # the reactor's
     assert [t.name for t in (await second.receive()).topics] == ["t"]  # the task's
     assert committed(await second.receive()) == {("t", 1): (0, -1)}
+    await trio.testing.wait_all_tasks_blocked()  # its task asks for the bytes after them
     assert parks.count == 3  # the second's task was woken once: for the Metadata
 
 
