@@ -112,6 +112,9 @@ def test_cpu_timeline_reads_a_window_known_afterwards() -> None:
     busy = timeline.between(start, end)
     assert busy is not None and busy == pytest.approx(0.3, abs=0.03)
     assert timeline.between(start - 60, end) is None  # before the first sample
+    with CpuTimeline(None) as nobody:  # a broker not ours to see
+        pass
+    assert nobody.between(start, end) is None
 
 
 def test_many_groups_memory_and_fetch_latency(target: Target) -> None:

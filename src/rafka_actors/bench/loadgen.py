@@ -746,20 +746,25 @@ class CpuTimeline:
     generator's own, without the sampler), sampled every `every` s by a forked process, so
     that a window known only afterwards can be read (`between`). The sampler holds no lock
     of ours and the generator's loop never waits for it; /proc counts in clock ticks
-    (10 ms), so each end of a window is good to about a tick."""
+    (10 ms), so each end of a window is good to about a tick. Without a pid (a broker not
+    ours to see) nothing is sampled and every window reads None."""
 
-    def __init__(self, pid: int, every: float = 0.002, *, alone: bool = False) -> None:
-        self._pids, self._every = [pid] if alone else _children(pid), every
+    def __init__(self, pid: int | None, every: float = 0.002, *, alone: bool = False) -> None:
+        pids = [] if pid is None else [pid] if alone else _children(pid)
+        self._pids, self._every = pids, every
         self._times, self._cpu = array("d"), array("d")
 
     def __enter__(self) -> CpuTimeline:
-        ctx = multiprocessing.get_context("fork")
-        self._pipe, theirs = ctx.Pipe()
-        self._proc = ctx.Process(target=self._sample, args=(theirs,), daemon=True)
-        self._proc.start()
+        if self._pids:
+            ctx = multiprocessing.get_context("fork")
+            self._pipe, theirs = ctx.Pipe()
+            self._proc = ctx.Process(target=self._sample, args=(theirs,), daemon=True)
+            self._proc.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if not self._pids:
+            return
         self._pipe.send("stop")
         if self._pipe.poll(10):
             times, cpu = self._pipe.recv()

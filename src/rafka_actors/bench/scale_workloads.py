@@ -284,14 +284,14 @@ def _rebalance_one(target: Target, n: int) -> list[Figure]:
             if fleet.reactions:
                 got["react"] = percentile(fleet.reactions, 99) * 1000
 
-    with CpuTimeline(os.getpid(), alone=True) as generator_cpu:
-        if target.pid is None:
-            _run(f"(f) rebalance of {n}", main)
-        else:
-            with CpuTimeline(target.pid) as broker_cpu:
-                _run(f"(f) rebalance of {n}", main)
-            got["coord_cpu"] = broker_cpu.between(*window) if window else None
-    got["coord_generator_cpu"] = generator_cpu.between(*window) if window else None
+    with (
+        CpuTimeline(os.getpid(), alone=True) as generator_cpu,
+        CpuTimeline(target.pid) as broker_cpu,
+    ):
+        _run(f"(f) rebalance of {n}", main)
+    if window:
+        got["coord_cpu"] = broker_cpu.between(*window)
+        got["coord_generator_cpu"] = generator_cpu.between(*window)
     return [
         _figure(f"f.form_{n}", f"{n} members joining together: Stable", "s", False, got["form"]),
         _figure(
