@@ -1,10 +1,12 @@
-"""JoinGroup and SyncGroup replies waited for by the reactor (gateway/parked_reply.py): the
-connection's task is not woken for them, its socket is not read meanwhile, and the frames
-after a waiting request are answered after its reply, in order."""
+"""JoinGroup, SyncGroup and LeaveGroup replies, and those of Heartbeats the group's actor
+cannot answer inline, waited for by the reactor (gateway/parked_reply.py): the connection's
+task is not woken for them, its socket is not read meanwhile, and the frames after a waiting
+request are answered after its reply, in order."""
 
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import pytest
@@ -16,12 +18,16 @@ from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.context import Api, BrokerContext
 from rafka_actors.gateway.reactor import Reactor
 
+from ..wire import request_frame
+from .test_consumer_group_apis import heartbeat_req as cg_heartbeat_req
+from .test_consumer_group_apis import join_req as cg_join_req
 from .test_group_apis import (
     Client,
     committed,
     fetch_req,
     join_and_sync,
     join_req,
+    nested,
     req,
     sync_req,
 )
@@ -37,7 +43,7 @@ from .test_reactor import (
 
 __all__ = ["ctx", "durable_ctx"]  # fixtures used here
 
-HEARTBEAT = 12
+HEARTBEAT, LEAVE, CG_HEARTBEAT = 12, 13, 68
 
 
 def reactor_of(ctx: BrokerContext) -> Reactor:
@@ -48,6 +54,28 @@ def reactor_of(ctx: BrokerContext) -> Reactor:
 def waiting_here(reactor: Reactor) -> int:
     """Connections whose request waits in the reactor, their sockets unwatched."""
     return sum(parked.waiting is not None for parked in reactor._parked.values())
+
+
+def record_parks(reactor: Reactor) -> list[int]:
+    """The api key of each request the reactor drives until its group answers (`_park`)."""
+    keys: list[int] = []
+    park = reactor._park
+
+    def recording(frame: bytes, parked: Any) -> bytes | None:
+        keys.append(int.from_bytes(frame[:2], "big"))
+        return park(frame, parked)
+
+    reactor._park = recording  # type: ignore[method-assign]
+    return keys
+
+
+def write_now(client: Client, request: Any) -> None:
+    """Send `request` without a checkpoint, so that the reactor's next pass reads it together
+    with whatever else is written so before it runs."""
+    client.correlation += 1
+    client.sent.append(request)
+    frame = request_frame(request, client.correlation)
+    assert os.write(client.stream.socket.fileno(), frame) == len(frame)
 
 
 async def rebalance_with_a_second_member(first: Client, second: Client) -> tuple[Any, Any]:
@@ -175,3 +203,68 @@ async def test_a_waiting_request_that_waits_on_anything_else_closes_its_connecti
     with caplog.at_level(logging.ERROR):
         assert await client.stream.receive_some() == b""
     assert "waited elsewhere" in caplog.text
+
+
+async def test_a_heartbeat_behind_a_join_in_the_mailbox_waits_in_the_reactor(
+    ctx: BrokerContext, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A member's Heartbeat read in the same pass as another member's JoinGroup finds the
+    join in the group's mailbox, untaken: the actor cannot answer it inline, so it is posted
+    behind the join and its reply waited for here, not by the member's task (in a rebalance
+    of 1 000 members, nearly half the members' connections went to their tasks so)."""
+    reactor = reactor_of(ctx)
+    parks = Parks(reactor)
+    first, second = await plain_client(ctx, nursery), await plain_client(ctx, nursery)
+    joined = await join_and_sync(first)
+    required = await second.call(join_req(5))
+    assert required.error_code == ErrorCode.member_id_required
+    waited = record_parks(reactor)
+    write_now(second, join_req(5, member=required.member_id))
+    write_now(
+        first,
+        req(HEARTBEAT, 4, group_id="g", generation_id=1, member_id=joined.member_id),
+    )
+    beat = await first.receive()
+    assert beat.error_code == ErrorCode.rebalance_in_progress  # stepped after the join
+    assert waited == [11, HEARTBEAT]
+    rejoined = await first.call(join_req(5, member=joined.member_id))
+    assert rejoined.generation_id == (await second.receive()).generation_id == 2
+    await trio.testing.wait_all_tasks_blocked()
+    assert parks.count == 2  # each task parked once, and was never woken
+
+
+async def test_a_leave_waits_in_the_reactor(
+    ctx: BrokerContext, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    reactor = reactor_of(ctx)
+    parks = Parks(reactor)
+    client = await plain_client(ctx, nursery)
+    joined = await join_and_sync(client)
+    waited = record_parks(reactor)
+    member = nested(LEAVE, 4, "MemberIdentity", member_id=joined.member_id)
+    left = await client.call(req(LEAVE, 4, group_id="g", members=(member,)))
+    assert left.error_code == ErrorCode.none
+    assert [m.error_code for m in left.members] == [ErrorCode.none]
+    again = await client.call(join_req(5))  # the group is empty: a new member id
+    assert again.error_code == ErrorCode.member_id_required
+    assert waited == [LEAVE, 11]
+    await trio.testing.wait_all_tasks_blocked()
+    assert parks.count == 1  # parked once, and never woken
+
+
+async def test_consumer_group_heartbeats_wait_in_the_reactor(
+    ctx: BrokerContext, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A KIP-848 member's heartbeats go through its group's mailbox, their replies waited
+    for here: the member's task is not woken for them."""
+    reactor = reactor_of(ctx)
+    parks = Parks(reactor)
+    client = await plain_client(ctx, nursery)
+    waited = record_parks(reactor)
+    joined = await client.call(cg_join_req(1))
+    assert joined.error_code == ErrorCode.none and joined.member_epoch >= 1
+    beat = await client.call(cg_heartbeat_req(1, joined.member_id, joined.member_epoch))
+    assert beat.error_code == ErrorCode.none and beat.member_epoch == joined.member_epoch
+    assert waited == [CG_HEARTBEAT, CG_HEARTBEAT]
+    await trio.testing.wait_all_tasks_blocked()
+    assert parks.count == 1  # parked once, and never woken

@@ -1,12 +1,18 @@
-"""A JoinGroup's or SyncGroup's reply, waited for by the reactor in place of a task.
+"""A reply from a group's actor, waited for by the reactor in place of a task.
 
-Such a request waits for other members: a JoinGroup until every member has joined, a
-follower's SyncGroup for the leader's. So the reactor (reactor.py) cannot answer it on the
-spot, and handed to the connection's task it cost the task a wake-up for the reply and
+Some requests wait for other members: a JoinGroup until every member has joined, a
+follower's SyncGroup for the leader's. So the reactor (reactor.py) cannot answer them on the
+spot, and handed to the connection's task each cost the task a wake-up for the reply and
 another for the connection's next request, which the task then read for itself. In a
 rebalance of 1 000 members the broker was busy for 0.22 s of the 0.26 s from the last
 JoinGroup to the last assignment, most of it in the connection tasks' machinery
-(docs/performance.md).
+(docs/performance.md). A LeaveGroup and a KIP-848 ConsumerGroupHeartbeat always go through
+the actor's mailbox, and so does a Heartbeat the actor cannot answer inline: one read in the
+same pass as another member's JoinGroup finds that join in the mailbox, untaken. In one run
+of the benchmark's (f) (1 000 and 100 members forming groups and rebalancing) 445
+heartbeats came so, and each took its connection into its task for the JoinGroup and
+SyncGroup after it too. They all wait here the same way (a Heartbeat in
+`ask_group_light`).
 
 Instead the reactor drives the handler's coroutine itself, with the connection's
 `ParkedReply` in `conn.parked_reply`: `ask_group` (apis/groups.py) posts the op to the group's

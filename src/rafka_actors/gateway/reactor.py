@@ -19,8 +19,10 @@ it cannot answer so, and every byte after it, goes back to the connection's task
 answers as it always did (Metadata, a frame in pieces, a bad frame, the end of the stream):
 the reactor only ever answers a prefix of what the peer sent, in order, so replies keep the
 request order. A JoinGroup or SyncGroup, which waits for other members, waits here instead
-(parked_reply.py): the reactor keeps its handler's coroutine, stops watching the socket
-until the group's actor answers, then replies and answers the bytes that came after it.
+(parked_reply.py), and so does a LeaveGroup, a KIP-848 ConsumerGroupHeartbeat, or a
+Heartbeat the group's actor cannot answer inline: the reactor keeps its handler's
+coroutine, stops watching the socket until the group's actor answers, then replies and
+answers the bytes that came after it.
 
 A commit equal to the connection's last one but for its offsets is answered from that one,
 without decoding it (commit_repeat.py); the group's actor still steps it in full. A fetch
@@ -87,9 +89,11 @@ COMMIT_KEY: Final = 8
 FETCH_KEY: Final = 9
 HEARTBEAT_KEY: Final = 12
 FAST_APIS: Final = frozenset({COMMIT_KEY, FETCH_KEY, HEARTBEAT_KEY, 18})
-# JoinGroup, SyncGroup: answered once other members come, their replies waited for here
-# (parked_reply.py)
-WAITING_APIS: Final = frozenset({11, 14})
+# JoinGroup, SyncGroup: answered once other members come; LeaveGroup, ConsumerGroupHeartbeat
+# and a Heartbeat the group's actor cannot answer inline (its mailbox holds joins in a
+# rebalance): answered once the actor has taken what came first. Handlers of one group ask,
+# whose replies are waited for here (parked_reply.py).
+WAITING_APIS: Final = frozenset({11, HEARTBEAT_KEY, 13, 14, 68})
 # Passes answered back to back while requests keep coming, before other tasks get a turn:
 # a turn of trio's scheduler is Python, and with 16 confluent-kafka committers (4 commits a
 # pass) it took 18% of the broker's CPU when every pass was followed by one.
@@ -427,7 +431,7 @@ class Reactor:
         raise CloseConnection("internal error: a fast request waited")
 
     def _park(self, frame: bytes, parked: _Parked) -> bytes | None:
-        """Drive a JoinGroup's or SyncGroup's handler until it waits for its group's actor:
+        """Drive the handler of a request of WAITING_APIS until it waits for its group's actor:
         its reply (b"" for none) if it needs no wait (an error, say); None with
         `parked.waiting` set if it waits here for the actor's answer; None without if the
         task must answer it (a full mailbox, a bad frame: the task tries it again)."""
