@@ -61,8 +61,9 @@ def denied(conn: ConnectionInfo, group_id: str | None) -> bool:
 async def ask_group(ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: Any) -> Any:
     """The OpResp of the group's actor (groups are keyed by the connection's organisation).
     Callers check `denied` first: a denied group never reaches its actor. With
-    `conn.parked_reply` (the reactor drives a JoinGroup or SyncGroup) the answer is waited
-    for by the reactor (gateway/parked_reply.py); a full mailbox raises NotNow."""
+    `conn.parked_reply` (the reactor drives a JoinGroup, SyncGroup, LeaveGroup or
+    ConsumerGroupHeartbeat: its WAITING_APIS) the answer is waited for by the reactor
+    (gateway/parked_reply.py); a full mailbox raises NotNow."""
     key = GroupKey(conn.org_id, group_id)
     slot = conn.parked_reply
     if slot is None:
