@@ -81,25 +81,17 @@ async def ask_group_light(
     actor answers without a task switch, and a dormant one without a task
     (GroupActor.answer_inline). Under `conn.now_only` (the reactor) it answers only so,
     or raises NotNow. With `conn.parked_reply` (the reactor drives a Heartbeat the actor
-    could not answer inline) an answer that is not given inline is waited for by the
-    reactor, as `ask_group`'s; a full mailbox raises NotNow."""
+    has just not answered inline) it is `ask_group`: through the mailbox, its answer waited
+    for by the reactor."""
+    if conn.parked_reply is not None:
+        return await ask_group(ctx, conn, group_id, op)
     key = GroupKey(conn.org_id, group_id)
     if conn.now_only:
         response = ctx.registry().answer_now(key, op)
         if response is None:
             raise NotNow(group_id)
         return response
-    slot = conn.parked_reply
-    if slot is None:
-        return await ctx.registry().ask_light(key, op)
-    conn.parked_reply = None
-    registry = ctx.registry()
-    response = registry.answer_now(key, op)
-    if response is not None:
-        return response
-    if not registry.post_now(key, op, slot):
-        raise NotNow(group_id)  # the task waits for room
-    return await slot
+    return await ctx.registry().ask_light(key, op)
 
 
 # -- JoinGroup ----------------------------------------------------------------------------
