@@ -69,10 +69,14 @@ class Client:
         self.sent: list[Any] = []
         self.answered = 0  # responses come in request order: the n-th has correlation id n
 
-    async def send(self, request: Any) -> None:
+    def frame(self, request: Any) -> bytes:
+        """`request`'s frame, with the next correlation id: its response is expected next."""
         self.correlation += 1
         self.sent.append(request)
-        await self.stream.send_all(request_frame(request, self.correlation))
+        return request_frame(request, self.correlation)
+
+    async def send(self, request: Any) -> None:
+        await self.stream.send_all(self.frame(request))
 
     async def receive(self) -> Any:
         request = self.sent.pop(0)

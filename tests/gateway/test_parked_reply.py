@@ -6,7 +6,6 @@ request are answered after its reply, in order."""
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import pytest
@@ -18,7 +17,6 @@ from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.context import Api, BrokerContext
 from rafka_actors.gateway.reactor import Reactor
 
-from ..wire import request_frame
 from .test_consumer_group_apis import heartbeat_req as cg_heartbeat_req
 from .test_consumer_group_apis import join_req as cg_join_req
 from .test_group_apis import (
@@ -38,6 +36,7 @@ from .test_reactor import (
     durable_ctx,
     plain_client,
     plain_connection,
+    send_now,
     send_together,
 )
 
@@ -67,15 +66,6 @@ def record_parks(reactor: Reactor) -> list[int]:
 
     reactor._park = recording  # type: ignore[method-assign]
     return keys
-
-
-def write_now(client: Client, request: Any) -> None:
-    """Send `request` without a checkpoint, so that the reactor's next pass reads it together
-    with whatever else is written so before it runs."""
-    client.correlation += 1
-    client.sent.append(request)
-    frame = request_frame(request, client.correlation)
-    assert os.write(client.stream.socket.fileno(), frame) == len(frame)
 
 
 async def rebalance_with_a_second_member(first: Client, second: Client) -> tuple[Any, Any]:
@@ -219,8 +209,8 @@ async def test_a_heartbeat_behind_a_join_in_the_mailbox_waits_in_the_reactor(
     required = await second.call(join_req(5))
     assert required.error_code == ErrorCode.member_id_required
     waited = record_parks(reactor)
-    write_now(second, join_req(5, member=required.member_id))
-    write_now(
+    send_now(second, join_req(5, member=required.member_id))
+    send_now(
         first,
         req(HEARTBEAT, 4, group_id="g", generation_id=1, member_id=joined.member_id),
     )

@@ -138,12 +138,7 @@ async def memory_client(ctx: BrokerContext, nursery: trio.Nursery) -> Client:
 
 async def send_together(client: Client, requests: list[Any]) -> None:
     """Several requests in one write, as a pipelining client sends them."""
-    frames = []
-    for request in requests:
-        client.correlation += 1
-        client.sent.append(request)
-        frames.append(request_frame(request, client.correlation))
-    await client.stream.send_all(b"".join(frames))
+    await client.stream.send_all(b"".join([client.frame(request) for request in requests]))
 
 
 async def test_commits_and_fetches_are_answered_without_waking_the_connection_task(
@@ -517,9 +512,8 @@ def log_policy(ctx: BrokerContext) -> str:
 def send_now(client: Client, request: Any) -> None:
     """Write a request without a checkpoint: requests sent so on several connections reach the
     reactor in one pass of its epoll."""
-    client.correlation += 1
-    client.sent.append(request)
-    os.write(client.stream.socket.fileno(), request_frame(request, client.correlation))
+    frame = client.frame(request)
+    assert os.write(client.stream.socket.fileno(), frame) == len(frame)
 
 
 async def committing_clients(ctx: BrokerContext, nursery: trio.Nursery, n: int) -> list[Client]:
