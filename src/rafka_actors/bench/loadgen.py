@@ -1,30 +1,20 @@
-"""A load generator that speaks the Kafka protocol itself: many group members in one trio process.
+"""A load generator that speaks the Kafka protocol itself: its connections and codec.
 
 Client libraries spend more CPU per request than a broker should, so a benchmark driven by
-them measures the client. Here every member is one trio task with its own TCP connection (as a
-consumer has its own connection to its coordinator), and requests are encoded and decoded with
-the broker's own codec (`encode_request` / `decode_response`, kio's native reader).
+them measures the client. Requests here are encoded and decoded with the broker's own codec
+(`encode_request` / `decode_response`, kio's native reader); the group members of workloads
+(e) and (f) are in fleet.py.
 
 `Connection` is one non-blocking socket driven by trio's readiness waits: ApiVersions on open,
 then each API at the highest version both sides know (`Connection.version`), answers in the
 order of the requests (Kafka's rule), `call` for one request and `pipeline` for many in flight.
 Frames are cut from a buffer that survives cancellation, and a cancelled call's answer is
-skipped by the next call, so a timed-out wait never desynchronises the stream.
-
-Cost, measured against a fake broker that answers instantly: trio's own floor for a request/
-answer on one of many sockets is ~40 us of CPU when answers arrive one at a time (~10 us when
-they arrive in bursts); a heartbeat through `Connection.call` costs ~65 us. A cancel scope per
-call cost another ~25 us (trio re-sorts its deadlines), so members' connections are `watched`:
-the fleet's watchdog enforces their deadlines twice a second instead.
-
-`Member` implements the classic group protocol the way a consumer does: JoinGroup (retried
-with the member id on MEMBER_ID_REQUIRED), SyncGroup (the leader computes a range assignment
-from the subscriptions it is given), Heartbeat every `Fleet.heartbeat_interval_s` (or
-back-to-back once `Fleet.closed_loop` is set), rejoin on REBALANCE_IN_PROGRESS (from a
-Heartbeat or a SyncGroup), LeaveGroup when told to go. `Fleet` owns the members and what they
-measure; a `GroupTracker` per group tells when every live member holds an assignment of the
-same generation (the group is Stable as its clients see it) and checks that those assignments
-are disjoint and complete.
+skipped by the next call, so a timed-out wait never desynchronises the stream. Measured
+against a fake broker that answers instantly, trio's own floor for a request/answer on one of
+many sockets is ~40 us of CPU when answers arrive one at a time (~10 us when they arrive in
+bursts); a heartbeat through `call` costs ~65 us, and its cancel scope ~25 us more: fine
+for a workload's few connections, not for a thousand members (fleet.py drives theirs from
+one epoll).
 
 Timing uses trio's clock (monotonic seconds). Every wait is bounded: a request that gets no
 answer in time raises `LoadgenError`, which a workload turns into a missing figure.
@@ -38,15 +28,13 @@ import logging
 import math
 import multiprocessing
 import os
-import random
 import socket
 import struct
 import sys
 import time
 from array import array
-from collections import Counter, deque
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections import deque
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
@@ -69,7 +57,7 @@ API_VERSIONS, JOIN, SYNC, HEARTBEAT, LEAVE = 18, 11, 14, 12, 13
 OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS = 8, 9, 19
 _OURS = {JOIN: (4, 9), SYNC: (0, 5), HEARTBEAT: (0, 4), LEAVE: (0, 5)}
 _OURS |= {OFFSET_COMMIT: (2, 8), OFFSET_FETCH: (1, 7), CREATE_TOPICS: (2, 7)}
-_RETRY = {
+RETRY_CODES = {
     ErrorCode.coordinator_load_in_progress,
     ErrorCode.coordinator_not_available,
     ErrorCode.not_coordinator,
@@ -105,9 +93,6 @@ class Connection:
         self._sent: deque[tuple[int, int, int]] = deque()  # (correlation, key, version)
         self._broken = ""
         self.versions: dict[int, tuple[int, int]] = {}
-        self.watched = False  # timeouts are enforced by a watchdog calling `overdue`
-        self.deadline = math.inf
-        self.waiting_for: Any = None
 
     @classmethod
     async def open(cls, bootstrap: str, timeout: float = REQUEST_TIMEOUT_S) -> Connection:
@@ -160,17 +145,7 @@ class Connection:
         return make(request_class(api_key, self.version(api_key)), **values)
 
     async def call(self, request: Any, timeout: float = REQUEST_TIMEOUT_S) -> Any:
-        """Send one request and return its answer (answers to cancelled calls are skipped).
-
-        A `watched` connection leaves the timeout to a watchdog (`overdue`): a cancel scope
-        per call would cost more CPU than the rest of a heartbeat round trip."""
-        if self.watched:
-            self.deadline = trio.current_time() + timeout
-            self.waiting_for = request
-            try:
-                return await self._call(request)
-            finally:
-                self.deadline = math.inf
+        """Send one request and return its answer (answers to cancelled calls are skipped)."""
         with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
             return await self._call(request)
         assert scope.cancelled_caught
@@ -184,12 +159,6 @@ class Connection:
             got, answer = await self._receive()
             if got == correlation:
                 return answer
-
-    def overdue(self, now: float) -> str | None:
-        """Why a watched call has failed by `now`, if it has."""
-        if now <= self.deadline:
-            return None
-        return f"{self.address}: no answer to {type(self.waiting_for).__name__} in time"
 
     async def pipeline(
         self, requests: Sequence[Any], window: int, timeout: float = REQUEST_TIMEOUT_S
@@ -270,6 +239,22 @@ class Connection:
                 raise LoadgenError(f"{self.address} closed the connection")
             buf += data
 
+    @property
+    def sock(self) -> socket.socket:
+        return self._sock
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def next_correlation(self) -> int:
+        """A correlation id for a request sent by other means than `call` or `pipeline`."""
+        self._correlation += 1
+        return self._correlation
+
+    def close(self) -> None:
+        """Close at once (outside trio's waits: see `aclose`)."""
+        self._sock.close()
+
     async def aclose(self) -> None:
         trio.lowlevel.notify_closing(self._sock)
         self._sock.close()
@@ -343,341 +328,6 @@ def range_assign(member_ids: Sequence[str], topic: str, partitions: int) -> dict
         out[member_id] = assignment(topic, range(start, start + count))
         start += count
     return out
-
-
-# -- members and the fleet --------------------------------------------------------------------
-
-
-class GroupTracker:
-    """When do all live members of one group hold an assignment of the same generation?"""
-
-    def __init__(self, name: str, size: int, partitions: int) -> None:
-        self.name = name
-        self.expected = size
-        self.partitions = partitions
-        self.floor = -1  # a Stable generation must be newer than this (Tansu starts at 0)
-        self._counts: Counter[int] = Counter()
-        self._held: dict[int, tuple[int, tuple[int, ...]]] = {}  # member index -> (gen, parts)
-        self.stable = trio.Event()
-        self.stable_generation = -1
-        self.stable_at = 0.0
-        self.bad_assignments = 0
-
-    def synced(self, member: int, generation: int, parts: tuple[int, ...], now: float) -> None:
-        previous = self._held.get(member)
-        if previous is not None:
-            self._counts[previous[0]] -= 1
-        self._held[member] = (generation, parts)
-        self._counts[generation] += 1
-        if (
-            self._counts[generation] == self.expected
-            and generation > self.floor
-            and not self.stable.is_set()
-        ):
-            self.stable_generation, self.stable_at = generation, now
-            self._check_assignments(generation)
-            self.stable.set()
-
-    def _check_assignments(self, generation: int) -> None:
-        held = [p for gen, parts in self._held.values() if gen == generation for p in parts]
-        if sorted(held) != list(range(self.partitions)):
-            self.bad_assignments += 1
-            log.warning("%s: generation %d assignment not disjoint/complete", self.name, generation)
-
-    def left(self, member: int) -> None:
-        """`member` left: the next Stable generation is the one without it."""
-        previous = self._held.pop(member, None)
-        if previous is not None:
-            self._counts[previous[0]] -= 1
-        self.expected -= 1
-        self.floor = max(self.stable_generation, self.floor)
-        self.stable = trio.Event()
-
-
-class Fleet:
-    """Members of classic consumer groups, all in this trio process, and what they measured."""
-
-    def __init__(
-        self,
-        bootstrap: str,
-        *,
-        session_timeout_s: float = 10.0,
-        rebalance_timeout_s: float = 30.0,
-        heartbeat_interval_s: float = 0.1,
-        topic: str = "bench",
-    ) -> None:
-        self.bootstrap = bootstrap
-        self.session_timeout_s = session_timeout_s
-        self.rebalance_timeout_s = rebalance_timeout_s
-        self.heartbeat_interval_s = heartbeat_interval_s
-        self.topic = topic
-        self.members: list[Member] = []
-        self.groups: dict[str, GroupTracker] = {}
-        self.closed_loop = False
-        self.stopping = False
-        self.recording = False
-        self.heartbeat_latency = array("d")  # seconds, successful heartbeats while recording
-        self.heartbeat_errors: Counter[str] = Counter()
-        self.reactions = array("d")  # REBALANCE_IN_PROGRESS answer -> JoinGroup sent, seconds
-        self.last_join_sent = 0.0
-        self.go = trio.Event()  # members join once all are connected
-        self.started_at = 0.0
-        self.done = trio.Event()
-
-    def add_group(self, name: str, size: int, partitions: int | None = None) -> GroupTracker:
-        tracker = self.groups[name] = GroupTracker(name, size, partitions or size)
-        for _ in range(size):
-            self.members.append(Member(self, tracker, len(self.members)))
-        return tracker
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Connect every member (started once all are connected), then run them until stopped."""
-        connected = 0
-        all_connected = trio.Event()
-
-        def one_connected() -> None:
-            nonlocal connected
-            connected += 1
-            if connected == len(self.members):
-                all_connected.set()
-
-        async with trio.open_nursery() as outer:
-            outer.start_soon(self._watchdog)
-            async with trio.open_nursery() as nursery:
-                for member in self.members:
-                    nursery.start_soon(member.run, one_connected)
-                await all_connected.wait()
-                self.started_at = trio.current_time()
-                self.go.set()
-                task_status.started()
-            outer.cancel_scope.cancel()
-        self.done.set()
-
-    async def _watchdog(self) -> None:
-        """Fail every member whose request has gone unanswered past its deadline."""
-        while True:
-            await trio.sleep(0.5)
-            now = trio.current_time()
-            for member in self.members:
-                if member.conn is not None and (why := member.conn.overdue(now)):
-                    member.fail(why)
-
-    async def wait_stable(self, timeout: float) -> bool:
-        """True once every group is Stable (within `timeout` seconds)."""
-        with trio.move_on_after(timeout):
-            for tracker in self.groups.values():
-                await tracker.stable.wait()
-            return True
-        return False
-
-    def go_closed_loop(self) -> None:
-        self.closed_loop = True
-        for member in self.members:
-            member.wake.set()
-
-    def stop(self) -> None:
-        """Members leave their groups at their next chance and disconnect."""
-        self.stopping = True
-        for member in self.members:
-            member.wake.set()
-
-
-@asynccontextmanager
-async def running(
-    fleet: Fleet, connect_timeout: float = 60.0, stop_timeout: float = 10.0
-) -> AsyncIterator[Fleet]:
-    """Run `fleet` (connected, joining) inside the block; on exit members leave, then close."""
-    async with trio.open_nursery() as nursery:
-        with trio.fail_after(connect_timeout):
-            await nursery.start(fleet.run)
-        try:
-            yield fleet
-        finally:
-            fleet.stop()
-            with trio.move_on_after(stop_timeout):
-                await fleet.done.wait()
-            nursery.cancel_scope.cancel()
-
-
-class Member:
-    """One consumer of the classic protocol, on its own connection."""
-
-    def __init__(self, fleet: Fleet, group: GroupTracker, index: int) -> None:
-        self.fleet = fleet
-        self.group = group
-        self.index = index
-        self.conn: Connection | None = None
-        self.member_id = ""
-        self.generation = -1
-        self.wake = trio.Event()  # stop waiting between heartbeats (closed loop, leave, stop)
-        self.leaving = False
-        self.is_leader = False
-        self.noticed_at: float | None = None  # when a rebalance was announced to us
-        self.left_at: float | None = None  # when our LeaveGroup was sent
-        self._members: tuple[Any, ...] = ()  # the leader's JoinGroup answer: who to assign
-        self._scope = trio.CancelScope()  # cancelled by the fleet's watchdog (`fail`)
-        self._failure = ""
-
-    async def run(self, connected: Any) -> None:
-        with self._scope:
-            conn = self.conn = await Connection.open(self.fleet.bootstrap)
-            conn.watched = True
-            connected()
-            try:
-                await self._run()
-            finally:
-                await conn.aclose()
-        if self._failure:
-            raise LoadgenError(f"{self.group.name}: {self._failure}")
-
-    async def _run(self) -> None:
-        await self.fleet.go.wait()
-        while not (self.fleet.stopping or self.leaving):
-            if not await self._join() or not await self._sync():
-                continue
-            await self._heartbeats()
-        if self.member_id and not self.fleet.stopping:
-            await self._leave()
-        elif self.member_id:
-            with trio.move_on_after(5):
-                await self._leave()
-
-    def fail(self, why: str) -> None:
-        self._failure = why
-        self._scope.cancel()
-
-    def leave(self) -> None:
-        """Leave the group (LeaveGroup) at the next heartbeat and stop."""
-        self.leaving = True
-        self.group.left(self.index)
-        self.wake.set()
-
-    @property
-    def _conn(self) -> Connection:
-        assert self.conn is not None
-        return self.conn
-
-    async def _join(self) -> bool:
-        fleet, conn = self.fleet, self._conn
-        version = conn.version(JOIN)
-        protocol = schema(JOIN, version).JoinGroupRequestProtocol
-        now = trio.current_time()
-        if self.noticed_at is not None:
-            fleet.reactions.append(now - self.noticed_at)
-            self.noticed_at = None
-        fleet.last_join_sent = max(fleet.last_join_sent, now)
-        while True:
-            request = conn.request(
-                JOIN,
-                group_id=self.group.name,
-                session_timeout=ms(fleet.session_timeout_s),
-                rebalance_timeout=ms(fleet.rebalance_timeout_s),
-                member_id=self.member_id,
-                group_instance_id=None,
-                protocol_type="consumer",
-                protocols=(protocol(name="range", metadata=subscription([fleet.topic])),),
-                reason=None,
-            )
-            answer = await conn.call(request, fleet.rebalance_timeout_s + 10)
-            code = answer.error_code
-            if code == ErrorCode.member_id_required:
-                self.member_id = answer.member_id
-            elif code == ErrorCode.none:
-                self.member_id, self.generation = answer.member_id, answer.generation_id
-                self.is_leader = answer.leader == answer.member_id
-                self._members = answer.members
-                return True
-            elif code == ErrorCode.unknown_member_id:
-                self.member_id = ""
-            elif code in _RETRY or code == ErrorCode.rebalance_in_progress:
-                await trio.sleep(0.05)
-            else:
-                raise LoadgenError(f"{self.group.name}: JoinGroup failed: {code.name}")
-            if fleet.stopping:
-                return False
-
-    async def _sync(self) -> bool:
-        fleet, conn = self.fleet, self._conn
-        assignments: tuple[Any, ...] = ()
-        version = conn.version(SYNC)
-        if self.is_leader:
-            wanted = {m.member_id for m in self._members}
-            plan = range_assign(sorted(wanted), fleet.topic, self.group.partitions)
-            entry = schema(SYNC, version).SyncGroupRequestAssignment
-            assignments = tuple(entry(member_id=m, assignment=a) for m, a in plan.items())
-        self._members = ()
-        request = conn.request(
-            SYNC,
-            group_id=self.group.name,
-            generation_id=self.generation,
-            member_id=self.member_id,
-            group_instance_id=None,
-            protocol_type="consumer",
-            protocol_name="range",
-            assignments=assignments,
-        )
-        answer = await conn.call(request, fleet.rebalance_timeout_s + 10)
-        return self._synced(answer.error_code, answer.assignment)
-
-    def _synced(self, code: ErrorCode, data: bytes) -> bool:
-        now = trio.current_time()
-        if code == ErrorCode.none:
-            self.group.synced(self.index, self.generation, assigned_partitions(data), now)
-            return True
-        if code == ErrorCode.rebalance_in_progress:
-            self.noticed_at = now
-        elif code == ErrorCode.unknown_member_id:
-            self.member_id = ""
-        elif code not in _RETRY and code != ErrorCode.illegal_generation:
-            raise LoadgenError(f"{self.group.name}: SyncGroup failed: {code.name}")
-        return False
-
-    async def _heartbeats(self) -> None:
-        """Heartbeat until the group rebalances (return: rejoin) or we are told to go."""
-        fleet, conn = self.fleet, self._conn
-        request = conn.request(
-            HEARTBEAT,
-            group_id=self.group.name,
-            generation_id=self.generation,
-            member_id=self.member_id,
-            group_instance_id=None,
-        )
-        pause = fleet.heartbeat_interval_s * random.random()  # spread the first ones out
-        latency = fleet.heartbeat_latency
-        while True:
-            if not fleet.closed_loop:
-                with trio.move_on_after(pause):
-                    await self.wake.wait()
-                pause = fleet.heartbeat_interval_s
-            if fleet.stopping or self.leaving:
-                return
-            start = trio.current_time()
-            code = (await conn.call(request)).error_code
-            if code == ErrorCode.none:
-                if fleet.recording:
-                    latency.append(trio.current_time() - start)
-                continue
-            if fleet.recording:
-                fleet.heartbeat_errors[code.name] += 1
-            if code == ErrorCode.rebalance_in_progress:
-                self.noticed_at = trio.current_time()
-            elif code == ErrorCode.unknown_member_id:
-                self.member_id = ""
-            elif code not in _RETRY and code != ErrorCode.illegal_generation:
-                raise LoadgenError(f"{self.group.name}: Heartbeat failed: {code.name}")
-            return
-
-    async def _leave(self) -> None:
-        conn = self._conn
-        if conn.version(LEAVE) >= 3:
-            identity = schema(LEAVE, conn.version(LEAVE)).MemberIdentity
-            who = identity(member_id=self.member_id, group_instance_id=None, reason=None)
-            request = conn.request(LEAVE, group_id=self.group.name, members=(who,))
-        else:
-            request = conn.request(LEAVE, group_id=self.group.name, member_id=self.member_id)
-        self.left_at = trio.current_time()
-        await conn.call(request)
-        self.member_id = ""
 
 
 # -- measurements -----------------------------------------------------------------------------

@@ -52,19 +52,18 @@ from typing import Any
 import trio
 
 from .core import Figure, Options, Target, Workload
+from .fleet import Fleet, running
 from .loadgen import (
     OFFSET_COMMIT,
     OFFSET_FETCH,
     Connection,
     CpuMeter,
     CpuTimeline,
-    Fleet,
     LoadgenError,
     create_topic,
     make,
     percentile,
     rss_bytes,
-    running,
     schema,
 )
 

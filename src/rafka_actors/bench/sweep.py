@@ -1,7 +1,7 @@
 """Rebalance time and commit latency against group size (the chart of docs/performance.md).
 
 For each group size N, one run is: N classic members (the direct-protocol load generator,
-`loadgen.Fleet`, heartbeating every `HEARTBEAT_S`) start together and form a Stable group;
+`fleet.Fleet`, heartbeating every `HEARTBEAT_S`) start together and form a Stable group;
 after one heartbeat interval (so heartbeats are spread out, as in a group that has lived a
 while) the leader times generation-checked OffsetCommits (its own member id and generation,
 one partition, the next request sent as soon as the last is answered) for a window while the
@@ -47,16 +47,8 @@ import trio
 
 from . import brokers
 from .chart import chart
-from .loadgen import (
-    Connection,
-    Fleet,
-    GroupTracker,
-    LoadgenError,
-    Member,
-    create_topic,
-    percentile,
-    running,
-)
+from .fleet import Fleet, GroupTracker, Member, running
+from .loadgen import Connection, LoadgenError, create_topic, percentile
 from .scale_workloads import REBALANCE_S, SESSION_S, TOPIC, _commit, _prefix, _why
 
 log = logging.getLogger(__name__)
