@@ -11,23 +11,35 @@ import time
 from pathlib import Path
 
 import pytest
+import trio
 
 from rafka_actors.bench.core import Figure, Options, Target
 from rafka_actors.bench.loadgen import (
+    CLIENT_ID,
+    HEARTBEAT,
+    OFFSET_FETCH,
+    Connection,
     CpuTimeline,
+    Prepared,
     assigned_partitions,
     percentile,
     range_assign,
+    schema,
     subscribed_topics,
     subscription,
 )
 from rafka_actors.bench.scale_workloads import (
+    TOPIC,
     WORKLOADS,
+    commit_all,
     heartbeats,
     many_groups,
     rebalance,
     recovery,
 )
+from rafka_actors.gateway.apis._build import make
+from rafka_actors.protocol.codec import encode_request
+from rafka_actors.protocol.messages import request_class
 
 from ..broker_process import BrokerProcess
 
@@ -123,6 +135,44 @@ def test_many_groups_memory_and_fetch_latency(target: Target) -> None:
     assert got["g.rss_mib"] is not None and got["g.rss_mib"] > 10
     assert got["g.bytes_per_group"] is not None  # growth can be ~0 at this size
     assert got["g.fetch_p50_ms"] is not None and got["g.fetch_p50_ms"] <= got["g.fetch_p99_ms"]  # type: ignore[operator]
+
+
+def test_a_prepared_request_is_sent_as_encoded_with_each_correlation_id() -> None:
+    request = make(
+        request_class(HEARTBEAT, 4),
+        group_id="g",
+        generation_id=3,
+        member_id="m-1",
+        group_instance_id=None,
+    )
+    prepared = Prepared(encode_request(request, 0, CLIENT_ID), HEARTBEAT, 4)
+    for correlation in (1, 7, 2**31 - 1):
+        assert prepared.stamped(correlation) == encode_request(request, correlation, CLIENT_ID)
+
+
+def test_group_creation_is_timed_from_the_first_commit_to_the_last_answer(
+    target: Target,
+) -> None:
+    started = time.perf_counter()
+    seconds = trio.run(commit_all, target.bootstrap, "timed", 300)
+    wall = time.perf_counter() - started
+    # the connections, the topic and the 300 encoded commits come before the clock starts
+    assert 0 < seconds < wall
+
+    async def committed(i: int) -> int:
+        conn = await Connection.open(target.bootstrap)
+        try:
+            nested = schema(OFFSET_FETCH, conn.version(OFFSET_FETCH))
+            topics = (nested.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=(0,)),)
+            request = conn.request(
+                OFFSET_FETCH, group_id=f"timed-{i}", topics=topics, require_stable=False
+            )
+            answer = await conn.call(request)
+            return int(answer.topics[0].partitions[0].committed_offset)
+        finally:
+            await conn.aclose()
+
+    assert [trio.run(committed, i) for i in (0, 150, 299)] == [0, 150, 299]
 
 
 def test_many_groups_without_a_pid_has_no_memory_figures(target: Target) -> None:

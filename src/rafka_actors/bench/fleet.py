@@ -46,9 +46,8 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from ..protocol.codec import decode_response, encode_request
+from ..protocol.codec import decode_response
 from .loadgen import (
-    CLIENT_ID,
     HEARTBEAT,
     JOIN,
     LEAVE,
@@ -57,6 +56,7 @@ from .loadgen import (
     SYNC,
     Connection,
     LoadgenError,
+    Prepared,
     assigned_partitions,
     ms,
     range_assign,
@@ -67,7 +67,6 @@ from .loadgen import (
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
-_CORRELATION_AT = 8  # a request frame: size (4 bytes), api key (2), version (2), correlation (4)
 _RECEIVE = 1 << 18
 RETRY_S = 0.05  # before a JoinGroup again, after an error worth retrying
 LEAVE_TIMEOUT_S = 5.0  # a stopping fleet's LeaveGroup
@@ -318,8 +317,8 @@ class Member:
         self._deadline = math.inf
         self._on_timer: Callable[[], None] | None = None
         self._members: tuple[Any, ...] = ()  # the leader's JoinGroup answer: who to assign
-        self._join_frame: tuple[str, bytes] | None = None  # (member id, JoinGroup frame)
-        self._heartbeat_frame: tuple[int, bytes] | None = None  # (generation, Heartbeat frame)
+        self._join_frame: tuple[str, Prepared] | None = None  # (member id, its JoinGroup)
+        self._heartbeat_frame: tuple[int, Prepared] | None = None  # (generation, its Heartbeat)
         self._buf = bytearray()
         self._out = b""  # what the kernel has not taken yet
         self._done = False
@@ -387,8 +386,8 @@ class Member:
                 protocols=(protocol(name="range", metadata=subscription([fleet.topic])),),
                 reason=None,
             )
-            self._join_frame = (self.member_id, encode_request(request, 0, CLIENT_ID))
-        self._send(JOIN, self._join_frame[1], fleet.rebalance_timeout_s + 10)
+            self._join_frame = (self.member_id, conn.prepare(request))
+        self._send(self._join_frame[1], fleet.rebalance_timeout_s + 10)
 
     def _joined(self, answer: Any) -> None:
         code = answer.error_code
@@ -431,7 +430,7 @@ class Member:
             protocol_name="range",
             assignments=assignments,
         )
-        self._send(SYNC, encode_request(request, 0, CLIENT_ID), fleet.rebalance_timeout_s + 10)
+        self._send(conn.prepare(request), fleet.rebalance_timeout_s + 10)
 
     def _synced(self, answer: Any) -> None:
         code, now = answer.error_code, self.fleet.now
@@ -465,8 +464,8 @@ class Member:
                 member_id=self.member_id,
                 group_instance_id=None,
             )
-            self._heartbeat_frame = (self.generation, encode_request(request, 0, CLIENT_ID))
-        self._send(HEARTBEAT, self._heartbeat_frame[1], REQUEST_TIMEOUT_S)
+            self._heartbeat_frame = (self.generation, self._conn.prepare(request))
+        self._send(self._heartbeat_frame[1], REQUEST_TIMEOUT_S)
 
     def _heartbeat_answered(self, answer: Any) -> None:
         fleet, code = self.fleet, answer.error_code
@@ -503,7 +502,7 @@ class Member:
             request = conn.request(LEAVE, group_id=self.group.name, member_id=self.member_id)
         self.left_at = self.fleet.now
         timeout = LEAVE_TIMEOUT_S if self.fleet.stopping else REQUEST_TIMEOUT_S
-        self._send(LEAVE, encode_request(request, 0, CLIENT_ID), timeout)
+        self._send(conn.prepare(request), timeout)
 
     def _left(self, answer: Any) -> None:
         self.member_id = ""
@@ -523,22 +522,19 @@ class Member:
         assert self.conn is not None
         return self.conn
 
-    def _send(self, api_key: int, frame: bytes, timeout: float) -> None:
-        """Send `frame` (encoded with correlation id 0) as the one request in flight."""
-        conn = self._conn
-        correlation = conn.next_correlation()
-        frame = b"".join(
-            (frame[:_CORRELATION_AT], _SIZE.pack(correlation), frame[_CORRELATION_AT + 4 :])
-        )
-        self._expected = (correlation, api_key, conn.version(api_key))
-        self.waiting_for = _NAMES[api_key]
+    def _send(self, request: Prepared, timeout: float) -> None:
+        """Send `request` as the one request in flight."""
+        correlation = self._conn.next_correlation()
+        frame = request.stamped(correlation)
+        self._expected = (correlation, request.api_key, request.version)
+        self.waiting_for = _NAMES[request.api_key]
         self._sent_at = now = self.fleet.now
         self._deadline = now + timeout
         if self._out:
             self._out += frame
             return
         try:
-            sent = conn.sock.send(frame)
+            sent = self._conn.sock.send(frame)
         except BlockingIOError:
             sent = 0
         except OSError as exc:

@@ -36,7 +36,7 @@ from array import array
 from collections import deque
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
 from kio.schema.errors import ErrorCode
@@ -62,6 +62,19 @@ RETRY_CODES = {
     ErrorCode.coordinator_not_available,
     ErrorCode.not_coordinator,
 }
+
+
+class Prepared(NamedTuple):
+    """A request encoded once, with correlation id 0, to be sent with another each time
+    (`stamped`): encoding a request costs the generator more than sending it."""
+
+    frame: bytes
+    api_key: int
+    version: int
+
+    def stamped(self, correlation: int) -> bytes:
+        frame = self.frame  # size (4 bytes), api key (2), version (2), correlation id (4), ...
+        return b"".join((frame[:8], _CORRELATION.pack(correlation), frame[12:]))
 
 
 class LoadgenError(Exception):
@@ -144,6 +157,10 @@ class Connection:
         """A request of `api_key` at the negotiated version, built from the newest field names."""
         return make(request_class(api_key, self.version(api_key)), **values)
 
+    def prepare(self, request: Any) -> Prepared:
+        cls: Any = type(request)
+        return Prepared(encode_request(request, 0, CLIENT_ID), cls.__api_key__, cls.__version__)
+
     async def call(self, request: Any, timeout: float = REQUEST_TIMEOUT_S) -> Any:
         """Send one request and return its answer (answers to cancelled calls are skipped)."""
         with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
@@ -184,11 +201,11 @@ class Connection:
         if self._broken:
             raise LoadgenError(f"{self.address}: {self._broken}")
         frames = []
-        for request in requests:
-            cls: Any = type(request)
+        for request in requests:  # a kio request, or one `prepare`d
+            prepared = request if type(request) is Prepared else self.prepare(request)
             self._correlation += 1
-            frames.append(encode_request(request, self._correlation, CLIENT_ID))
-            self._sent.append((self._correlation, cls.__api_key__, cls.__version__))
+            frames.append(prepared.stamped(self._correlation))
+            self._sent.append((self._correlation, prepared.api_key, prepared.version))
         data = frames[0] if len(frames) == 1 else b"".join(frames)
         done = 0
         try:

@@ -14,10 +14,12 @@
     The generator's own reaction (REBALANCE_IN_PROGRESS answer -> JoinGroup sent) is shown too.
 (g) 100 000 simple groups (generation -1, one partition) get one OffsetCommit each, pipelined
     over many connections, on a broker started for the run (the runner's `fresh_broker`);
-    the broker's memory growth per group (VmRSS of its process tree, when the runner gave us
-    its pid) a second after the last commit, and OffsetFetch latency over random groups
-    afterwards. rafka-actors then still holds the actors of the groups used within
-    `group.passivation.idle.ms`; docs/performance.md reads the figure.
+    groups created per second (the commits encoded before the clock starts: encoding them took
+    the generator a core against noida-db), the broker's memory growth per group (VmRSS of its
+    process tree, when the runner gave us its pid) a second after the last commit, and
+    OffsetFetch latency over random groups afterwards. rafka-actors then still holds the
+    actors of the groups used within `group.passivation.idle.ms`; docs/performance.md reads
+    the figure.
 (h) rafka-actors only: a coordinator log of 1 000 000 OffsetCommit records (1 000 groups x 100
     partitions, cycled) is written straight into the segment files, and a broker started on it;
     seconds from spawn to `listening on`, and records/s replayed, i.e. records divided by the
@@ -60,6 +62,7 @@ from .loadgen import (
     CpuMeter,
     CpuTimeline,
     LoadgenError,
+    Prepared,
     create_topic,
     make,
     percentile,
@@ -333,9 +336,7 @@ def many_groups(target: Target, opts: Options, *, groups: int | None = None) -> 
 
     async def main() -> None:
         before = rss_bytes(target.pid) if target.pid else None
-        start = time.perf_counter()
-        await commit_all(target.bootstrap, prefix, n)
-        got["rate"] = n / (time.perf_counter() - start)
+        got["rate"] = n / await commit_all(target.bootstrap, prefix, n)
         await trio.sleep(1.0)
         after = rss_bytes(target.pid) if target.pid else None
         if before is not None and after is not None:
@@ -387,27 +388,39 @@ def _commit(
     )
 
 
-async def commit_all(bootstrap: str, prefix: str, n: int) -> None:
+async def commit_all(bootstrap: str, prefix: str, n: int) -> float:
+    """Commit offset i in group `prefix`-i for i < n, over G_CONNECTIONS connections with
+    G_WINDOW commits in flight on each; the seconds from the first commit sent to the last
+    answer. The commits are encoded before (`Connection.prepare`): their encoding is the
+    generator's work, not the broker's."""
     conn = await Connection.open(bootstrap)
     try:
         await create_topic(conn, TOPIC, 1)
     finally:
         await conn.aclose()
+    conns: list[Connection] = []
+    try:
+        for _ in range(G_CONNECTIONS):
+            conns.append(await Connection.open(bootstrap))
+        batches = [
+            [c.prepare(_commit(c, f"{prefix}-{i}", i)) for i in range(k, n, G_CONNECTIONS)]
+            for k, c in enumerate(conns)
+        ]
+        start = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            for c, batch in zip(conns, batches, strict=True):
+                nursery.start_soon(_commit_batch, c, batch)
+        return trio.current_time() - start
+    finally:
+        for c in conns:
+            await c.aclose()
 
-    async def worker(ids: range) -> None:
-        conn = await Connection.open(bootstrap)
-        try:
-            requests = [_commit(conn, f"{prefix}-{i}", i) for i in ids]
-            for answer in await conn.pipeline(requests, G_WINDOW):
-                code = answer.topics[0].partitions[0].error_code
-                if code != 0:
-                    raise LoadgenError(f"OffsetCommit failed: {code.name}")
-        finally:
-            await conn.aclose()
 
-    async with trio.open_nursery() as nursery:
-        for c in range(G_CONNECTIONS):
-            nursery.start_soon(worker, range(c, n, G_CONNECTIONS))
+async def _commit_batch(conn: Connection, commits: list[Prepared]) -> None:
+    for answer in await conn.pipeline(commits, G_WINDOW):
+        code = answer.topics[0].partitions[0].error_code
+        if code != 0:
+            raise LoadgenError(f"OffsetCommit failed: {code.name}")
 
 
 async def fetch_random(bootstrap: str, prefix: str, n: int, fetches: int) -> list[float]:
