@@ -427,13 +427,19 @@ async def fetch_random(bootstrap: str, prefix: str, n: int, fetches: int) -> lis
     conn = await Connection.open(bootstrap)
     nested = schema(OFFSET_FETCH, conn.version(OFFSET_FETCH))
     topics = (nested.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=(0,)),)
+    picks = [random.randrange(n) for _ in range(fetches)]
     latencies, wrong = [], 0
     try:
-        for _ in range(fetches):
-            i = random.randrange(n)
-            request = conn.request(
-                OFFSET_FETCH, group_id=f"{prefix}-{i}", topics=topics, require_stable=False
+        # encoded before: a latency is the broker's round trip, not our encoding
+        requests = [
+            conn.prepare(
+                conn.request(
+                    OFFSET_FETCH, group_id=f"{prefix}-{i}", topics=topics, require_stable=False
+                )
             )
+            for i in picks
+        ]
+        for i, request in zip(picks, requests, strict=True):
             start = trio.current_time()
             answer = await conn.call(request)
             latencies.append(trio.current_time() - start)
