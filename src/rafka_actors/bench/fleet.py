@@ -24,6 +24,7 @@ correlation id written into them.
 Timing uses trio's clock (monotonic seconds). An answer is timed by the pass that read it;
 the first JoinGroup of a rejoin by the clock as it is sent, since one pass may read a
 thousand answers before it.
+
 Every wait is bounded: a request unanswered for its timeout fails the fleet with
 `LoadgenError` (which a workload turns into a missing figure), but for the LeaveGroups of a
 fleet that is stopping, which are given up on instead.
