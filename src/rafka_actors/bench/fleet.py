@@ -37,7 +37,6 @@ import logging
 import math
 import random
 import select
-import struct
 from array import array
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -59,6 +58,7 @@ from .loadgen import (
     LoadgenError,
     Prepared,
     assigned_partitions,
+    cut_frame,
     ms,
     range_assign,
     schema,
@@ -67,7 +67,6 @@ from .loadgen import (
 
 log = logging.getLogger(__name__)
 
-_SIZE = struct.Struct(">i")
 _RECEIVE = 1 << 18
 RETRY_S = 0.05  # before a JoinGroup again, after an error worth retrying
 LEAVE_TIMEOUT_S = 5.0  # a stopping fleet's LeaveGroup
@@ -571,12 +570,7 @@ class Member:
             return
         buf = self._buf
         buf += data
-        while len(buf) >= 4:
-            (size,) = _SIZE.unpack_from(buf, 0)
-            if len(buf) < 4 + size:
-                break
-            frame = bytes(buf[4 : 4 + size])
-            del buf[: 4 + size]
+        while (frame := cut_frame(buf)) is not None:
             self._answered(frame)
 
     def _answered(self, frame: bytes) -> None:

@@ -77,6 +77,24 @@ class Prepared(NamedTuple):
         return b"".join((frame[:8], _CORRELATION.pack(correlation), frame[12:]))
 
 
+def _name(request: Any) -> str:
+    if type(request) is Prepared:
+        return str(request_class(request.api_key, request.version).__name__)
+    return type(request).__name__
+
+
+def cut_frame(buf: bytearray) -> bytes | None:
+    """The first whole frame in `buf` (its size prefix cut off), taken out of it; or None."""
+    if len(buf) < 4:
+        return None
+    end = 4 + _SIZE.unpack_from(buf, 0)[0]
+    if len(buf) < end:
+        return None
+    frame = bytes(buf[4:end])
+    del buf[:end]
+    return frame
+
+
 class LoadgenError(Exception):
     """The broker did not do what a client needs (no answer in time, an error it cannot handle)."""
 
@@ -166,9 +184,7 @@ class Connection:
         with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
             return await self._call(request)
         assert scope.cancelled_caught
-        raise LoadgenError(
-            f"{self.address}: no answer to {type(request).__name__} in {timeout:g} s"
-        )
+        raise LoadgenError(f"{self.address}: no answer to {_name(request)} in {timeout:g} s")
 
     async def _call(self, request: Any) -> Any:
         correlation = await self._send((request,))
@@ -239,12 +255,9 @@ class Connection:
     async def _read_frame(self) -> bytes:
         buf = self._buf
         while True:
-            if len(buf) >= 4:
-                (size,) = _SIZE.unpack_from(buf, 0)
-                if len(buf) >= 4 + size:
-                    frame = bytes(buf[4 : 4 + size])
-                    del buf[: 4 + size]
-                    return frame
+            frame = cut_frame(buf)
+            if frame is not None:
+                return frame
             await trio.lowlevel.wait_readable(self._sock)  # the answer is never there at once
             try:
                 data = self._sock.recv(1 << 18)
