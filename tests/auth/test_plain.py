@@ -69,6 +69,24 @@ def test_unknown_user_and_wrong_password_look_alike_to_the_client() -> None:
     assert unknown.client_message == wrong.client_message
 
 
+def test_a_password_typed_as_the_user_name_stays_out_of_the_log() -> None:
+    # what the fuzzer found: the name of an unknown user was logged as sent, and a client
+    # that puts its password in the name field (here alice's, inside a longer name) sends it
+    lookup = STORE.plain_lookup()
+    first = authenticate_plain(b"\0wonderland\0x", lookup)
+    inside = authenticate_plain(b"\0alice\x01wonderland\0alice\x01wonderland", lookup)
+    again = authenticate_plain(b"\0wonderland\0y", lookup)
+    assert isinstance(first, AuthFailure) and isinstance(inside, AuthFailure)
+    assert isinstance(again, AuthFailure)
+    for failure in (first, inside):
+        assert failure.kind is FailureKind.INVALID_CREDENTIALS
+        assert "wonderland" not in failure.detail
+        assert "unknown user (name sha256:" in failure.detail
+    assert first.detail == again.detail != inside.detail  # the same name, the same fingerprint
+    known = authenticate_plain(b"\0alice\0x", lookup)
+    assert isinstance(known, AuthFailure) and "'alice'" in known.detail  # a real user's name
+
+
 def test_verify_password() -> None:
     credential = derive_credential(Mechanism.SCRAM_SHA_256, "pw", iterations=4096)
     assert verify_password(Mechanism.SCRAM_SHA_256, credential, "pw")

@@ -124,6 +124,14 @@ def test_unknown_user_gets_a_deterministic_fake_server_first_and_fails_at_the_en
     assert failure.client_message == known.client_message
 
 
+def test_a_password_typed_as_the_user_name_stays_out_of_the_log() -> None:
+    server = exchange({"alice": derive_credential(Mechanism.SCRAM_SHA_256, "wonderland")})
+    final = client_run(server, "wonderland", "wonderland", "SCRAM-SHA-256")
+    failure = assert_fails(server.finish(final), FailureKind.INVALID_CREDENTIALS)
+    assert "wonderland" not in failure.detail
+    assert "unknown user (name sha256:" in failure.detail
+
+
 def test_wrong_nonce() -> None:
     server = rfc_exchange()
     server.start(RFC_CLIENT_FIRST)

@@ -21,6 +21,7 @@ from .scram import (
     ScramCredential,
     credential_from_salted,
     salted_password,
+    unknown_user,
 )
 
 MAX_FIELD_BYTES = 255  # RFC 4616's bound for authzid and authcid
@@ -79,7 +80,7 @@ def authenticate_plain(message: bytes, lookup: PlainLookup) -> str | AuthFailure
         mechanism = Mechanism.SCRAM_SHA_256
         salted_password(mechanism, parsed.password, _DUMMY_SALT, DEFAULT_ITERATIONS)
         return AuthFailure(
-            FailureKind.INVALID_CREDENTIALS, f"bad password for {parsed.authcid!r} (unknown user)"
+            FailureKind.INVALID_CREDENTIALS, f"bad password for {unknown_user(parsed.authcid)}"
         )
     mechanism, credential = found
     if not verify_password(mechanism, credential, parsed.password):

@@ -21,10 +21,11 @@ Kafka's `tokenauth` extension (delegation tokens) is refused, other extensions a
 Passwords are UTF-8 without SASLprep, as Kafka's ScramFormatter does.
 
 Every failure is an `AuthFailure` value (never an exception): `client_message` is the only text a
-client may see, `detail` is for the broker's log and never holds a secret. An unknown user gets a
-server-first like any other, with a salt derived deterministically from the name and a broker
-secret (RFC 5802 §5.1), and fails at the final step exactly as a wrong password does, so whether a
-user exists doesn't leak.
+client may see, `detail` is for the broker's log and never holds a secret (nor the name of
+an unknown user, which may be a password typed in the wrong field: `unknown_user`). An
+unknown user gets a server-first like any other, with a salt derived deterministically from
+the name and a broker secret (RFC 5802 §5.1), and fails at the final step exactly as a wrong
+password does, so whether a user exists doesn't leak.
 """
 
 from __future__ import annotations
@@ -82,6 +83,14 @@ class AuthFailure:
     @property
     def client_message(self) -> str:
         return f"Authentication failed: {self.kind.value}"
+
+
+def unknown_user(name: str) -> str:
+    """A user name that matches no user, as the broker's log shows it: by a fingerprint, never
+    its text, since a client may have typed its password into the name (the same name, the
+    same fingerprint)."""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"an unknown user (name sha256:{digest[:12]})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,13 +345,9 @@ class ScramExchange:
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
         matches = hmac.compare_digest(self.mechanism.hash(client_key), self._credential.stored_key)
         if not (matches and self._known_user):
-            who = "" if self._known_user else " (unknown user)"
-            return self._fail(
-                AuthFailure(
-                    FailureKind.INVALID_CREDENTIALS,
-                    f"bad proof for {self._client_first.username!r}{who}",
-                )
-            )
+            username = self._client_first.username
+            who = repr(username) if self._known_user else unknown_user(username)
+            return self._fail(AuthFailure(FailureKind.INVALID_CREDENTIALS, f"bad proof for {who}"))
         self._state = _State.DONE
         self.username = self._client_first.username
         server_signature = self.mechanism.hmac(self._credential.server_key, auth_message)
