@@ -433,23 +433,14 @@ class Member:
         self._send(conn.prepare(request), fleet.rebalance_timeout_s + 10)
 
     def _synced(self, answer: Any) -> None:
-        code, now = answer.error_code, self.fleet.now
-        if code == ErrorCode.none:
-            parts = assigned_partitions(answer.assignment)
-            self.group.synced(self.index, self.generation, parts, now)
-            if self.fleet.closed_loop:
-                self.heartbeat()
-            else:  # spread the first ones out
-                self._wait(self.fleet.heartbeat_interval_s * random.random(), self.heartbeat)
+        code = answer.error_code
+        if code != ErrorCode.none:
+            self._rejoin_after(code, "SyncGroup")
             return
-        if code == ErrorCode.rebalance_in_progress:
-            self.noticed_at = now
-        elif code == ErrorCode.unknown_member_id:
-            self.member_id = ""
-        elif code not in RETRY_CODES and code != ErrorCode.illegal_generation:
-            self.fleet.fail(f"{self.group.name}: SyncGroup failed: {code.name}")
-            return
-        self.join(fresh=True)
+        parts = assigned_partitions(answer.assignment)
+        self.group.synced(self.index, self.generation, parts, self.fleet.now)
+        # the first heartbeats spread out over an interval
+        self._heartbeat_in(self.fleet.heartbeat_interval_s * random.random())
 
     def heartbeat(self) -> None:
         fleet = self.fleet
@@ -472,19 +463,28 @@ class Member:
         if code == ErrorCode.none:
             if fleet.recording:
                 fleet.heartbeat_latency.append(fleet.now - self._sent_at)
-            if fleet.closed_loop:
-                self.heartbeat()
-            else:
-                self._wait(fleet.heartbeat_interval_s, self.heartbeat)
+            self._heartbeat_in(fleet.heartbeat_interval_s)
             return
         if fleet.recording:
             fleet.heartbeat_errors[code.name] += 1
+        self._rejoin_after(code, "Heartbeat")
+
+    def _heartbeat_in(self, delay: float) -> None:
+        """The next heartbeat: after `delay`, or at once in a closed loop."""
+        if self.fleet.closed_loop:
+            self.heartbeat()
+        else:
+            self._wait(delay, self.heartbeat)
+
+    def _rejoin_after(self, code: ErrorCode, api: str) -> None:
+        """After a SyncGroup's or Heartbeat's error: join again, as a consumer does, unless it
+        is one a consumer cannot handle."""
         if code == ErrorCode.rebalance_in_progress:
-            self.noticed_at = fleet.now
+            self.noticed_at = self.fleet.now
         elif code == ErrorCode.unknown_member_id:
             self.member_id = ""
         elif code not in RETRY_CODES and code != ErrorCode.illegal_generation:
-            fleet.fail(f"{self.group.name}: Heartbeat failed: {code.name}")
+            self.fleet.fail(f"{self.group.name}: {api} failed: {code.name}")
             return
         self.join(fresh=True)
 
