@@ -17,6 +17,7 @@ HOT_MODULES = (
     "protocol.codec",
     "protocol.headers",
     "protocol.messages",
+    "protocol.response_template",
     "gateway.connection",
     "gateway.frames",
     "gateway.idle",

@@ -35,6 +35,7 @@ from .fast_encoder import parts_encoder
 from .frame_guard import frame_guard
 from .headers import Frame, RequestHeader, encode_tagged_fields, read_tagged_fields
 from .messages import API_VERSIONS_KEY, request_class, response_class
+from .response_template import EncodedBody
 from .tolerant_decoder import Reader, tolerant_reader
 
 _SIZE_HEADER_V0 = struct.Struct(">ii")  # size, correlation_id
@@ -111,7 +112,10 @@ def encode_response(
     The response must be of the request's API and version; the only exception
     is ApiVersions, which may answer with v0 (see :mod:`.api_versions_error`).
     `tags` go into the tagged fields of response header v1 (flexible versions only).
+    An `EncodedBody` (response_template.py) is framed as it is.
     """
+    if type(response) is EncodedBody and not tags:
+        return _framed(header, response)
     cls: type[Any] = type(response)
     key, version = cls.__api_key__, cls.__version__
     if key != header.api_key or (version != header.api_version and key != API_VERSIONS_KEY):
@@ -163,6 +167,18 @@ def shared_response(key: Any, build: Callable[[], Any]) -> Any:
         _SHARED[key] = response
         _SHARED_BODIES[id(response)] = (response, b"".join(parts))
     return response
+
+
+def _framed(header: RequestHeader, encoded: EncodedBody) -> bytes:
+    if encoded.api_key != header.api_key or encoded.version != header.api_version:
+        raise ValueError(
+            f"an encoded api_key={encoded.api_key} v{encoded.version} body cannot answer "
+            f"api_key={header.api_key} v{header.api_version}"
+        )
+    body = encoded.body
+    if encoded.header_v1:
+        return _SIZE_HEADER_V1.pack(len(body) + 5, header.correlation_id, 0) + body
+    return _SIZE_HEADER_V0.pack(len(body) + 4, header.correlation_id) + body
 
 
 def encode_request(

@@ -39,7 +39,8 @@ from ...group.ops import (
     SyncGroupOpResp,
 )
 from ...ids import GroupKey, new_member_id
-from ...protocol.codec import shared_response
+from ...protocol.codec import encode_response, shared_response
+from ...protocol.response_template import PLACEHOLDER, StringFieldTemplate
 from ..context import BrokerContext, ConnectionInfo, NotNow
 from ._build import NO_THROTTLE, make, schema, to_ms
 
@@ -129,6 +130,16 @@ def _join_op(conn: ConnectionInfo, version: int, request: Any) -> JoinGroupOp:
 
 
 def _join_response(mod: Any, version: int, response: JoinGroupOpResp) -> Any:
+    follower = not response.members and not response.error_code
+    if follower and len(response.member_id) <= _TEMPLATE_MAX_ID:
+        template = _follower_template(mod, version, response)
+        if template is not None:
+            return template.with_value(response.member_id)
+    return _join_response_of(mod, version, response)
+
+
+def _join_response_of(mod: Any, version: int, response: JoinGroupOpResp) -> Any:
+    """The kio JoinGroupResponse of `version` for `response`."""
     members = tuple(
         make(mod.JoinGroupResponseMember, member_id=m, group_instance_id=i, metadata=meta)
         for m, i, meta in response.members
@@ -148,6 +159,46 @@ def _join_response(mod: Any, version: int, response: JoinGroupOpResp) -> Any:
         member_id=response.member_id,
         members=members,
     )
+
+
+# A follower's JoinGroup response is its generation's but for its member id: encoded once a
+# generation (protocol/response_template.py). Longer ids (a client id of thousands of bytes)
+# go through kio, whose errors then stay what they are.
+_TEMPLATE_MAX_ID = 1024
+_FOLLOWER_TEMPLATES: dict[tuple[Any, ...], StringFieldTemplate | None] = {}
+_FOLLOWER_TEMPLATES_MAX = 1024
+
+
+def _follower_template(
+    mod: Any, version: int, response: JoinGroupOpResp
+) -> StringFieldTemplate | None:
+    key = (
+        version,
+        response.generation_id,
+        response.protocol_type,
+        response.protocol_name,
+        response.leader_id,
+        response.skip_assignment,
+    )
+    try:
+        return _FOLLOWER_TEMPLATES[key]
+    except KeyError:
+        pass
+    placeholder = JoinGroupOpResp(
+        0,
+        generation_id=response.generation_id,
+        protocol_type=response.protocol_type,
+        protocol_name=response.protocol_name,
+        leader_id=response.leader_id,
+        skip_assignment=response.skip_assignment,
+        member_id=PLACEHOLDER,
+    )
+    kio_response = _join_response_of(mod, version, placeholder)
+    template = StringFieldTemplate.of(kio_response, encode_response)
+    if len(_FOLLOWER_TEMPLATES) >= _FOLLOWER_TEMPLATES_MAX:
+        _FOLLOWER_TEMPLATES.clear()
+    _FOLLOWER_TEMPLATES[key] = template
+    return template
 
 
 # -- SyncGroup ----------------------------------------------------------------------------
