@@ -208,6 +208,16 @@ async def test_join_group_v5_static_member_gets_instance_id_prefix(
     assert [m.group_instance_id for m in joined.members] == ["i-1"]
 
 
+def test_only_a_join_without_a_member_id_mints_one() -> None:
+    # (membership.join uses new_member_id only for an unknown member: a rejoin needs none)
+    conn = ConnectionInfo("h", 1)
+    conn.client_id = "rdkafka"
+    assert groups._join_op(conn, 5, join_req(5, member="rdkafka-1")).new_member_id == ""
+    fresh = groups._join_op(conn, 5, join_req(5)).new_member_id
+    static = groups._join_op(conn, 5, join_req(5, group_instance_id="i-1")).new_member_id
+    assert fresh.startswith("rdkafka-") and static.startswith("i-1-")
+
+
 @pytest.mark.parametrize("version", [0, 7])
 async def test_join_group_empty_group_id_is_invalid(
     client: Client, version: int, autojump_clock: MockClock

@@ -1,4 +1,4 @@
-"""A follower's JoinGroup response from its generation's template: kio's bytes exactly."""
+"""JoinGroup and SyncGroup responses from their generation's template: kio's bytes exactly."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ from hypothesis import strategies as st
 
 from rafka_actors.gateway.apis import groups
 from rafka_actors.gateway.apis._build import schema
-from rafka_actors.group.ops import JoinGroupOpResp
+from rafka_actors.group.ops import JoinGroupOpResp, SyncGroupOpResp
 from rafka_actors.protocol.codec import encode_response
 from rafka_actors.protocol.headers import RequestHeader
 from rafka_actors.protocol.response_template import (
     PLACEHOLDER,
     EncodedBody,
-    StringFieldTemplate,
+    FieldTemplate,
 )
 
 JOIN_VERSIONS = range(0, 8)  # what the gateway serves (gateway/apis/__init__.py)
+SYNC_VERSIONS = range(0, 6)  # likewise
 
 
 def _both(version: int, response: JoinGroupOpResp) -> tuple[object, bytes, bytes]:
@@ -79,11 +80,11 @@ def test_a_followers_response_is_kios_bytes(
 
 @pytest.mark.parametrize("version", JOIN_VERSIONS)
 def test_one_template_serves_every_follower_of_a_generation(version: int) -> None:
-    groups._FOLLOWER_TEMPLATES.clear()
+    groups._TEMPLATES.clear()
     for n in range(50):
         answer, ours, kio = _both(version, _follower(f"rdkafka-{n}-" + "x" * n))
         assert type(answer) is EncodedBody and ours == kio
-    assert len(groups._FOLLOWER_TEMPLATES) == 1
+    assert len(groups._TEMPLATES) == 1
 
 
 def test_the_leader_and_errors_go_through_kio() -> None:
@@ -100,7 +101,7 @@ def test_a_field_holding_the_placeholder_falls_back_to_kio() -> None:
     placeholder_response = groups._join_response_of(
         mod, 7, _follower(PLACEHOLDER, leader_id="x" + PLACEHOLDER)
     )
-    assert StringFieldTemplate.of(placeholder_response, encode_response) is None
+    assert FieldTemplate.of(placeholder_response, encode_response) is None
     answer, ours, kio = _both(7, response)
     assert type(answer) is not EncodedBody and ours == kio
 
@@ -116,3 +117,38 @@ def test_an_encoded_body_answers_only_its_own_api_and_version() -> None:
     for api_key, version in ((groups.JOIN_KEY, 5), (groups.SYNC_KEY, 6)):
         with pytest.raises(ValueError, match="cannot answer"):
             encode_response(RequestHeader(api_key, version, 1, None), body)
+
+
+def _sync_both(version: int, response: SyncGroupOpResp) -> tuple[object, bytes, bytes]:
+    header = RequestHeader(groups.SYNC_KEY, version, 777, "client")
+    mod = schema(groups.SYNC_KEY, version)
+    answer = groups._sync_response(mod, response)
+    kio = encode_response(header, groups._sync_response_of(mod, response))
+    return answer, encode_response(header, answer), kio
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    version=st.sampled_from(SYNC_VERSIONS),
+    assignment=st.binary(max_size=2000),
+    protocol_type=st.none() | st.text(max_size=20),
+    protocol_name=st.none() | st.text(max_size=20),
+)
+def test_a_members_sync_response_is_kios_bytes(
+    version: int, assignment: bytes, protocol_type: str | None, protocol_name: str | None
+) -> None:
+    response = SyncGroupOpResp(
+        0, assignment=assignment, protocol_type=protocol_type, protocol_name=protocol_name
+    )
+    answer, ours, kio = _sync_both(version, response)
+    assert type(answer) is EncodedBody
+    assert ours == kio
+
+
+@pytest.mark.parametrize("version", SYNC_VERSIONS)
+def test_a_sync_error_and_a_large_assignment(version: int) -> None:
+    answer, ours, kio = _sync_both(version, SyncGroupOpResp(27))  # REBALANCE_IN_PROGRESS
+    assert type(answer) is not EncodedBody and ours == kio
+    big = SyncGroupOpResp(0, assignment=bytes(range(256)) * 400, protocol_type="consumer")
+    answer, ours, kio = _sync_both(version, big)
+    assert type(answer) is EncodedBody and ours == kio

@@ -1,16 +1,18 @@
-"""A response that many requests get with one string field different, encoded once.
+"""A response that many requests get with one field different, encoded once.
 
 When a rebalance completes, every follower gets the same JoinGroup response but for its own
-member id. With 1 000 members, building and encoding 999 such kio responses took a tenth of
-the coordinator's share of the rebalance (about 10 us each; docs/performance.md, session 30).
-A `StringFieldTemplate` is kio's own encoding of the response with a placeholder in that
-field, cut around the placeholder: `with_value(v)` gives the bytes kio gives for the response
-with `v` in the field, and `encode_response` frames them like any other body.
+member id, and every member the same SyncGroup response but for its assignment. With 1 000
+members, building and encoding those kio responses one by one took more than a tenth of the
+coordinator's share of the rebalance (docs/performance.md, session 30). A `FieldTemplate` is
+kio's own encoding of the response with a placeholder in that field (a non-nullable string or
+bytes), cut around the placeholder: `with_bytes(b)` gives the bytes kio gives for the
+response with `b` in the field, and `encode_response` frames them like any other body.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any, Final
 
 from ._codegen import uvarint
@@ -21,6 +23,7 @@ from .messages import API_VERSIONS_KEY
 PLACEHOLDER: Final = "\x00rafka:template\x00"
 _PLACEHOLDER_BYTES: Final = PLACEHOLDER.encode()
 _INT16: Final = struct.Struct(">h")
+_INT32: Final = struct.Struct(">i")
 
 
 class EncodedBody:
@@ -35,26 +38,32 @@ class EncodedBody:
         self.body = body
 
 
-class StringFieldTemplate:
-    """kio's encoding of one response, but for one string field, which `with_value` fills."""
+class FieldTemplate:
+    """kio's encoding of one response, but for one field, which `with_bytes` fills."""
 
-    __slots__ = ("api_key", "compact", "header_v1", "prefix", "suffix", "version")
+    __slots__ = ("api_key", "header_v1", "length", "prefix", "suffix", "version")
 
     def __init__(
-        self, cls: type[Any], prefix: bytes, suffix: bytes, compact: bool, header_v1: bool
+        self,
+        cls: type[Any],
+        prefix: bytes,
+        suffix: bytes,
+        length: Callable[[int], bytes],
+        header_v1: bool,
     ) -> None:
         self.api_key: int = cls.__api_key__
         self.version: int = cls.__version__
         self.prefix = prefix  # the body up to the field's length
         self.suffix = suffix  # the body after the field's bytes
-        self.compact = compact  # a flexible version: the length is an unsigned varint + 1
+        self.length = length  # the field's length, encoded
         self.header_v1 = header_v1
 
     @classmethod
-    def of(cls, response: Any, encode: Any) -> StringFieldTemplate | None:
-        """The template of `response`, one of whose non-nullable string fields holds
-        PLACEHOLDER, from `encode(header, response)` (codec.encode_response); None if the
-        placeholder's bytes are not found exactly once, after their length."""
+    def of(cls, response: Any, encode: Any, *, bytes_field: bool = False) -> FieldTemplate | None:
+        """The template of `response`, one of whose non-nullable string fields (with
+        `bytes_field`, bytes fields) holds PLACEHOLDER (its UTF-8 bytes), from
+        `encode(header, response)` (codec.encode_response); None if the placeholder's bytes
+        are not found exactly once, after their length."""
         kind = type(response)
         compact = bool(kind.__flexible__)
         header_v1 = compact and kind.__api_key__ != API_VERSIONS_KEY
@@ -63,19 +72,27 @@ class StringFieldTemplate:
         at = body.find(_PLACEHOLDER_BYTES)
         if at < 0 or body.find(_PLACEHOLDER_BYTES, at + 1) >= 0:
             return None
-        length = _length(len(_PLACEHOLDER_BYTES), compact)
-        start = at - len(length)
-        if start < 0 or body[start:at] != length:
+        length = _compact_length if compact else _int32_length if bytes_field else _int16_length
+        field = length(len(_PLACEHOLDER_BYTES))
+        start = at - len(field)
+        if start < 0 or body[start:at] != field:
             return None
         suffix = body[at + len(_PLACEHOLDER_BYTES) :]
-        return cls(kind, body[:start], suffix, compact, header_v1)
+        return cls(kind, body[:start], suffix, length, header_v1)
 
-    def with_value(self, value: str) -> EncodedBody:
-        """The body with `value` in the field."""
-        data = value.encode()
-        body = b"".join((self.prefix, _length(len(data), self.compact), data, self.suffix))
+    def with_bytes(self, data: bytes) -> EncodedBody:
+        """The body with `data` in the field (a string's UTF-8 bytes)."""
+        body = b"".join((self.prefix, self.length(len(data)), data, self.suffix))
         return EncodedBody(self.api_key, self.version, self.header_v1, body)
 
 
-def _length(size: int, compact: bool) -> bytes:
-    return uvarint(size + 1) if compact else _INT16.pack(size)
+def _compact_length(size: int) -> bytes:
+    return uvarint(size + 1)
+
+
+def _int16_length(size: int) -> bytes:
+    return _INT16.pack(size)
+
+
+def _int32_length(size: int) -> bytes:
+    return _INT32.pack(size)

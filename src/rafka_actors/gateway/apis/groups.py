@@ -22,6 +22,8 @@ API of the gateway). A null id is left to the INVALID_GROUP_ID check.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -40,7 +42,7 @@ from ...group.ops import (
 )
 from ...ids import GroupKey, new_member_id
 from ...protocol.codec import encode_response, shared_response
-from ...protocol.response_template import PLACEHOLDER, StringFieldTemplate
+from ...protocol.response_template import PLACEHOLDER, FieldTemplate
 from ..context import BrokerContext, ConnectionInfo, NotNow
 from ._build import NO_THROTTLE, make, schema, to_ms
 
@@ -124,17 +126,29 @@ def _join_op(conn: ConnectionInfo, version: int, request: Any) -> JoinGroupOp:
         client_id=conn.client_id or "",
         client_host=conn.peer_host,
         require_known_member_id=version >= 4,
-        new_member_id=new_member_id(conn.client_id, instance_id),
+        # only a member without an id gets one (membership.join): a rejoin needs no uuid
+        new_member_id="" if request.member_id else new_member_id(conn.client_id, instance_id),
         reason=getattr(request, "reason", None),  # v8+
     )
 
 
 def _join_response(mod: Any, version: int, response: JoinGroupOpResp) -> Any:
+    """A follower's from its generation's template (`_templated`), else kio's."""
     follower = not response.members and not response.error_code
     if follower and len(response.member_id) <= _TEMPLATE_MAX_ID:
-        template = _follower_template(mod, version, response)
+        generation = (
+            response.generation_id,
+            response.protocol_type,
+            response.protocol_name,
+            response.leader_id,
+            response.skip_assignment,
+        )
+        template = _templated(
+            (JOIN_KEY, version, generation),
+            lambda: _join_response_of(mod, version, replace(response, member_id=PLACEHOLDER)),
+        )
         if template is not None:
-            return template.with_value(response.member_id)
+            return template.with_bytes(response.member_id.encode())
     return _join_response_of(mod, version, response)
 
 
@@ -161,43 +175,28 @@ def _join_response_of(mod: Any, version: int, response: JoinGroupOpResp) -> Any:
     )
 
 
-# A follower's JoinGroup response is its generation's but for its member id: encoded once a
-# generation (protocol/response_template.py). Longer ids (a client id of thousands of bytes)
-# go through kio, whose errors then stay what they are.
+# A follower's JoinGroup response is its generation's but for its member id, a member's
+# SyncGroup response its group's but for its assignment: each is encoded once a generation
+# (protocol/response_template.py). Longer member ids (a client id of thousands of bytes) go
+# through kio, whose errors then stay what they are.
 _TEMPLATE_MAX_ID = 1024
-_FOLLOWER_TEMPLATES: dict[tuple[Any, ...], StringFieldTemplate | None] = {}
-_FOLLOWER_TEMPLATES_MAX = 1024
+_TEMPLATES: dict[tuple[Any, ...], FieldTemplate | None] = {}
+_TEMPLATES_MAX = 1024
 
 
-def _follower_template(
-    mod: Any, version: int, response: JoinGroupOpResp
-) -> StringFieldTemplate | None:
-    key = (
-        version,
-        response.generation_id,
-        response.protocol_type,
-        response.protocol_name,
-        response.leader_id,
-        response.skip_assignment,
-    )
+def _templated(
+    key: tuple[Any, ...], build: Callable[[], Any], *, bytes_field: bool = False
+) -> FieldTemplate | None:
+    """The template of the kio response `build()` makes (with PLACEHOLDER in the field), kept
+    under `key`, which must say everything else the response holds."""
     try:
-        return _FOLLOWER_TEMPLATES[key]
+        return _TEMPLATES[key]
     except KeyError:
         pass
-    placeholder = JoinGroupOpResp(
-        0,
-        generation_id=response.generation_id,
-        protocol_type=response.protocol_type,
-        protocol_name=response.protocol_name,
-        leader_id=response.leader_id,
-        skip_assignment=response.skip_assignment,
-        member_id=PLACEHOLDER,
-    )
-    kio_response = _join_response_of(mod, version, placeholder)
-    template = StringFieldTemplate.of(kio_response, encode_response)
-    if len(_FOLLOWER_TEMPLATES) >= _FOLLOWER_TEMPLATES_MAX:
-        _FOLLOWER_TEMPLATES.clear()
-    _FOLLOWER_TEMPLATES[key] = template
+    template = FieldTemplate.of(build(), encode_response, bytes_field=bytes_field)
+    if len(_TEMPLATES) >= _TEMPLATES_MAX:
+        _TEMPLATES.clear()
+    _TEMPLATES[key] = template
     return template
 
 
@@ -228,6 +227,20 @@ async def sync_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, req
 
 
 def _sync_response(mod: Any, response: SyncGroupOpResp) -> Any:
+    """A member's assignment in its group's template (`_templated`); an error from kio."""
+    if not response.error_code:
+        template = _templated(
+            (SYNC_KEY, mod, response.protocol_type, response.protocol_name),
+            lambda: _sync_response_of(mod, replace(response, assignment=PLACEHOLDER.encode())),
+            bytes_field=True,
+        )
+        if template is not None:
+            return template.with_bytes(response.assignment)
+    return _sync_response_of(mod, response)
+
+
+def _sync_response_of(mod: Any, response: SyncGroupOpResp) -> Any:
+    """The kio SyncGroupResponse of `mod`'s version for `response`."""
     return make(
         mod.SyncGroupResponse,
         throttle_time=NO_THROTTLE,
