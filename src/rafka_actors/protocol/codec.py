@@ -136,11 +136,16 @@ def encode_response(
             raise ValueError(f"{cls.__qualname__} has response header v0: no tagged fields")
         section = encode_tagged_fields(tags)
         parts[0] = _SIZE_HEADER_V0.pack(size + 4 + len(section), header.correlation_id) + section
-    elif header_v1:
-        parts[0] = _SIZE_HEADER_V1.pack(size + 5, header.correlation_id, 0)
     else:
-        parts[0] = _SIZE_HEADER_V0.pack(size + 4, header.correlation_id)
+        parts[0] = _size_and_header(size, header.correlation_id, header_v1)
     return b"".join(parts)
+
+
+def _size_and_header(body_size: int, correlation_id: int, header_v1: bool) -> bytes:
+    """A response frame's size prefix and its header without tagged fields."""
+    if header_v1:
+        return _SIZE_HEADER_V1.pack(body_size + 5, correlation_id, 0)
+    return _SIZE_HEADER_V0.pack(body_size + 4, correlation_id)
 
 
 # Responses that handlers hand out again and again, and their encoded bodies (see
@@ -176,9 +181,7 @@ def _framed(header: RequestHeader, encoded: EncodedBody) -> bytes:
             f"api_key={header.api_key} v{header.api_version}"
         )
     body = encoded.body
-    if encoded.header_v1:
-        return _SIZE_HEADER_V1.pack(len(body) + 5, header.correlation_id, 0) + body
-    return _SIZE_HEADER_V0.pack(len(body) + 4, header.correlation_id) + body
+    return _size_and_header(len(body), header.correlation_id, encoded.header_v1) + body
 
 
 def encode_request(

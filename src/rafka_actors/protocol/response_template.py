@@ -59,7 +59,13 @@ class FieldTemplate:
         self.header_v1 = header_v1
 
     @classmethod
-    def of(cls, response: Any, encode: Any, *, bytes_field: bool = False) -> FieldTemplate | None:
+    def of(
+        cls,
+        response: Any,
+        encode: Callable[[RequestHeader, Any], bytes],
+        *,
+        bytes_field: bool = False,
+    ) -> FieldTemplate | None:
         """The template of `response`, one of whose non-nullable string fields (with
         `bytes_field`, bytes fields) holds PLACEHOLDER (its UTF-8 bytes), from
         `encode(header, response)` (codec.encode_response); None if the placeholder's bytes
