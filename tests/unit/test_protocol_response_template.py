@@ -152,3 +152,9 @@ def test_a_sync_error_and_a_large_assignment(version: int) -> None:
     big = SyncGroupOpResp(0, assignment=bytes(range(256)) * 400, protocol_type="consumer")
     answer, ours, kio = _sync_both(version, big)
     assert type(answer) is EncodedBody and ours == kio
+
+
+def test_an_encoded_body_takes_no_header_tags() -> None:
+    body = groups._join_response(schema(groups.JOIN_KEY, 6), 6, _follower("m-1"))
+    with pytest.raises(ValueError, match="without header tags"):
+        encode_response(RequestHeader(groups.JOIN_KEY, 6, 1, None), body, {1: b"x"})

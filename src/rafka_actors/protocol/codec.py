@@ -112,9 +112,11 @@ def encode_response(
     The response must be of the request's API and version; the only exception
     is ApiVersions, which may answer with v0 (see :mod:`.api_versions_error`).
     `tags` go into the tagged fields of response header v1 (flexible versions only).
-    An `EncodedBody` (response_template.py) is framed as it is.
+    An `EncodedBody` (response_template.py) is framed as it is, without header tags.
     """
-    if type(response) is EncodedBody and not tags:
+    if type(response) is EncodedBody:
+        if tags:
+            raise ValueError("an encoded body is framed without header tags")
         return _framed(header, response)
     cls: type[Any] = type(response)
     key, version = cls.__api_key__, cls.__version__
