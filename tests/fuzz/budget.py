@@ -2,7 +2,8 @@
 
 Every fuzz test runs `examples()` hypothesis examples: a small number by default, so the whole
 of tests/fuzz stays well under a minute in CI, and as many as `RAFKA_FUZZ_EXAMPLES` says for a
-longer campaign (`RAFKA_FUZZ_EXAMPLES=100000 pytest tests/fuzz`). `COUNTS` counts the inputs
+longer campaign (`RAFKA_FUZZ_EXAMPLES=100000 pytest tests/fuzz --timeout 0`: past the suite's
+120 s per-test limit). `COUNTS` counts the inputs
 that were actually executed (frames decoded, frames sent, ops handled ...); conftest.py prints
 it at the end of the session so the figures can go into docs/fuzzing.md.
 """
