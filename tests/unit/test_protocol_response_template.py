@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from rafka_actors.gateway.apis import groups
 from rafka_actors.gateway.apis._build import schema
 from rafka_actors.group.ops import JoinGroupOpResp, SyncGroupOpResp
-from rafka_actors.protocol.codec import encode_response
+from rafka_actors.protocol.codec import encode_body, encode_response
 from rafka_actors.protocol.headers import RequestHeader
 from rafka_actors.protocol.response_template import (
     PLACEHOLDER,
@@ -101,7 +101,7 @@ def test_a_field_holding_the_placeholder_falls_back_to_kio() -> None:
     placeholder_response = groups._join_response_of(
         mod, 7, _follower(PLACEHOLDER, leader_id="x" + PLACEHOLDER)
     )
-    assert FieldTemplate.of(placeholder_response, encode_response) is None
+    assert FieldTemplate.of(placeholder_response, encode_body) is None
     answer, ours, kio = _both(7, response)
     assert type(answer) is not EncodedBody and ours == kio
 

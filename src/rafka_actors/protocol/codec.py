@@ -168,12 +168,17 @@ def shared_response(key: Any, build: Callable[[], Any]) -> Any:
         if len(_SHARED) >= SHARED_MAX:
             _SHARED.clear()
             _SHARED_BODIES.clear()
-        encode_into, _ = _PLANS.get(type(response)) or _response_plan(type(response))
-        parts: list[bytes] = []
-        encode_into(response, parts)
         _SHARED[key] = response
-        _SHARED_BODIES[id(response)] = (response, b"".join(parts))
+        _SHARED_BODIES[id(response)] = (response, encode_body(response)[0])
     return response
+
+
+def encode_body(response: object) -> tuple[bytes, bool]:
+    """A response's body alone, and whether its response header is v1 (has tagged fields)."""
+    encode_into, header_v1 = _PLANS.get(type(response)) or _response_plan(type(response))
+    parts: list[bytes] = []
+    encode_into(response, parts)
+    return b"".join(parts), header_v1
 
 
 def _framed(header: RequestHeader, encoded: EncodedBody) -> bytes:

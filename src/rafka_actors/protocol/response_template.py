@@ -6,7 +6,7 @@ members, building and encoding those kio responses one by one took more than a t
 coordinator's share of the rebalance (docs/performance.md, session 30). A `FieldTemplate` is
 kio's own encoding of the response with a placeholder in that field (a non-nullable string or
 bytes), cut around the placeholder: `with_bytes(b)` gives the bytes kio gives for the
-response with `b` in the field, and `encode_response` frames them like any other body.
+response with `b` in the field, and `codec.encode_response` frames them like any other body.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ._codegen import uvarint
-from .headers import RequestHeader
-from .messages import API_VERSIONS_KEY
 
 # Found in a real field of a response only by accident; `of` refuses the response then.
 PLACEHOLDER: Final = "\x00rafka:template\x00"
@@ -62,23 +60,23 @@ class FieldTemplate:
     def of(
         cls,
         response: Any,
-        encode: Callable[[RequestHeader, Any], bytes],
+        encode_body: Callable[[Any], tuple[bytes, bool]],
         *,
         bytes_field: bool = False,
     ) -> FieldTemplate | None:
         """The template of `response`, one of whose non-nullable string fields (with
         `bytes_field`, bytes fields) holds PLACEHOLDER (its UTF-8 bytes), from
-        `encode(header, response)` (codec.encode_response); None if the placeholder's bytes
-        are not found exactly once, after their length."""
+        `encode_body(response)` (codec.encode_body: the body, whether the header is v1);
+        None if the placeholder's bytes are not found exactly once, after their length."""
         kind = type(response)
-        compact = bool(kind.__flexible__)
-        header_v1 = compact and kind.__api_key__ != API_VERSIONS_KEY
-        header = RequestHeader(kind.__api_key__, kind.__version__, 0, None)
-        body = encode(header, response)[9 if header_v1 else 8 :]
+        body, header_v1 = encode_body(response)
         at = body.find(_PLACEHOLDER_BYTES)
         if at < 0 or body.find(_PLACEHOLDER_BYTES, at + 1) >= 0:
             return None
-        length = _compact_length if compact else _int32_length if bytes_field else _int16_length
+        if kind.__flexible__:
+            length = _compact_length
+        else:
+            length = _int32_length if bytes_field else _int16_length
         field = length(len(_PLACEHOLDER_BYTES))
         start = at - len(field)
         if start < 0 or body[start:at] != field:

@@ -41,7 +41,7 @@ from ...group.ops import (
     SyncGroupOpResp,
 )
 from ...ids import GroupKey, new_member_id
-from ...protocol.codec import encode_response, shared_response
+from ...protocol.codec import encode_body, shared_response
 from ...protocol.response_template import PLACEHOLDER, FieldTemplate
 from ..context import BrokerContext, ConnectionInfo, NotNow
 from ._build import NO_THROTTLE, make, schema, to_ms
@@ -193,7 +193,7 @@ def _templated(
         return _TEMPLATES[key]
     except KeyError:
         pass
-    template = FieldTemplate.of(build(), encode_response, bytes_field=bytes_field)
+    template = FieldTemplate.of(build(), encode_body, bytes_field=bytes_field)
     if len(_TEMPLATES) >= _TEMPLATES_MAX:
         _TEMPLATES.clear()
     _TEMPLATES[key] = template
