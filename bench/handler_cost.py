@@ -9,18 +9,26 @@ phase (the machine's own CPU speed still moves them by 10-20%: compare within on
 
     .venv/bin/python bench/handler_cost.py [--ops apiversions,commit,fetch] [--requests 20000]
         [--rounds 5] [--fsync never|interval|always]
+
+`--ops commit-repeat`: a consumer's next commit as the reactor answers it
+(gateway/commit_repeat.py: the kept commit with other offsets, no decode, the group's actor
+stepping it inline), inside a pass whose held records are written at its end, one commit a
+pass, as with one committer. Every request carries new offsets. Under fsync `always` the
+reactor answers no commit inline, so this op runs under `never` or `interval` only.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import os
 import shlex
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -29,15 +37,19 @@ from pathlib import Path
 os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 
 import trio
+from kio.schema.offset_commit.v8.request import OffsetCommitRequest
+from kio.static.primitive import i64
 
 from rafka_actors.actors.data_plane import DataPlane
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.config import BrokerConfig
+from rafka_actors.gateway import commit_repeat
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import answer
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.group.effects import GroupConfig
+from rafka_actors.ids import GroupKey
 from rafka_actors.protocol.codec import encode_request
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -78,21 +90,85 @@ async def in_process_broker(
         data.close()
 
 
+def _with_offset(commit: OffsetCommitRequest, offset: int) -> OffsetCommitRequest:
+    topic = commit.topics[0]
+    partition = dataclasses.replace(topic.partitions[0], committed_offset=i64(offset))
+    return dataclasses.replace(
+        commit, topics=(dataclasses.replace(topic, partitions=(partition,)),)
+    )
+
+
+REPEAT_GROUP = "cost-commit-repeat"
+
+
+async def _repeated_commits(
+    ctx: BrokerContext, conn: ConnectionInfo, count: int
+) -> Callable[[], Awaitable[None]]:
+    """`count` repeated commits, each in a pass of its own (see the docstring)."""
+    first = request("commit", REPEAT_GROUP, TOPIC)
+    assert isinstance(first, OffsetCommitRequest)
+    # offsets unlike any other 8 bytes of the frame, so that the commit is kept
+    kept_frame = encode_request(_with_offset(first, 1 << 40), 1, "bench")[4:]
+    conn.now_only = True  # answered as the reactor answers it: so the commit is kept
+    try:
+        reply = await answer(kept_frame, ctx, API_TABLE, conn)
+    finally:
+        conn.now_only = False
+    kept = commit_repeat.keep(kept_frame, reply, conn)
+    if kept is None:
+        raise SystemExit("commit-repeat: the first commit was not kept")
+    frames = [
+        encode_request(_with_offset(first, (1 << 41) + i), 2 + i, "bench")[4:] for i in range(count)
+    ]
+    registry = ctx.registry()
+
+    async def commit_all() -> None:  # (no wait: the reactor's pass is one step)
+        for frame in frames:
+            registry.hold_writes()
+            replied = commit_repeat.answer(kept, frame, ctx, conn, trio.current_time())
+            registry.answered_held()
+            if replied is None or not registry.release_writes():
+                raise SystemExit("commit-repeat: a commit was not answered from the kept one")
+
+    return commit_all
+
+
+def _committed_offset(ctx: BrokerContext, conn: ConnectionInfo, group_id: str) -> int | None:
+    actor = ctx.registry().actor(GroupKey(conn.org_id, group_id))
+    committed = None if actor is None else actor.group.offsets.get((TOPIC, 0))
+    return None if committed is None else committed.offset
+
+
+async def _requests(
+    op: str, ctx: BrokerContext, conn: ConnectionInfo, count: int
+) -> Callable[[], Awaitable[None]]:
+    """`count` requests of `op` back to back, warmed up (the group and its actor exist)."""
+    if op == "commit-repeat":
+        run = await _repeated_commits(ctx, conn, count)
+        await run()
+        return run
+    frame = encode_request(request(op, f"cost-{op}", TOPIC), 1, "bench")[4:]
+    await _exchange(ctx, conn, frame, 500)
+    return functools.partial(_exchange, ctx, conn, frame, count)
+
+
 async def measure(data_dir: Path, fsync: str, ops: list[str], requests: int, rounds: int) -> None:
     async with in_process_broker(data_dir, fsync) as (ctx, conn):
         for op in ops:
-            frame = encode_request(request(op, f"cost-{op}", TOPIC), 1, "bench")[4:]
-            await _exchange(ctx, conn, frame, 500)  # warm up: the group and its actor exist
+            run = await _requests(op, ctx, conn, requests)
             costs = []
             for _ in range(rounds):
                 start = time.perf_counter()
-                await _exchange(ctx, conn, frame, requests)
+                await run()
                 costs.append((time.perf_counter() - start) / requests * 1e6)
             costs.sort()
             print(
                 f"{op}: best {costs[0]:.1f} us, median {statistics.median(costs):.1f} us "
                 f"per request over {rounds} rounds of {requests:,}"
             )
+            if op == "commit-repeat":  # each round sent the same offsets, the last one last
+                offset = _committed_offset(ctx, conn, REPEAT_GROUP)
+                print(f"commit-repeat: the group's committed offset is {offset}")
 
 
 def main() -> int:
@@ -102,6 +178,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--fsync", default="never", choices=("never", "interval", "always"))
     args = parser.parse_args()
+    if "commit-repeat" in args.ops.split(",") and args.fsync == "always":
+        parser.error("commit-repeat: under fsync always the reactor answers no commit inline")
     print(f"# {shlex.join(['bench/handler_cost.py', *sys.argv[1:]])}")
     with tempfile.TemporaryDirectory() as tmp:
         trio.run(measure, Path(tmp), args.fsync, args.ops.split(","), args.requests, args.rounds)
