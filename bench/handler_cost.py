@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from request_cost import request  # the same requests as the loopback bench
 
 TOPIC = "cost"
+REPEAT_GROUP = "cost-commit-repeat"  # the group of --ops commit-repeat
 
 
 async def _exchange(ctx: BrokerContext, conn: ConnectionInfo, frame: bytes, count: int) -> None:
@@ -96,9 +97,6 @@ def _with_offset(commit: OffsetCommitRequest, offset: int) -> OffsetCommitReques
     return dataclasses.replace(
         commit, topics=(dataclasses.replace(topic, partitions=(partition,)),)
     )
-
-
-REPEAT_GROUP = "cost-commit-repeat"
 
 
 async def _repeated_commits(
