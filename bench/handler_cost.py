@@ -20,7 +20,6 @@ reactor answers no commit inline, so this op runs under `never` or `interval` on
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import os
 import shlex
@@ -37,8 +36,6 @@ from pathlib import Path
 os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 
 import trio
-from kio.schema.offset_commit.v8.request import OffsetCommitRequest
-from kio.static.primitive import i64
 
 from rafka_actors.actors.data_plane import DataPlane
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
@@ -91,22 +88,17 @@ async def in_process_broker(
         data.close()
 
 
-def _with_offset(commit: OffsetCommitRequest, offset: int) -> OffsetCommitRequest:
-    topic = commit.topics[0]
-    partition = dataclasses.replace(topic.partitions[0], committed_offset=i64(offset))
-    return dataclasses.replace(
-        commit, topics=(dataclasses.replace(topic, partitions=(partition,)),)
-    )
-
-
 async def _repeated_commits(
     ctx: BrokerContext, conn: ConnectionInfo, count: int
 ) -> Callable[[], Awaitable[None]]:
     """`count` repeated commits, each in a pass of its own (see the docstring)."""
-    first = request("commit", REPEAT_GROUP, TOPIC)
-    assert isinstance(first, OffsetCommitRequest)
+
+    def commit_frame(offset: int, correlation_id: int) -> bytes:
+        commit = request("commit", REPEAT_GROUP, TOPIC, offset=offset)
+        return encode_request(commit, correlation_id, "bench")[4:]
+
     # offsets unlike any other 8 bytes of the frame, so that the commit is kept
-    kept_frame = encode_request(_with_offset(first, 1 << 40), 1, "bench")[4:]
+    kept_frame = commit_frame(1 << 40, 1)
     conn.now_only = True  # answered as the reactor answers it: so the commit is kept
     try:
         reply = await answer(kept_frame, ctx, API_TABLE, conn)
@@ -115,9 +107,7 @@ async def _repeated_commits(
     kept = commit_repeat.keep(kept_frame, reply, conn)
     if kept is None:
         raise SystemExit("commit-repeat: the first commit was not kept")
-    frames = [
-        encode_request(_with_offset(first, (1 << 41) + i), 2 + i, "bench")[4:] for i in range(count)
-    ]
+    frames = [commit_frame((1 << 41) + i, 2 + i) for i in range(count)]
     registry = ctx.registry()
 
     async def commit_all() -> None:  # (no wait: the reactor's pass is one step)

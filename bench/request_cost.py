@@ -44,13 +44,14 @@ from rafka_actors.protocol.codec import encode_request
 TOPIC_PARTITIONS = 1
 
 
-def request(op: str, group: str, topic: str) -> object:
+def request(op: str, group: str, topic: str, *, offset: int = 5) -> object:
+    """The request of `op` for `group` (a commit commits `offset` to partition 0 of `topic`)."""
     if op == "apiversions":
         return ApiVersionsRequest(client_software_name="bench", client_software_version="1")
     if op == "commit":
         partition = commit.OffsetCommitRequestPartition(
             partition_index=i32(0),
-            committed_offset=i64(5),
+            committed_offset=i64(offset),
             committed_leader_epoch=i32(-1),
             committed_metadata="",
         )
