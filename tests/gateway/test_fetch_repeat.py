@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from rafka_actors import telemetry
 from rafka_actors.auth.users import User
 from rafka_actors.config import BrokerConfig
-from rafka_actors.gateway.apis.offsets import repeatable_fetch
+from rafka_actors.gateway.apis.offsets import NO_MEMBER, repeatable_fetch
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.ids import GroupKey
 
@@ -168,11 +168,10 @@ async def test_a_fetch_whose_answer_rests_on_more_than_offsets_is_not_kept(
 
 def test_only_named_allowed_partitions_of_a_groups_plain_answer_are_repeatable() -> None:
     ok = ("g", ErrorCode.none, (("t", (0, 1)),), (("t", 0, 5, -1, "", 0), ("t", 1, -1, -1, "", 0)))
-    plain = nested(FETCH, 8, "OffsetFetchRequestGroup", group_id="g", topics=())
-    assert repeatable_fetch((plain,), (ok,)) == (("g", (("t", 0), ("t", 1))),)
-    assert repeatable_fetch((plain, plain), (ok, ok[:1] + ok[1:])) is not None
-    member = nested(FETCH, 9, "OffsetFetchRequestGroup", group_id="g", member_id="m", topics=())
-    epoch = nested(FETCH, 9, "OffsetFetchRequestGroup", group_id="g", member_epoch=0, topics=())
+    plain = NO_MEMBER  # each group's (member id, member epoch), as offsets._member reads it
+    assert repeatable_fetch([plain], (ok,)) == (("g", (("t", 0), ("t", 1))),)
+    assert repeatable_fetch([plain, plain], (ok, ok[:1] + ok[1:])) is not None
+    member, epoch = ("m", -1), (None, 0)
     denied_topic = (
         *ok[:3],
         (*ok[3], ("u", 0, -1, -1, "", int(ErrorCode.topic_authorization_failed))),
@@ -185,7 +184,7 @@ def test_only_named_allowed_partitions_of_a_groups_plain_answer_are_repeatable()
         (plain, ("g", ErrorCode.none, None, ok[3])),
         (plain, denied_topic),
     ):
-        assert repeatable_fetch((plain, wanted), (ok, answer)) is None
+        assert repeatable_fetch([plain, wanted], (ok, answer)) is None
 
 
 async def test_with_tracing_turned_on_a_repeat_is_decoded(

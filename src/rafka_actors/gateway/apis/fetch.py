@@ -71,8 +71,8 @@ def _read(
         topics.append(
             make(
                 mod.FetchableTopicResponse,
-                topic=getattr(wanted, "topic", None),
-                topic_id=getattr(wanted, "topic_id", None),
+                topic=None if version >= 13 else wanted.topic,
+                topic_id=wanted.topic_id if version >= 13 else None,
                 partitions=tuple(parts),
             )
         )

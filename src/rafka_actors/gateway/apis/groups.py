@@ -264,7 +264,7 @@ async def heartbeat(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
                 group_id=group_id,
                 member_id=request.member_id,
                 generation_id=request.generation_id,
-                group_instance_id=getattr(request, "group_instance_id", None),  # v3+
+                group_instance_id=request.group_instance_id if version >= 3 else None,
             )
             response: HeartbeatOpResp = await ask_group_light(ctx, conn, group_id, op)
             code = response.error_code

@@ -71,7 +71,7 @@ async def offset_commit(
             return _commit_response(mod, request, {}, ErrorCode.invalid_group_id, None)
         if denied(conn, group_id):
             return _commit_response(mod, request, {}, DENIED, None)
-        offsets = _known_offsets(ctx, conn, request)
+        offsets = _known_offsets(ctx, conn, version, request)
         results = _denied_partitions(conn, request.topics)
         if offsets:
             op = OffsetCommitOp(
@@ -79,7 +79,7 @@ async def offset_commit(
                 offsets=offsets,
                 member_id=request.member_id,
                 generation_id=request.generation_id_or_member_epoch,
-                group_instance_id=getattr(request, "group_instance_id", None),  # v7+
+                group_instance_id=request.group_instance_id if version >= 7 else None,
                 api_version=version,
             )
             response: OffsetCommitOpResp = await ask_group_light(ctx, conn, group_id, op)
@@ -126,7 +126,7 @@ def _denied_partitions(conn: ConnectionInfo, topics: Any) -> dict[tuple[str, int
 
 
 def _known_offsets(
-    ctx: BrokerContext, conn: ConnectionInfo, request: Any
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
 ) -> tuple[tuple[str, int, int, int, str | None], ...]:
     """The offsets of partitions that exist, of topics the user may use."""
     return tuple(
@@ -134,7 +134,7 @@ def _known_offsets(
             t.name,
             p.partition_index,
             p.committed_offset,
-            getattr(p, "committed_leader_epoch", -1),  # v6+
+            p.committed_leader_epoch if version >= 6 else -1,
             p.committed_metadata,
         )
         for t in request.topics
@@ -222,18 +222,26 @@ def partition_results(
 Shape = tuple[tuple[str, tuple[int, ...]], ...]  # (topic, partition indexes) as requested
 # One group's answer: (group id, error, the topics asked for (None: every one), rows)
 GroupAnswer = tuple[str | None, ErrorCode, Shape | None, tuple[FetchRow, ...]]
+Member = tuple[str | None, int]  # a KIP-848 member's id and epoch (v9+)
+NO_MEMBER: Final[Member] = (None, -1)  # a classic consumer's or an admin's fetch
 
 
 async def offset_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
-    group_id = getattr(request, "group_id", None)  # v1-v7 name one group, v8+ a batch
+    group_id = request.group_id if version < 8 else None  # v1-v7 name one group, v8+ a batch
     with telemetry.span(
         "rafka.gateway.group.offset-fetch", version=version, group_id=group_id or ""
     ):
-        stable = getattr(request, "require_stable", False)  # v7+
+        stable = version >= 7 and request.require_stable
         wanted = (request,) if version < 8 else request.groups
-        answers = tuple([await _fetch_group(ctx, conn, group, stable) for group in wanted])
+        members = [_member(version, group) for group in wanted]
+        answers = tuple(
+            [
+                await _fetch_group(ctx, conn, group, member, stable)
+                for group, member in zip(wanted, members)  # noqa: B905 (mypyc)
+            ]
+        )
         if conn.now_only:  # the reactor may answer the next one like it (fetch_repeat.py)
-            conn.last_fetch = repeatable_fetch(wanted, answers)
+            conn.last_fetch = repeatable_fetch(members, answers)
         mod = schema(FETCH_KEY, version)
         # (the rows are the response's partitions: every one asked for, or found)
         if sum(len(rows) for *_, rows in answers) > SHARED_PARTITIONS:
@@ -245,13 +253,20 @@ async def offset_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, r
         )
 
 
+def _member(version: int, group: Any) -> Member:
+    """The KIP-848 member id and epoch a group of the request names (v9+; else none).
+    Read by version, not with getattr's default: a missing field raises AttributeError
+    inside, which cost a fetch a fifth of its time."""
+    return (group.member_id, group.member_epoch) if version >= 9 else NO_MEMBER
+
+
 async def _fetch_group(
-    ctx: BrokerContext, conn: ConnectionInfo, wanted: Any, stable: bool
+    ctx: BrokerContext, conn: ConnectionInfo, wanted: Any, member: Member, stable: bool
 ) -> GroupAnswer:
     """One group's answer: for the request (v1-v7) or one of its groups (v8+)."""
     group_id = wanted.group_id
     if wanted.topics is None:  # every committed offset
-        response = await _fetch_response(ctx, conn, wanted, None, stable)
+        response = await _fetch_response(ctx, conn, wanted, member, None, stable)
         code = error_code(response.error_code)
         every = () if code != ErrorCode.none else response.offsets
         return group_id, code, None, tuple(r for r in every if conn.may_use_topic(r[0]))
@@ -259,7 +274,7 @@ async def _fetch_group(
     refused: list[Any] = []
     for t in wanted.topics:
         (allowed if conn.may_use_topic(t.name) else refused).append(t)
-    response = await _fetch_response(ctx, conn, wanted, allowed, stable)
+    response = await _fetch_response(ctx, conn, wanted, member, allowed, stable)
     code = error_code(response.error_code)
     requested = tuple((t.name, tuple(t.partition_indexes)) for t in allowed + refused)
     if code != ErrorCode.none:  # Kafka appends the refused topics
@@ -270,16 +285,18 @@ async def _fetch_group(
 
 
 def repeatable_fetch(
-    wanted: Any, answers: tuple[GroupAnswer, ...]
+    members: list[Member], answers: tuple[GroupAnswer, ...]
 ) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...] | None:
     """Each group's id and (topic, partition)s, if the answer rests on nothing but the
     user's rights and those partitions' offsets (gateway/fetch_repeat.py): named topics,
-    every one the user's, no KIP-848 member (whose epoch is checked), no error; else None."""
+    every one the user's, no KIP-848 member (whose epoch is checked), no error; else None.
+    `members`: each group's (`_member`), in the order of `answers`."""
     kept = []
-    for group, (group_id, code, requested, rows) in zip(wanted, answers):  # noqa: B905 (mypyc)
+    for (member_id, epoch), answer in zip(members, answers):  # noqa: B905 (mypyc)
+        group_id, code, requested, rows = answer
         if group_id is None or code != ErrorCode.none or requested is None:
             return None
-        if getattr(group, "member_id", None) is not None or getattr(group, "member_epoch", -1) >= 0:
+        if member_id is not None or epoch >= 0:
             return None
         if any(row[5] for row in rows):  # a topic the user may not use
             return None
@@ -311,7 +328,12 @@ def _build_fetch_response(mod: Any, version: int, answers: tuple[GroupAnswer, ..
 
 
 async def _fetch_response(
-    ctx: BrokerContext, conn: ConnectionInfo, wanted: Any, topics: list[Any] | None, stable: bool
+    ctx: BrokerContext,
+    conn: ConnectionInfo,
+    wanted: Any,
+    member: Member,
+    topics: list[Any] | None,
+    stable: bool,
 ) -> OffsetFetchOpResp:
     """The actor's answer for `topics` (None: all), unless the group id is null or denied."""
     if wanted.group_id is None:
@@ -322,8 +344,8 @@ async def _fetch_response(
         wanted.group_id,
         None if topics is None else tuple((t.name, p) for t in topics for p in t.partition_indexes),
         require_stable=stable,
-        member_id=getattr(wanted, "member_id", None),  # v9+
-        member_epoch=getattr(wanted, "member_epoch", -1),
+        member_id=member[0],
+        member_epoch=member[1],
     )
     response: OffsetFetchOpResp = await ask_group_light(ctx, conn, wanted.group_id, op)
     return response
