@@ -44,7 +44,7 @@ HOT_MODULES = (
     "group.effects",
     "storage.coordinator_records",
     "storage.commit_entry",
-    "group.commit_values",
+    "group.hot_values",
     "storage.coordinator_segments",
 )
 

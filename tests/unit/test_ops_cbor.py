@@ -65,7 +65,7 @@ def test_design_note_op_codes() -> None:
 
 
 def test_a_commit_op_defaults_to_no_member_and_no_generation() -> None:
-    # OffsetCommitOp's written __init__ (group/commit_values.py) spells ops' defaults out
+    # OffsetCommitOp's written __init__ (group/hot_values.py) spells ops' defaults out
     op = ops.OffsetCommitOp("g", ())
     assert (op.member_id, op.generation_id, op.group_instance_id, op.api_version) == (
         ops.UNKNOWN_MEMBER,

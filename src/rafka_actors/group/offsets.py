@@ -15,17 +15,22 @@ from typing import TYPE_CHECKING, Final, TypeVar
 from kio.schema.errors import ErrorCode
 
 from . import rebalance as rb
-from .commit_values import CommittedOffset, OffsetCommitOp, OffsetCommitOpResp, OffsetCommitRecord
 from .consumer_protocol import subscribed_topics
 from .effects import Effects
+from .hot_values import (
+    CommittedOffset,
+    OffsetCommitOp,
+    OffsetCommitOpResp,
+    OffsetCommitRecord,
+    OffsetFetchOp,
+    OffsetFetchOpResp,
+)
 from .membership import validate_member
 from .ops import (
     ExpireOffsetsOp,
     ExpireOffsetsOpResp,
     OffsetDeleteOp,
     OffsetDeleteOpResp,
-    OffsetFetchOp,
-    OffsetFetchOpResp,
 )
 from .records import GroupTombstone, OffsetTombstone
 from .state import ClassicGroup

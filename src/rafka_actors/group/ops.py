@@ -5,8 +5,9 @@ turns the OpResp it gets back into the Kafka response of the client's version. O
 dataclasses of plain values (str, int, bytes, None, tuples), so they are CBOR-encodable as
 `[op_code, *fields]` (see `encode_op` / `decode_op`): the same rail a separate gateway process
 would speak. Op codes 0x06-0x0B are the ones of the design note; the rest follow them. The
-commit's op and response are the exception to frozen: one of each is made per commit, so
-they live in commit_values.py, with written __init__s that the compiled build compiles.
+commit's and the fetch's ops and responses are the exception to frozen: one of each is made
+per request, so they live in hot_values.py, with written __init__s that the compiled build
+compiles.
 
 Fields beyond the design note's minimum are the ones Kafka's semantics need: instance ids for
 static membership, rebalance timeouts, client id and host for DescribeGroups, and a member id
@@ -22,8 +23,10 @@ from typing import Any
 
 import cbor2
 
-from .commit_values import OffsetCommitOp as OffsetCommitOp  # made per commit
-from .commit_values import OffsetCommitOpResp as OffsetCommitOpResp
+from .hot_values import OffsetCommitOp as OffsetCommitOp  # made per commit
+from .hot_values import OffsetCommitOpResp as OffsetCommitOpResp
+from .hot_values import OffsetFetchOp as OffsetFetchOp  # made per fetch
+from .hot_values import OffsetFetchOpResp as OffsetFetchOpResp
 
 Protocols = tuple[tuple[str, bytes], ...]
 NO_GENERATION = -1
@@ -102,24 +105,9 @@ class LeaveGroupOpResp:
     members: tuple[tuple[str, str | None, int], ...] = ()  # (member id, instance id, error)
 
 
-# OffsetCommitOp and OffsetCommitOpResp are in commit_values.py (imported above): one of each
-# is made per commit, so they have written __init__s, compiled with the hot path.
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetFetchOp:
-    group_id: str
-    partitions: tuple[tuple[str, int], ...] | None  # None: every committed offset
-    require_stable: bool = False
-    member_id: str | None = None  # v9+: a consumer-group member fetching (checked by epoch)
-    member_epoch: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetFetchOpResp:
-    error_code: int
-    # (topic, partition, offset (-1: none), leader epoch, metadata, error)
-    offsets: tuple[tuple[str, int, int, int, str | None, int], ...] = ()
+# OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp and OffsetFetchOpResp are in
+# hot_values.py (imported above): one of each is made per commit or fetch, so they have
+# written __init__s, compiled with the hot path.
 
 
 @dataclass(frozen=True, slots=True)

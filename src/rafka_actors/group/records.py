@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..consumer_group.records import ConsumerRecord
-from .commit_values import OffsetCommitRecord as OffsetCommitRecord  # made per commit
+from .hot_values import OffsetCommitRecord as OffsetCommitRecord  # made per commit
 
 # (member id, instance id, client id, client host, rebalance timeout, session timeout,
 #  subscription metadata of the chosen protocol, assignment)
@@ -37,7 +37,7 @@ class GroupMetadataRecord:
     departed: tuple[tuple[str, str], ...] = ()
 
 
-# OffsetCommitRecord (one per committed partition): in commit_values.py (imported above).
+# OffsetCommitRecord (one per committed partition): in hot_values.py (imported above).
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .commit_values import CommittedOffset as CommittedOffset  # made per commit
+from .hot_values import CommittedOffset as CommittedOffset  # made per commit
 from .ops import Protocols
 
 
@@ -84,7 +84,7 @@ class Member:
         return next((meta for name, meta in self.protocols if name == protocol), b"")
 
 
-# CommittedOffset (one per committed partition): in commit_values.py (imported above).
+# CommittedOffset (one per committed partition): in hot_values.py (imported above).
 
 
 @dataclass(slots=True)
