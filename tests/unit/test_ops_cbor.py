@@ -73,3 +73,14 @@ def test_a_commit_op_defaults_to_no_member_and_no_generation() -> None:
         None,
         9,
     )
+
+
+def test_a_fetch_op_defaults_to_no_member_and_an_unstable_read() -> None:
+    # OffsetFetchOp's written __init__ (group/hot_values.py) keeps the frozen dataclass's
+    # defaults, and its response's: no offsets
+    op = ops.OffsetFetchOp("g", None)
+    assert (op.require_stable, op.member_id, op.member_epoch) == (False, None, -1)
+    assert ops.OffsetFetchOpResp(0).offsets == ()
+    assert ops.decode_op(ops.encode_op(ops.OffsetFetchOp("g", (("t", 0),), True, "m", 3))) == (
+        ops.OffsetFetchOp("g", (("t", 0),), require_stable=True, member_id="m", member_epoch=3)
+    )
