@@ -84,3 +84,11 @@ def test_a_fetch_op_defaults_to_no_member_and_an_unstable_read() -> None:
     assert ops.decode_op(ops.encode_op(ops.OffsetFetchOp("g", (("t", 0),), True, "m", 3))) == (
         ops.OffsetFetchOp("g", (("t", 0),), require_stable=True, member_id="m", member_epoch=3)
     )
+
+
+def test_a_heartbeat_op_defaults_to_no_instance_id() -> None:
+    # HeartbeatOp's written __init__ (group/hot_values.py) keeps the dataclass's default
+    assert ops.HeartbeatOp("g", "m", 3).group_instance_id is None
+    op = ops.HeartbeatOp("g", "m", 3, "i")
+    assert ops.decode_op(ops.encode_op(op)) == op
+    assert ops.HeartbeatOpResp(0) == ops.HeartbeatOpResp(error_code=0)

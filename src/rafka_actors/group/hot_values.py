@@ -1,17 +1,17 @@
-"""The objects every OffsetCommit and OffsetFetch makes, with written ``__init__``s for the
-compiled build.
+"""The objects every OffsetCommit, OffsetFetch and Heartbeat makes, with written
+``__init__``s for the compiled build.
 
 A commit makes its op and its response (ops.py), the offset the group keeps (state.py) and
-the record the coordinator log stores (records.py); a fetch its op and its response. A
-dataclass's generated ``__init__`` runs as Python even in a mypyc-compiled module: 0.16-0.46
-us each for the commit's on the Intel host of session 25 (docs/performance.md), about 1 us a
-commit, and 2.5 us for the fetch's two, which were frozen (each field set through
-``object.__setattr__``). Written out, in this compiled module, each takes about 0.04 us. They
-stay dataclasses for everything else (equality, repr, ``dataclasses.fields``), and their home
-modules re-export them: import them from there, except in a compiled module that reads their
-fields (offsets.py, commit_repeat.py, commit_entry.py): imported from here, they are native
-classes to mypyc, whose fields it reads directly instead of through a generic attribute
-lookup.
+the record the coordinator log stores (records.py); a fetch and a heartbeat their op and
+response. A dataclass's generated ``__init__`` runs as Python even in a mypyc-compiled
+module: 0.16-0.46 us each for the commit's on the Intel host of session 25
+(docs/performance.md), about 1 us a commit, and 2.5 us for the fetch's two, which were
+frozen (each field set through ``object.__setattr__``). Written out, in this compiled
+module, each takes about 0.04 us. They stay dataclasses for everything else (equality, repr,
+``dataclasses.fields``), and their home modules re-export them: import them from there,
+except in a compiled module that reads their fields (offsets.py, commit_repeat.py,
+commit_entry.py): imported from here, they are native classes to mypyc, whose fields it
+reads directly instead of through a generic attribute lookup.
 """
 
 from __future__ import annotations
@@ -133,3 +133,31 @@ class OffsetFetchOpResp:
     ) -> None:
         self.error_code = error_code
         self.offsets = offsets
+
+
+@dataclass(init=False, slots=True)
+class HeartbeatOp:
+    group_id: str
+    member_id: str
+    generation_id: int
+    group_instance_id: str | None
+
+    def __init__(
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.generation_id = generation_id
+        self.group_instance_id = group_instance_id
+
+
+@dataclass(init=False, slots=True)
+class HeartbeatOpResp:
+    error_code: int
+
+    def __init__(self, error_code: int) -> None:
+        self.error_code = error_code

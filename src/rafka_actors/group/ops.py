@@ -5,9 +5,9 @@ turns the OpResp it gets back into the Kafka response of the client's version. O
 dataclasses of plain values (str, int, bytes, None, tuples), so they are CBOR-encodable as
 `[op_code, *fields]` (see `encode_op` / `decode_op`): the same rail a separate gateway process
 would speak. Op codes 0x06-0x0B are the ones of the design note; the rest follow them. The
-commit's and the fetch's ops and responses are the exception to frozen: one of each is made
-per request, so they live in hot_values.py, with written __init__s that the compiled build
-compiles.
+ops and responses of a commit, a fetch and a heartbeat are the exception to frozen: one of
+each is made per request, so they live in hot_values.py, with written __init__s that the
+compiled build compiles.
 
 Fields beyond the design note's minimum are the ones Kafka's semantics need: instance ids for
 static membership, rebalance timeouts, client id and host for DescribeGroups, and a member id
@@ -23,6 +23,8 @@ from typing import Any
 
 import cbor2
 
+from .hot_values import HeartbeatOp as HeartbeatOp  # made per heartbeat
+from .hot_values import HeartbeatOpResp as HeartbeatOpResp
 from .hot_values import OffsetCommitOp as OffsetCommitOp  # made per commit
 from .hot_values import OffsetCommitOpResp as OffsetCommitOpResp
 from .hot_values import OffsetFetchOp as OffsetFetchOp  # made per fetch
@@ -81,19 +83,6 @@ class SyncGroupOpResp:
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatOp:
-    group_id: str
-    member_id: str
-    generation_id: int
-    group_instance_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class HeartbeatOpResp:
-    error_code: int
-
-
-@dataclass(frozen=True, slots=True)
 class LeaveGroupOp:
     group_id: str
     members: tuple[tuple[str, str | None, str | None], ...]  # (member id, instance id, reason)
@@ -105,9 +94,9 @@ class LeaveGroupOpResp:
     members: tuple[tuple[str, str | None, int], ...] = ()  # (member id, instance id, error)
 
 
-# OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp and OffsetFetchOpResp are in
-# hot_values.py (imported above): one of each is made per commit or fetch, so they have
-# written __init__s, compiled with the hot path.
+# HeartbeatOp, OffsetCommitOp, OffsetFetchOp and their responses are in hot_values.py
+# (imported above): one of each is made per heartbeat, commit or fetch, so they have written
+# __init__s, compiled with the hot path.
 
 
 @dataclass(frozen=True, slots=True)
