@@ -112,8 +112,7 @@ async def join_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, req
 
 
 def _join_op(conn: ConnectionInfo, version: int, request: Any) -> JoinGroupOp:
-    instance_id = getattr(request, "group_instance_id", None)  # v5+
-    rebalance_timeout = getattr(request, "rebalance_timeout", None)  # v1+
+    instance_id = request.group_instance_id if version >= 5 else None
     return JoinGroupOp(
         group_id=request.group_id,
         member_id=request.member_id,
@@ -121,14 +120,14 @@ def _join_op(conn: ConnectionInfo, version: int, request: Any) -> JoinGroupOp:
         session_timeout_ms=to_ms(request.session_timeout),
         protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
         # -1: none given (v0); the state machine then uses the session timeout, as Kafka does
-        rebalance_timeout_ms=-1 if rebalance_timeout is None else to_ms(rebalance_timeout),
+        rebalance_timeout_ms=to_ms(request.rebalance_timeout) if version >= 1 else -1,
         group_instance_id=instance_id,
         client_id=conn.client_id or "",
         client_host=conn.peer_host,
         require_known_member_id=version >= 4,
         # only a member without an id gets one (membership.join): a rejoin needs no uuid
         new_member_id="" if request.member_id else new_member_id(conn.client_id, instance_id),
-        reason=getattr(request, "reason", None),  # v8+
+        reason=request.reason if version >= 8 else None,
     )
 
 
@@ -205,8 +204,8 @@ async def sync_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, req
     group_id = request.group_id
     with telemetry.span("rafka.gateway.group.sync", version=version, group_id=group_id or ""):
         mod = schema(SYNC_KEY, version)
-        protocol_type = getattr(request, "protocol_type", None)  # v5+
-        protocol_name = getattr(request, "protocol_name", None)
+        protocol_type = request.protocol_type if version >= 5 else None
+        protocol_name = request.protocol_name if version >= 5 else None
         if version >= 5 and (protocol_type is None or protocol_name is None):
             # KafkaApis: mandatory from v5 on
             return _sync_response(mod, SyncGroupOpResp(ErrorCode.inconsistent_group_protocol))
@@ -219,7 +218,7 @@ async def sync_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, req
             member_id=request.member_id,
             generation_id=request.generation_id,
             assignments=tuple((a.member_id, bytes(a.assignment)) for a in request.assignments),
-            group_instance_id=getattr(request, "group_instance_id", None),  # v3+
+            group_instance_id=request.group_instance_id if version >= 3 else None,
             protocol_type=protocol_type,
             protocol_name=protocol_name,
         )
@@ -296,7 +295,7 @@ async def leave_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, re
             )
         else:
             members = tuple(
-                (m.member_id, m.group_instance_id, getattr(m, "reason", None))
+                (m.member_id, m.group_instance_id, m.reason if version >= 5 else None)
                 for m in request.members
             )
         if denied(conn, group_id):
