@@ -10,6 +10,10 @@ phase (the machine's own CPU speed still moves them by 10-20%: compare within on
     .venv/bin/python bench/handler_cost.py [--ops apiversions,commit,fetch] [--requests 20000]
         [--rounds 5] [--fsync never|interval|always]
 
+`--ops fetch-random`: an OffsetFetch of a random one of FETCH_GROUPS groups, each with an
+offset committed (the other ops repeat one request, for one group; `fetch`'s has no offsets).
+Every answer is checked for its group's offset.
+
 `--ops commit-repeat`: a consumer's next commit as the reactor answers it
 (gateway/commit_repeat.py: the kept commit with other offsets, no decode, the group's actor
 stepping it inline), inside a pass whose held records are written at its end, one commit a
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import random
 import shlex
 import statistics
 import sys
@@ -54,6 +59,7 @@ from request_cost import request  # the same requests as the loopback bench
 
 TOPIC = "cost"
 REPEAT_GROUP = "cost-commit-repeat"  # the group of --ops commit-repeat
+FETCH_GROUPS = 1_000  # the groups of --ops fetch-random
 
 
 async def _exchange(ctx: BrokerContext, conn: ConnectionInfo, frame: bytes, count: int) -> None:
@@ -127,12 +133,37 @@ def _committed_offset(ctx: BrokerContext, conn: ConnectionInfo, group_id: str) -
     return None if committed is None else committed.offset
 
 
+async def _random_fetches(
+    ctx: BrokerContext, conn: ConnectionInfo, count: int
+) -> Callable[[], Awaitable[None]]:
+    """`count` fetches of random groups among FETCH_GROUPS, group i holding offset
+    FETCH_GROUPS + i (eight bytes no other field of the answer has)."""
+
+    def frame(op: str, i: int, offset: int) -> bytes:
+        wanted = request(op, f"cost-fetch-random-{i}", TOPIC, offset=offset)
+        return encode_request(wanted, 1, "bench")[4:]
+
+    for i in range(FETCH_GROUPS):
+        await answer(frame("commit", i, FETCH_GROUPS + i), ctx, API_TABLE, conn)
+    picks = [random.randrange(FETCH_GROUPS) for _ in range(count)]
+    frames = [frame("fetch", i, 0) for i in picks]
+
+    async def fetch_all() -> None:
+        for i, fetch in zip(picks, frames, strict=True):
+            reply = await answer(fetch, ctx, API_TABLE, conn)
+            if reply is None or (FETCH_GROUPS + i).to_bytes(8, "big") not in reply:
+                raise SystemExit(f"fetch-random: the answer lacks group {i}'s offset")
+
+    return fetch_all
+
+
 async def _requests(
     op: str, ctx: BrokerContext, conn: ConnectionInfo, count: int
 ) -> Callable[[], Awaitable[None]]:
     """`count` requests of `op` back to back, warmed up (the group and its actor exist)."""
-    if op == "commit-repeat":
-        run = await _repeated_commits(ctx, conn, count)
+    if op in ("commit-repeat", "fetch-random"):
+        prepare = _repeated_commits if op == "commit-repeat" else _random_fetches
+        run = await prepare(ctx, conn, count)
         await run()
         return run
     frame = encode_request(request(op, f"cost-{op}", TOPIC), 1, "bench")[4:]

@@ -1,5 +1,6 @@
 """bench/handler_cost.py in process: the repeated commit's op goes through the reactor's
-repeat path (gateway/commit_repeat.py) and every commit it times reaches the group."""
+repeat path (gateway/commit_repeat.py) and every commit it times reaches the group; each
+random fetch is answered with its own group's offset."""
 
 from __future__ import annotations
 
@@ -36,3 +37,14 @@ def test_commit_repeat_is_refused_under_fsync_always() -> None:
     )
     assert done.returncode == 2
     assert "under fsync always the reactor answers no commit inline" in done.stderr
+
+
+def test_random_fetches_each_get_their_groups_offset() -> None:
+    out = run_bench_script(
+        "handler_cost.py",
+        *("--ops", "fetch-random", "--requests", "300", "--rounds", "2"),
+        timeout=120,
+    )
+    assert out.startswith("# bench/handler_cost.py --ops fetch-random")
+    cost = re.search(r"^fetch-random: best ([\d.]+) us, median ([\d.]+) us", out, re.MULTILINE)
+    assert cost is not None and 0 < float(cost.group(1)) <= float(cost.group(2))
