@@ -2,21 +2,27 @@
 ``__init__``s for the compiled build.
 
 A commit makes its op and its response (ops.py), the offset the group keeps (state.py) and
-the record the coordinator log stores (records.py); a fetch and a heartbeat their op and
-response. A dataclass's generated ``__init__`` runs as Python even in a mypyc-compiled
-module: 0.16-0.46 us each for the commit's on the Intel host of session 25
-(docs/performance.md), about 1 us a commit, and 2.5 us for the fetch's two, which were
-frozen (each field set through ``object.__setattr__``). Written out, in this compiled
-module, each takes about 0.04 us. They stay dataclasses for everything else (equality, repr,
+the record the coordinator log stores (records.py), and a new group's first commit its group
+record too; a fetch and a heartbeat their op and response. A dataclass's generated
+``__init__`` runs as Python even in a mypyc-compiled module: 0.16-0.46 us each for the
+commit's on the Intel host of session 25 (docs/performance.md), about 1 us a commit, 2.5 us
+for the fetch's two and 4.2 us for a group record, which were frozen (each field set through
+``object.__setattr__``). Written out, in this compiled module, each takes about 0.04 us
+(0.2 us the group record). They stay dataclasses for everything else (equality, repr,
 ``dataclasses.fields``), and their home modules re-export them: import them from there,
-except in a compiled module that reads their fields (offsets.py, commit_repeat.py,
-commit_entry.py): imported from here, they are native classes to mypyc, whose fields it
-reads directly instead of through a generic attribute lookup.
+except in a compiled module that makes them or reads their fields (offsets.py,
+commit_repeat.py, commit_entry.py, effects.py): imported from here, they are native classes
+to mypyc, which calls their ``__init__`` and reads their fields directly instead of through
+a generic call (1.8 us for a group record by keyword) or attribute lookup.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+# (member id, instance id, client id, client host, rebalance timeout, session timeout,
+#  subscription metadata of the chosen protocol, assignment)
+MemberRow = tuple[str, str | None, str, str, int, int, bytes, bytes]
 
 
 @dataclass(init=False, slots=True)
@@ -161,3 +167,46 @@ class HeartbeatOpResp:
 
     def __init__(self, error_code: int) -> None:
         self.error_code = error_code
+
+
+@dataclass(init=False, slots=True)
+class GroupMetadataRecord:
+    group_id: str
+    cgp_id: str
+    protocol_type: str | None
+    generation: int
+    protocol_name: str | None
+    leader_id: str | None
+    state_timestamp_ms: int
+    members: tuple[MemberRow, ...]
+    reason: str  # why the group changed: kept for the rebalance-history pipeline
+    # version 1: when the rebalance this record settles began (-1: none), and the members
+    # that went away since the previous record, with why ("left", "session timeout", ...)
+    rebalance_started_ms: int
+    departed: tuple[tuple[str, str], ...]
+
+    def __init__(
+        self,
+        group_id: str,
+        cgp_id: str,
+        protocol_type: str | None,
+        generation: int,
+        protocol_name: str | None,
+        leader_id: str | None,
+        state_timestamp_ms: int,
+        members: tuple[MemberRow, ...],
+        reason: str = "",
+        rebalance_started_ms: int = -1,
+        departed: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self.group_id = group_id
+        self.cgp_id = cgp_id
+        self.protocol_type = protocol_type
+        self.generation = generation
+        self.protocol_name = protocol_name
+        self.leader_id = leader_id
+        self.state_timestamp_ms = state_timestamp_ms
+        self.members = members
+        self.reason = reason
+        self.rebalance_started_ms = rebalance_started_ms
+        self.departed = departed
