@@ -30,9 +30,8 @@ from kio.schema.errors import ErrorCode
 
 from ... import telemetry
 from ...actors.group_actor import InlineOp
+from ...group.hot_values import HeartbeatOp, HeartbeatOpResp  # (native to the compiled build)
 from ...group.ops import (
-    HeartbeatOp,
-    HeartbeatOpResp,
     JoinGroupOp,
     JoinGroupOpResp,
     LeaveGroupOp,
