@@ -30,7 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from ... import telemetry
 from ...actors.group_actor import InlineOp
-from ...group.hot_values import HeartbeatOp, HeartbeatOpResp  # (native to the compiled build)
+from ...group.hot_values import HeartbeatOp, HeartbeatOpResp
 from ...group.ops import (
     JoinGroupOp,
     JoinGroupOpResp,
