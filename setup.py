@@ -1,4 +1,4 @@
-"""The compiled build of the request hot path (docs/performance.md, session 13).
+"""The compiled build of the request hot path (docs/performance-history.md, session 13).
 
 A wheel (`pip install .`) compiles the modules every request passes through with mypyc, which
 turns their type-annotated Python into a C extension. Nothing is written twice: the modules

@@ -2,7 +2,7 @@
 
 In a mypyc-compiled module `getattr(request, "field", default)` on a version that lacks the
 field raises an AttributeError inside (its message formatted, then cleared): five of them
-took a fifth of an OffsetFetch's time (docs/performance.md, session 32). Kafka's schemas
+took a fifth of an OffsetFetch's time (docs/performance-history.md, session 32). Kafka's schemas
 say from which version a field exists, so the handlers compiled for the hot path
 (compiled.HOT_MODULES) read it when the version has it instead.
 """

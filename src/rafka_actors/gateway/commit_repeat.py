@@ -7,7 +7,7 @@ connection keeps it as a `RepeatCommit`: the frame, where each partition's offse
 it, the request, the op it made and the reply. A later frame equal to the kept one in every
 other byte is that request with other offsets, so its op is the kept op with those offsets.
 That skips the header's parse, the decode, the handler's own work and the reply's encoding:
-with 16 committing clients, a fifth of the broker's CPU per commit (docs/performance.md).
+with 16 committing clients, a fifth of the broker's CPU per commit (docs/performance-history.md).
 
 Whatever may have changed since is looked at again, by the code that looked the first time:
 the connection's rights to the group and its topics and whether the partitions still exist

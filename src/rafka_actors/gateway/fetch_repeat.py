@@ -19,7 +19,7 @@ from. A later equal frame gets the kept reply, with its own correlation id, whil
 
 That skips the header's parse, the decode, the actor's step and the response's build and
 encoding: two thirds of the broker's CPU per fetch (27 -> 9 us with 16 raw clients,
-docs/performance.md). Anything else gets the full path, which keeps the new answer.
+docs/performance-history.md). Anything else gets the full path, which keeps the new answer.
 """
 
 from __future__ import annotations

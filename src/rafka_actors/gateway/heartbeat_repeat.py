@@ -11,7 +11,7 @@ progress), and the reply is the kept one with the new correlation id when the ac
 same error code, else the handler's answer for that code.
 
 That skips the header's parse, the decode and the handler: a seventh of the broker's CPU per
-heartbeat with 1 000 members heartbeating (35.9 -> 30.6 us, docs/performance.md).
+heartbeat with 1 000 members heartbeating (35.9 -> 30.6 us, docs/performance-history.md).
 """
 
 from __future__ import annotations

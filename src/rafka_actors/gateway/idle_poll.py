@@ -26,7 +26,7 @@ Every turn of polling first offers the core to any other thread waiting for it
 the kernel puts it on the broker's core. That happened after every pause of a second or
 more on the 2-core machine: for the next 40 ms or so a quarter of a synchronous client's
 OffsetFetches took 0.15-0.25 ms instead of 0.07, each waiting out the broker's budget
-(docs/performance.md, session 23).
+(docs/performance-history.md, session 23).
 
 Polling pays only while the clients and the broker fit in the machine's cores: with 16
 committing clients on 2 cores it cost the broker 8-10 us of CPU per commit, a core the

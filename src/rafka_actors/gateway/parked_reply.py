@@ -6,7 +6,7 @@ spot, and handed to the connection's task each cost the task a wake-up for the r
 another for the connection's next request, which the task then read for itself. In a
 rebalance of 1 000 members the broker was busy for 0.22 s of the 0.26 s from the last
 JoinGroup to the last assignment, most of it in the connection tasks' machinery
-(docs/performance.md). A LeaveGroup and a KIP-848 ConsumerGroupHeartbeat always go through
+(docs/performance-history.md). A LeaveGroup and a KIP-848 ConsumerGroupHeartbeat always go through
 the actor's mailbox, and so does a Heartbeat the actor cannot answer inline: one read in the
 same pass as another member's JoinGroup finds that join in the mailbox, untaken. In one run
 of the benchmark's (f) (1 000 and 100 members forming groups and rebalancing) 445

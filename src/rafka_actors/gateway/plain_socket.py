@@ -3,7 +3,7 @@
 Every request costs its connection one read and one write. trio's `SocketStream` wraps each
 in an async context manager (`_try_sync`), an error-translating context manager and, for
 `send_all`, a conflict detector and a memoryview loop: about 3.5 us per read and 4 us per
-write here, on requests whose whole Python answer costs 7-45 us (docs/performance.md).
+write here, on requests whose whole Python answer costs 7-45 us (docs/performance-history.md).
 `PlainSocketStream` makes the same system calls with `os.read` and `os.write` on the
 socket's descriptor and keeps what the wrappers promise:
 

@@ -5,7 +5,7 @@ A commit makes its op and its response (ops.py), the offset the group keeps (sta
 the record the coordinator log stores (records.py), and a new group's first commit its group
 record too; a fetch and a heartbeat their op and response. A dataclass's generated
 ``__init__`` runs as Python even in a mypyc-compiled module: 0.16-0.46 us each for the
-commit's on the Intel host of session 25 (docs/performance.md), about 1 us a commit, 2.5 us
+commit's on the Intel host of session 25 (docs/performance-history.md), about 1 us a commit, 2.5 us
 for the fetch's two and 4.2 us for a group record, which were frozen (each field set through
 ``object.__setattr__``). Written out, in this compiled module, each takes about 0.04 us
 (0.2 us the group record). They stay dataclasses for everything else (equality, repr,

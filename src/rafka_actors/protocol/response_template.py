@@ -3,7 +3,7 @@
 When a rebalance completes, every follower gets the same JoinGroup response but for its own
 member id, and every member the same SyncGroup response but for its assignment. With 1 000
 members, building and encoding those kio responses one by one took more than a tenth of the
-coordinator's share of the rebalance (docs/performance.md, session 30). A `FieldTemplate` is
+coordinator's share of the rebalance (docs/performance-history.md, session 30). A `FieldTemplate` is
 kio's own encoding of the response with a placeholder in that field (a non-nullable string or
 bytes), cut around the placeholder: `with_bytes(b)` gives the bytes kio gives for the
 response with `b` in the field, and `codec.encode_response` frames them like any other body.

@@ -2,7 +2,7 @@
 
 Every commit appends one OffsetCommit entry, an array of eleven ints and strings
 (storage/coordinator_records.py). ``cbor2.dumps`` took about 2 us for it inside the broker, a
-tenth of the broker's CPU per commit under 16 committers (docs/performance.md, session 25),
+tenth of the broker's CPU per commit under 16 committers (docs/performance-history.md, session 25),
 mostly per call and per item; the compiled build writes the same bytes here in a fraction
 of that. Only this shape is written here: ints that fit in 64 bits, text strings and null,
 each in CBOR's shortest form (RFC 8949 section 4.2.1), which is what cbor2 writes too.
