@@ -85,6 +85,10 @@ def stored_membership(
 
 
 def _replayed(records: list[Record], now_ms: int, config: GroupConfig | None) -> AnyGroup:
+    if not records:
+        # A new group (every first commit asks): no call into replay.py, which is not
+        # compiled and would build and fold an empty view to say the same
+        return None
     if config is None:
         return replay(records, now_ms)
     return replay(records, now_ms, consumer_session_timeout_ms=config.consumer_session_timeout_ms)
