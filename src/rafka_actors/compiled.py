@@ -43,7 +43,7 @@ HOT_MODULES = (
     "group.latest",
     "group.effects",
     "storage.coordinator_records",
-    "storage.commit_entry",
+    "storage.entry_cbor",
     "group.hot_values",
     "storage.coordinator_segments",
 )

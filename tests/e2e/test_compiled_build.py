@@ -108,11 +108,11 @@ def test_the_end_to_end_tests_pass_against_the_compiled_broker(compiled_src: Pat
 
 
 @pytest.mark.timeout(600)
-def test_the_compiled_commit_entry_writes_the_bytes_cbor2_writes(compiled_src: Path) -> None:
-    # storage/commit_entry.py hand-writes the CBOR of every commit's log entry: its unit
+def test_the_compiled_entry_cbor_writes_the_bytes_cbor2_writes(compiled_src: Path) -> None:
+    # storage/entry_cbor.py hand-writes the CBOR of the coordinator log's entries: its unit
     # tests, which compare it with cbor2 byte for byte, run here against the compiled module
-    test = REPO / "tests" / "storage" / "test_commit_entry.py"
-    probe = "import rafka_actors.storage.commit_entry as m; print(m.__file__)"
+    test = REPO / "tests" / "storage" / "test_entry_cbor.py"
+    probe = "import rafka_actors.storage.entry_cbor as m; print(m.__file__)"
     where = _python(compiled_src, "-c", probe, timeout=60, check=True)
     assert where.stdout.strip().endswith(".so"), where.stdout
     done = _python(

@@ -11,7 +11,7 @@ for the fetch's two and 4.2 us for a group record, which were frozen (each field
 (0.2 us the group record). They stay dataclasses for everything else (equality, repr,
 ``dataclasses.fields``), and their home modules re-export them: import them from there,
 except in a compiled module that makes them or reads their fields (the request handlers of
-gateway/apis, the repeat paths, group/offsets.py, effects.py, commit_entry.py): imported
+gateway/apis, the repeat paths, group/offsets.py, effects.py, entry_cbor.py): imported
 from here, they are native classes to mypyc, which calls their ``__init__`` and reads their
 fields directly instead of through a generic call (1.8 us for a group record by keyword) or
 attribute lookup.
