@@ -67,16 +67,6 @@ class BrokerConfig:
         default=209715200,
         metadata=_doc("bytes of big frames (> 1 MiB) held at once, broker-wide"),
     )
-    idle_poll_time_us: int = field(
-        # not a Kafka setting: Seastar's (Redpanda's) --idle-poll-time-us; see gateway/idle_poll.py
-        default=100,
-        metadata=_doc("poll the sockets this long after each reply before sleeping (0 = off)"),
-    )
-    connections_reactor: bool = field(
-        # not a Kafka setting; see gateway/reactor.py
-        default=True,
-        metadata=_doc("answer plain connections' commits, fetches, heartbeats in one task"),
-    )
     max_connections: int = field(default=2**31 - 1, metadata=_doc("open connections in all"))
     max_connections_per_ip: int = field(default=2**31 - 1, metadata=_doc("from one address"))
     max_connections_per_user: int = field(
@@ -140,6 +130,12 @@ class BrokerConfig:
     )
     group_consumer_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
     offsets_retention_minutes: int = field(default=10080, metadata=_doc("empty groups' offsets"))
+    offsets_commit_timeout_ms: int = field(
+        # Kafka's: how long a coordinator write may take before the request is answered
+        # COORDINATOR_NOT_AVAILABLE (the write may still land)
+        default=5000,
+        metadata=_doc("coordinator log write timeout"),
+    )
     offsets_retention_check_interval_ms: int = field(
         default=600_000, metadata=_doc("how often offsets are checked for expiry")
     )
@@ -319,10 +315,10 @@ def _check_network_settings(config: BrokerConfig) -> None:
     ):
         if getattr(config, name) <= 0:
             raise ConfigError(f"{kafka_key(name)} must be positive")
+    if config.offsets_commit_timeout_ms <= 0:
+        raise ConfigError("offsets.commit.timeout.ms must be positive")
     if config.group_passivation_idle_ms < 0:
         raise ConfigError("group.passivation.idle.ms must be >= 0")
-    if not 0 <= config.idle_poll_time_us <= 1_000_000:
-        raise ConfigError("idle.poll.time.us must be between 0 and 1000000")
     if config.queued_max_request_bytes == 0 or config.queued_max_request_bytes < -1:
         raise ConfigError("queued.max.request.bytes must be positive or -1 (no bound)")
     if config.connection_failed_authentication_delay_ms < 0:

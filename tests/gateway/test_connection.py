@@ -24,6 +24,7 @@ from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import Api, BrokerContext, ConnectionInfo
+from rafka_actors.gateway.steps import Step
 
 from ..wire import parse_response, request_frame
 
@@ -196,7 +197,7 @@ async def test_one_bad_connection_does_not_disturb_another(ctx: BrokerContext) -
 async def test_handler_bug_closes_only_that_connection(
     ctx: BrokerContext, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def broken(*args: Any) -> Any:
+    def broken(*args: Any) -> Any:
         raise RuntimeError("boom")
 
     apis = {**API_TABLE, 3: Api(3, "Metadata", 0, 13, broken)}
@@ -269,10 +270,14 @@ async def test_big_frames_wait_for_room_in_queued_max_request_bytes(
     answered: list[int] = []
     release = trio.Event()
 
-    async def slow(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    class Released(Step):
+        async def take(self, ctx: BrokerContext) -> Any:
+            await release.wait()
+            return None  # acks=0 style: nothing to send
+
+    def slow(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
         answered.append(ctx.frame_bytes.used)
-        await release.wait()
-        return None  # acks=0 style: nothing to send
+        return Released()
 
     slow_apis = {18: API_TABLE[18], 3: Api(3, "Metadata", 0, 13, slow)}
     ctx = BrokerContext(config, data, "127.0.0.1", 9092, slow_apis)

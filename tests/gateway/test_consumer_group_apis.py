@@ -26,6 +26,7 @@ from trio.testing import MockClock
 from rafka_actors.gateway.apis import API_TABLE, consumer_groups
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
+from rafka_actors.gateway.steps import settle
 from rafka_actors.protocol.messages import response_class
 
 from ..wire import parse_response, request_frame
@@ -337,11 +338,14 @@ async def test_empty_group_and_member_id_kafka_checks_the_member_id_first(
 
 async def test_null_group_id_is_invalid(ctx: BrokerContext, autojump_clock: MockClock) -> None:
     # Not possible on the wire (the field is not nullable); the handler refuses it anyway.
-    response = await consumer_groups.consumer_group_heartbeat(
+    response = await settle(
+        consumer_groups.consumer_group_heartbeat(
+            ctx,
+            ConnectionInfo("h", 1),
+            1,
+            join_req(1, group=None),  # type: ignore[arg-type]
+        ),
         ctx,
-        ConnectionInfo("h", 1),
-        1,
-        join_req(1, group=None),  # type: ignore[arg-type]
     )
     assert response.error_code == ErrorCode.invalid_group_id
     assert len(ctx.registry()) == 0

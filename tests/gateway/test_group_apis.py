@@ -27,11 +27,11 @@ from rafka_actors.gateway.apis import API_TABLE, groups, offsets
 from rafka_actors.gateway.apis._build import error_code, make
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
+from rafka_actors.gateway.steps import settle
 from rafka_actors.group.consumer_protocol import encode_assignment, encode_subscription
 from rafka_actors.protocol import codec
 from rafka_actors.protocol.messages import request_class, response_class
 
-from ..task_counter import counting_tasks
 from ..wire import parse_response, request_frame
 from .serving import serving_groups
 
@@ -233,11 +233,14 @@ async def test_join_group_null_group_id_is_invalid(
 ) -> None:
     # A null id can't get through kio's decoder (the field is not nullable); the handler
     # refuses it all the same.
-    response = await groups.join_group(
+    response = await settle(
+        groups.join_group(
+            ctx,
+            ConnectionInfo("h", 1),
+            7,
+            join_req(7, group=None),  # type: ignore[arg-type]
+        ),
         ctx,
-        ConnectionInfo("h", 1),
-        7,
-        join_req(7, group=None),  # type: ignore[arg-type]
     )
     assert response.error_code == ErrorCode.invalid_group_id
     assert len(ctx.registry()) == 0
@@ -316,9 +319,9 @@ async def test_heartbeat_answers_are_shared_and_encoded_once(
     conn = ConnectionInfo("10.0.0.7", 4242)
     heartbeat = API_TABLE[HEARTBEAT].handler
     stranger = req(HEARTBEAT, 4, group_id="g", generation_id=1, member_id="stranger")
-    first = await heartbeat(ctx, conn, 4, stranger)
+    first = await settle(heartbeat(ctx, conn, 4, stranger), ctx)
     assert first.error_code == ErrorCode.unknown_member_id
-    assert await heartbeat(ctx, conn, 4, stranger) is first
+    assert await settle(heartbeat(ctx, conn, 4, stranger), ctx) is first
     assert id(first) in codec._SHARED_BODIES  # its body is encoded once, not per reply
 
 
@@ -476,7 +479,7 @@ async def test_a_fully_committed_request_gets_one_shared_response_per_shape(
     commit = API_TABLE[COMMIT].handler
 
     async def answer(topics: dict[str, list[tuple[int, int]]]) -> Any:
-        return await commit(ctx, conn, 9, commit_req(9, topics))
+        return await settle(commit(ctx, conn, 9, commit_req(9, topics)), ctx)
 
     first = await answer({"t": [(0, 1), (1, 1)]})
     assert committed(first) == {("t", 0): (0, -1), ("t", 1): (0, -1)}
@@ -502,16 +505,17 @@ async def test_an_unchanged_offset_fetch_gets_one_shared_response(
     commit, fetch = API_TABLE[COMMIT].handler, API_TABLE[FETCH].handler
 
     async def ask(topics: dict[str, list[int]] | None = None) -> Any:
-        return await fetch(ctx, conn, version, fetch_req(version, topics or {"t": [0, 1]}))
+        request = fetch_req(version, topics or {"t": [0, 1]})
+        return await settle(fetch(ctx, conn, version, request), ctx)
 
     def fetched(response: Any) -> dict[tuple[str, int], tuple[int, int]]:
         return committed(response if version < 8 else response.groups[0])
 
-    await commit(ctx, conn, 9, commit_req(9, {"t": [(0, 10), (1, 20)]}))
+    await settle(commit(ctx, conn, 9, commit_req(9, {"t": [(0, 10), (1, 20)]})), ctx)
     first = await ask()
     assert fetched(first) == {("t", 0): (0, 10), ("t", 1): (0, 20)}
     assert await ask() is first
-    await commit(ctx, conn, 9, commit_req(9, {"t": [(1, 21)]}))
+    await settle(commit(ctx, conn, 9, commit_req(9, {"t": [(1, 21)]})), ctx)
     moved = await ask()
     assert fetched(moved) == {("t", 0): (0, 10), ("t", 1): (0, 21)}
     assert moved is not first and await ask() is moved
@@ -599,20 +603,20 @@ async def test_offset_commit_by_group_members(client: Client, autojump_clock: Mo
 
 # -- DescribeGroups -----------------------------------------------------------------------
 async def test_a_lag_exporter_gives_no_group_a_running_actor(
-    client: Client, autojump_clock: MockClock
+    ctx: BrokerContext, client: Client, autojump_clock: MockClock
 ) -> None:
     """Describing and fetching a group (what a lag exporter does to every group every few
-    seconds) is answered by its dormant actor: no task, or every group would keep one."""
+    seconds) leaves no actor running: an idle group's actor stops once it has answered, or
+    every group would keep one."""
     assert committed(await client.call(commit_req(8, {"t": [(0, 5)]}, group="lag"))) == {
         ("t", 0): (0, -1)
     }
-    with counting_tasks() as tasks:
-        described = await client.call(
-            req(DESCRIBE, 5, groups=("lag",), include_authorized_operations=False)
-        )
-        cg = await client.call(req(69, 0, group_ids=("lag",), include_authorized_operations=False))
-        fetched = await client.call(fetch_req(7, {"t": [0]}, group="lag"))
-    assert tasks.spawned == 0
+    described = await client.call(
+        req(DESCRIBE, 5, groups=("lag",), include_authorized_operations=False)
+    )
+    cg = await client.call(req(69, 0, group_ids=("lag",), include_authorized_operations=False))
+    fetched = await client.call(fetch_req(7, {"t": [0]}, group="lag"))
+    assert ctx.registry().running() == 0
     assert described.groups[0].group_state == "Empty"
     assert cg.groups[0].error_code == ErrorCode.group_id_not_found  # not a consumer group
     assert committed(fetched) == {("t", 0): (0, 5)}

@@ -29,6 +29,7 @@ from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.apis._build import make
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
+from rafka_actors.gateway.steps import settle
 from rafka_actors.group.effects import GroupConfig
 from rafka_actors.protocol.messages import request_class
 
@@ -57,7 +58,7 @@ def build(key: int, version: int, cls_name: str | None = None, **values: Any) ->
 async def call(ctx: BrokerContext, connection: ConnectionInfo, request: Any) -> Any:
     """The handler's response, checked to be encodable (e.g. a null name where one may be)."""
     api = API_TABLE[request.__api_key__]
-    response = await api.handler(ctx, connection, request.__version__, request)
+    response = await settle(api.handler(ctx, connection, request.__version__, request), ctx)
     response = getattr(response, "response", response)  # group-describing handlers wrap theirs
     entity_writer(type(response))(io.BytesIO(), response)
     return response

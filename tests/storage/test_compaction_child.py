@@ -131,7 +131,7 @@ async def test_the_durable_log_compacts_in_a_child(
     log = DurableCoordinatorLog.open(tmp_path, fsync_policy="never", segment_bytes=1)
     key = GroupKey(1, "g")
     for offset in range(5):
-        log.append_now(key, [OffsetCommitRecord("g", "t", 0, offset, -1, None, 0)])
+        await log.append(key, [OffsetCommitRecord("g", "t", 0, offset, -1, None, 0)])
     stats = await log.compact()
     assert (stats.entries_before, stats.entries_after) == (4, 1)
     assert log.stats.compactions == 1

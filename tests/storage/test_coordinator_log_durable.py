@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import os
-import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +14,11 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors import durable_log
 from rafka_actors.actors.durable_log import (
-    LOOP_FSYNC_LIMIT_S,
     CoordinatorLogError,
     DurableCoordinatorLog,
     FsyncPolicy,
 )
-from rafka_actors.actors.fsync_process import FsyncProcess
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.group.effects import GroupConfig
 from rafka_actors.group.ops import OffsetCommitOp, OffsetFetchOp
@@ -36,9 +30,6 @@ from rafka_actors.group.records import (
     Record,
 )
 from rafka_actors.ids import GroupKey
-from rafka_actors.storage import fsync_worker
-
-WORKER_DIR = Path(fsync_worker.__file__).parent
 
 
 def commit(group: str, topic: str, offset: int, partition: int = 0) -> OffsetCommitRecord:
@@ -136,31 +127,6 @@ async def test_a_failed_write_makes_append_raise(
     reopened.close()
 
 
-def fake_fsync_worker(tmp_path: Path, fsync: str) -> list[str]:
-    """The real worker's program with ``os.fsync`` replaced: ``fsync`` is the source of a
-    ``def fsync(fd)``, which may call ``real_fsync``."""
-    script = tmp_path / "fake_fsync_worker.py"
-    script.write_text(
-        f"import os, sys, time\nsys.path.insert(0, {str(WORKER_DIR)!r})\nimport fsync_worker\n"
-        f"real_fsync = os.fsync\n{fsync}\nos.fsync = fsync\n"
-        "sys.exit(fsync_worker.main(sys.argv))\n"
-    )
-    return [sys.executable, "-I", "-S", str(script)]
-
-
-def use_fsync_worker(monkeypatch: pytest.MonkeyPatch, command: list[str] | None) -> None:
-    """Logs that start from now on get this fsync worker (None: none; the thread and loop)."""
-
-    def start() -> FsyncProcess | None:
-        return None if command is None else FsyncProcess.start(command)
-
-    monkeypatch.setattr(DurableCoordinatorLog, "_start_fsync_process", staticmethod(start))
-
-
-FAILING_FSYNC = "def fsync(fd):\n    raise OSError(5, 'Input/output error')"
-SLOW_FSYNC = "def fsync(fd):\n    time.sleep(0.3)\n    real_fsync(fd)"
-
-
 async def append_together(log: DurableCoordinatorLog, groups: list[str], offset: int) -> list[str]:
     """Append one commit for each group at once (one batch); the groups whose append raised
     CoordinatorLogError."""
@@ -178,26 +144,21 @@ async def append_together(log: DurableCoordinatorLog, groups: list[str], offset:
     return sorted(refused)
 
 
-@pytest.mark.parametrize("where", ["worker", "thread", "loop"])
+@pytest.mark.parametrize("appenders", [["g"], ["g", "h"]])
 async def test_a_failed_fsync_refuses_every_later_append(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, appenders: list[str]
 ) -> None:
-    """Wherever the fsync runs: the fsync worker (a batch of several, which is also where a
-    thread would run it without the worker) or the event loop (a lone append)."""
-    worker = fake_fsync_worker(tmp_path, FAILING_FSYNC) if where == "worker" else None
-    use_fsync_worker(monkeypatch, worker)
+    """A lone append's batch or a batch of several: after a failed fsync the kernel may have
+    dropped the dirty pages, so nothing more can be promised."""
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        monkeypatch.setattr(os, "fsync", real_fsync)
+        raise OSError(5, "Input/output error")
+
     async with running(tmp_path / "log") as log:
-        assert (log.fsync_worker_pid is not None) == (where == "worker")
-        if where != "worker":
-            real_fsync = os.fsync
-
-            def fsync(fd: int) -> None:
-                monkeypatch.setattr(os, "fsync", real_fsync)
-                raise OSError(5, "Input/output error")
-
-            monkeypatch.setattr(os, "fsync", fsync)
-        groups = ["g"] if where == "loop" else ["g", "h"]
-        assert await append_together(log, groups, 1) == groups
+        monkeypatch.setattr(os, "fsync", fsync)
+        assert await append_together(log, appenders, 1) == appenders
         assert await append_together(log, ["g"], 2) == ["g"]
         assert await append_together(log, ["g", "h"], 3) == ["g", "h"]
         assert log.keys() == []
@@ -269,40 +230,31 @@ async def test_closing_fails_what_is_still_queued(tmp_path: Path) -> None:
         await log.append(GroupKey(1, "g"), [commit("g", "t", 2)])
 
 
-async def test_a_shielded_append_waits_out_a_cancel_and_an_unshielded_one_does_not(
+async def test_a_cancelled_appender_stops_waiting_but_its_records_may_still_be_written(
     tmp_path: Path,
 ) -> None:
-    """A commit its caller steps under `always` (GroupActor.answer_durably) must be settled
-    whatever happens to the caller: `append(shielded=True)` waits for its batch through a
-    cancel, which the caller meets at its next checkpoint. Any other appender stops waiting
-    when cancelled; its records may still be written."""
+    """An appender cancelled while its batch is queued is not told the outcome; the batch is
+    written all the same (an actor cancelled at shutdown acknowledged nothing of it)."""
     log = DurableCoordinatorLog.open(tmp_path, fsync_policy="always")  # no flusher yet
     seen: list[str] = []
-    held_done = trio.Event()
 
-    async def appender(group: str, *, shielded: bool) -> None:
+    async def appender() -> None:
         with trio.CancelScope() as scope:
             scope.cancel()
-            await log.append(GroupKey(1, group), [commit(group, "t", 1)], shielded=shielded)
-            seen.append(f"{group} returned")
-            await trio.lowlevel.checkpoint()
-            seen.append(f"{group} passed a checkpoint")
-        seen.append(f"{group} cancelled")
-        if shielded:
-            held_done.set()
+            await log.append(GroupKey(1, "free"), [commit("free", "t", 1)])
+            seen.append("returned")
+        seen.append("cancelled")
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(partial(appender, "free", shielded=False))
-        nursery.start_soon(partial(appender, "held", shielded=True))
+        nursery.start_soon(appender)
         await trio.testing.wait_all_tasks_blocked()
-        assert seen == ["free cancelled"]  # the shielded appender still waits for its batch
+        assert seen == ["cancelled"]
         await nursery.start(log.run)
-        with trio.fail_after(10):
-            await held_done.wait()
+        with trio.fail_after(10):  # queued after it, so written after it
+            await log.append(GroupKey(1, "later"), [commit("later", "t", 1)])
         nursery.cancel_scope.cancel()
-    assert seen == ["free cancelled", "held returned", "held cancelled"]
     reopened = DurableCoordinatorLog.open(tmp_path)
-    assert [key.group_id for key in snapshot(reopened)] == ["free", "held"]  # both written
+    assert [key.group_id for key in snapshot(reopened)] == ["free", "later"]
     reopened.close()
 
 
@@ -326,276 +278,18 @@ async def test_acknowledged_commits_survive_a_broker_restart(tmp_path: Path) -> 
     ]
 
 
-async def test_append_now_writes_before_returning_where_the_policy_allows(tmp_path: Path) -> None:
-    key = GroupKey(1, "g")
-    async with running(tmp_path, fsync_policy="always") as log:
-        assert not log.writable_now()  # an fsync runs in a worker thread: appends wait
-    async with running(tmp_path / "never", fsync_policy="never") as log:
-        assert log.writable_now()
-        with trio.testing.assert_no_checkpoints():
-            log.append_now(key, [commit("g", "t", 1)])
-        assert log.records_of(key) == [commit("g", "t", 1)]
-        assert (log.stats.appends, log.stats.records, log.stats.batches) == (1, 1, 1)
-        log.close()
-        assert not log.writable_now()
-    reopened = DurableCoordinatorLog.open(tmp_path / "never")
-    assert reopened.records_of(key) == [commit("g", "t", 1)]
-    reopened.close()
-
-
-async def test_a_failed_append_now_raises_and_shows_nothing(
+async def test_under_fsync_always_a_slow_fsync_runs_beside_the_loop_and_is_shared(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    key = GroupKey(1, "g")
-    async with running(tmp_path, fsync_policy="never") as log:
-        log.append_now(key, [commit("g", "t", 1)])
-        monkeypatch.setattr(os, "pwrite", failing(28, once=True))
-        with pytest.raises(CoordinatorLogError, match="not stored"):
-            log.append_now(key, [commit("g", "t", 2)])
-        assert log.records_of(key) == [commit("g", "t", 1)]
-        assert (log.stats.appends, log.stats.failed_batches) == (1, 1)
-
-
-def counting_pwrites(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the log's writes: each call's size."""
-    real, sizes = os.pwrite, []
-
-    def pwrite(fd: int, data: bytes, offset: int) -> int:
-        sizes.append(len(data))
-        return real(fd, data, offset)
-
-    monkeypatch.setattr(os, "pwrite", pwrite)
-    return sizes
-
-
-async def test_held_appends_are_written_together_at_write_held(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    a, b = GroupKey(1, "a"), GroupKey(2, "b")
-    async with running(tmp_path, fsync_policy="never") as log:
-        writes = counting_pwrites(monkeypatch)
-        log.hold_appends()
-        with trio.testing.assert_no_checkpoints():
-            log.append_now(a, [commit("a", "t", 1)])
-            log.append_now(b, [commit("b", "t", 2), commit("b", "t", 3, partition=1)])
-            log.append_now(a, [commit("a", "t", 4)])
-        assert writes == [] and log.stats.records == 0  # kept, not written
-        assert log.write_held() == []
-        assert len(writes) == 1  # one write for all three appends
-        assert (log.stats.appends, log.stats.records, log.stats.batches) == (3, 4, 1)
-        assert log.records_of(a) == [commit("a", "t", 4)]
-        log.append_now(a, [commit("a", "t", 5)])  # not held any more: written at once
-        assert len(writes) == 2
-    reopened = DurableCoordinatorLog.open(tmp_path)
-    assert reopened.records_of(a) == [commit("a", "t", 5)]
-    assert reopened.records_of(b) == [commit("b", "t", 2), commit("b", "t", 3, partition=1)]
-    reopened.close()
-
-
-async def test_a_read_of_a_group_whose_appends_are_held_writes_them_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An actor spawned in the same pass reads its group from the view: it must see what an
-    actor dropped a moment ago appended."""
-    a, b = GroupKey(1, "a"), GroupKey(1, "b")
-    async with running(tmp_path, fsync_policy="never") as log:
-        writes = counting_pwrites(monkeypatch)
-        log.hold_appends()
-        log.append_now(a, [commit("a", "t", 1)])
-        assert log.records_of(b) == [] and writes == []  # another group's: no need
-        assert log.records_of(a) == [commit("a", "t", 1)]
-        assert log.keys() == [a]
-        log.append_now(a, [commit("a", "t", 2)])
-        assert log.membership_of(a) == []  # (offsets only) but written all the same
-        assert len(writes) == 2
-        assert log.write_held() == [] and len(writes) == 2  # nothing was left to write
-        assert log.records_of(a) == [commit("a", "t", 2)]
-
-
-async def test_a_group_holds_from_its_held_append_until_write_held(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`holds`: what the reactor asks before letting a reply about the group out."""
-    a, b = GroupKey(1, "a"), GroupKey(1, "b")
-    async with running(tmp_path, fsync_policy="never") as log:
-        log.hold_appends()
-        log.append_now(a, [commit("a", "t", 1)])
-        assert log.holds(a) and not log.holds(b)
-        assert log.write_held() == [] and not log.holds(a)
-        log.hold_appends()
-        log.append_now(b, [commit("b", "t", 2)])
-        monkeypatch.setattr(os, "pwrite", failing(28, once=True))
-        assert log.records_of(b) == []  # a read's early write, which failed
-        assert log.holds(b)  # not stored: still held until write_held names it
-        assert log.write_held() == [b] and not log.holds(b)
-
-
-async def test_held_appends_that_fail_to_write_are_named_and_show_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    a, b = GroupKey(1, "a"), GroupKey(1, "b")
-    async with running(tmp_path, fsync_policy="never") as log:
-        log.append_now(a, [commit("a", "t", 1)])
-        log.hold_appends()
-        log.append_now(a, [commit("a", "t", 2)])
-        log.append_now(b, [commit("b", "t", 3)])
-        monkeypatch.setattr(os, "pwrite", failing(28, once=True))
-        assert log.write_held() == [a, b]
-        assert snapshot(log) == {a: [commit("a", "t", 1)]}  # nothing unstored shows
-        assert log.stats.failed_batches == 1
-        log.append_now(b, [commit("b", "t", 4)])  # the log goes on
-        assert log.write_held() == []  # nothing held: nothing failed
-    reopened = DurableCoordinatorLog.open(tmp_path)
-    assert snapshot(reopened) == {a: [commit("a", "t", 1)], b: [commit("b", "t", 4)]}
-    reopened.close()
-
-
-async def test_under_fsync_always_held_appends_are_written_and_fsynced_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    a, b = GroupKey(1, "a"), GroupKey(1, "b")
-    async with running(tmp_path, fsync_policy="always") as log:
-        assert not log.writable_now()  # outside a hold, an append waits for the flusher
-        log.hold_appends()
-        assert log.writable_now()
-        writes, fsyncs = counting_pwrites(monkeypatch), log.fsyncs
-        with trio.testing.assert_no_checkpoints():
-            log.append_now(a, [commit("a", "t", 1)])
-            log.append_now(b, [commit("b", "t", 2)])
-            assert writes == [] and log.fsyncs == fsyncs
-            assert log.write_held() == []
-        assert len(writes) == 1 and log.fsyncs == fsyncs + 1  # on the loop, before returning
-        assert not log.writable_now()
-        assert snapshot(log) == {a: [commit("a", "t", 1)], b: [commit("b", "t", 2)]}
-
-
-async def test_under_fsync_always_appends_are_held_only_while_fsyncs_are_fast(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A pass's fsync holds up every other request: on a slow disk, commits go to the
-    flusher (whose worker fsyncs beside the loop) until fsyncs are fast again."""
-    key = GroupKey(1, "g")
+    """Under `always` a batch is fsynced in a worker thread: the event loop serves meanwhile
+    (a slow disk delays only the groups that write), and appends that come during a flush
+    share the next one."""
     real_fsync = os.fsync
 
     def slow_fsync(fd: int) -> None:
-        time.sleep(3 * LOOP_FSYNC_LIMIT_S)
+        time.sleep(0.3)
         real_fsync(fd)
 
-    def held_then_written(offset: int) -> bool:
-        log.hold_appends()
-        held = log.writable_now()
-        if held:
-            log.append_now(key, [commit("g", "t", offset)])
-        assert log.write_held() == []
-        return held
-
-    use_fsync_worker(monkeypatch, None)  # fsyncs on the loop or in a thread: timed here
-    monkeypatch.setattr(durable_log, "LOOP_FSYNC_PROBE_S", 60.0)  # no probe in this test
-    async with running(tmp_path, fsync_policy="always") as log:
-        assert held_then_written(1)
-        monkeypatch.setattr(os, "fsync", slow_fsync)
-        offset = 1
-        while held_then_written(offset := offset + 1):
-            assert offset < 10
-        assert not held_then_written(offset + 1)  # slow: nothing is held
-        await log.append(key, [commit("g", "t", 20)])  # through the flusher
-        monkeypatch.setattr(os, "fsync", real_fsync)
-        for offset in range(21, 40):
-            await log.append(key, [commit("g", "t", offset)])  # fast again...
-            if held_then_written(100 + offset):
-                break  # ...so held again
-        else:
-            raise AssertionError("appends never held again after fast fsyncs")
-        assert log.records_of(key)[-1].offset == 100 + offset  # type: ignore[union-attr]
-
-
-async def test_under_fsync_always_a_failed_fsync_of_held_appends_stores_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """As for the flusher's batches: nothing shows, and every later append is refused."""
-    key = GroupKey(1, "g")
-    monkeypatch.setattr(durable_log, "LOOP_FSYNC_LIMIT_S", 60.0)  # held however slow
-    async with running(tmp_path, fsync_policy="always") as log:
-        await log.append(key, [commit("g", "t", 1)])
-        log.hold_appends()
-        log.append_now(key, [commit("g", "t", 2)])
-
-        def fsync(fd: int) -> None:
-            raise OSError(5, "Input/output error")
-
-        monkeypatch.setattr(os, "fsync", fsync)
-        assert log.write_held() == [key]
-        assert log.records_of(key) == [commit("g", "t", 1)]
-        with pytest.raises(CoordinatorLogError):
-            await log.append(key, [commit("g", "t", 3)])
-
-
-async def test_a_group_whose_held_records_failed_restarts_from_the_log(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its inline commit was answered (the reply is the caller's to drop) but not stored: the
-    actor must not go on with the offset in memory."""
-    key = GroupKey(1, "g")
-
-    def commit_op(offset: int) -> OffsetCommitOp:
-        return OffsetCommitOp("g", (("t", 0, offset, -1, ""),))
-
-    def committed_offsets(registry: GroupRegistry) -> list[int]:
-        fetched = registry.answer_now(key, OffsetFetchOp("g", None))
-        return [offset for _topic, _partition, offset, *_ in fetched.offsets]
-
-    async with running(tmp_path, fsync_policy="never") as log, trio.open_nursery() as nursery:
-        registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=60)
-        assert registry.answer_now(key, commit_op(1)).results == (("t", 0, 0),)
-        registry.hold_writes()
-        assert registry.answer_now(key, commit_op(2)).results == (("t", 0, 0),)
-        actor = registry._actors[key]  # kept (passivation): it holds offset 2 in memory
-        monkeypatch.setattr(os, "pwrite", failing(28, once=True))
-        assert not registry.release_writes()
-        assert registry._actors[key] is actor and committed_offsets(registry) == [1]
-        registry.hold_writes()
-        registry.answer_now(key, commit_op(3))
-        assert registry.release_writes()
-        assert committed_offsets(registry) == [3]
-        nursery.cancel_scope.cancel()
-    assert [r.offset for r in log.records_of(key) if isinstance(r, OffsetCommitRecord)] == [3]
-
-
-async def test_without_the_worker_a_lone_append_is_fsynced_on_the_loop_and_a_crowd_in_a_thread(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Under `always` with no fsync worker, a batch of one append is written and fsynced on
-    the event loop (two thread hand-offs cost more than the fsync); several appenders share
-    one in a thread."""
-    use_fsync_worker(monkeypatch, None)
-    threaded: list[int] = []
-    real_run_sync = trio.to_thread.run_sync
-
-    async def counting_run_sync(fn: Any, *args: Any, **kw: Any) -> Any:
-        threaded.append(len(args[0]) if args else 0)
-        return await real_run_sync(fn, *args, **kw)
-
-    monkeypatch.setattr(trio.to_thread, "run_sync", counting_run_sync)
-    async with running(tmp_path, fsync_policy="always") as log:
-        await log.append(GroupKey(1, "lone"), [commit("lone", "t", 1)])
-        assert threaded == [] and log.fsyncs == 1
-        async with trio.open_nursery() as nursery:
-            for n in range(5):
-                key = GroupKey(1, f"g{n}")
-                nursery.start_soon(log.append, key, [commit(key.group_id, "t", 1)])
-        assert threaded == [5] and log.fsyncs == 2  # one batch, one fsync, in a thread
-    reopened = DurableCoordinatorLog.open(tmp_path)
-    assert len(reopened.keys()) == 6
-    reopened.close()
-
-
-async def test_the_fsync_worker_syncs_a_crowd_while_the_loop_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Under `always` a batch of several appends is made durable by the fsync worker process,
-    and the event loop serves meanwhile (an fsync on the loop would stop it for the whole
-    flush, and one in a thread waits for the GIL); a lone append is fsynced on the loop."""
-    use_fsync_worker(monkeypatch, fake_fsync_worker(tmp_path, SLOW_FSYNC))  # 0.3 s a flush
     ticks = 0
 
     async def tick() -> None:
@@ -605,39 +299,13 @@ async def test_the_fsync_worker_syncs_a_crowd_while_the_loop_goes_on(
             ticks += 1
 
     async with running(tmp_path / "log", fsync_policy="always") as log, trio.open_nursery() as n:
-        assert log.fsync_worker_pid is not None
         await log.append(GroupKey(1, "lone"), [commit("lone", "t", 1)])  # a real, quick fsync
+        monkeypatch.setattr(os, "fsync", slow_fsync)
         n.start_soon(tick)
         assert await append_together(log, [f"g{i}" for i in range(5)], 1) == []
-        assert ticks >= 20  # the loop kept running through the worker's 0.3 s flush
+        assert ticks >= 20  # the loop kept running through the 0.3 s flush
         assert log.fsyncs == 2 and log.stats.batches == 2  # the five shared one
         n.cancel_scope.cancel()
     reopened = DurableCoordinatorLog.open(tmp_path / "log")
     assert len(reopened.keys()) == 6
     reopened.close()
-
-
-async def test_if_the_fsync_worker_dies_fsyncs_go_to_a_thread(tmp_path: Path) -> None:
-    groups = ["g", "h"]
-    async with running(tmp_path, fsync_policy="always") as log:
-        pid = log.fsync_worker_pid
-        assert pid is not None
-        assert await append_together(log, groups, 1) == []
-        os.kill(pid, signal.SIGKILL)
-        assert await append_together(log, groups, 2) == []  # acknowledged all the same
-        assert log.fsync_worker_pid is None and log.fsyncs == 2
-        assert await append_together(log, groups, 3) == []
-        assert log.fsyncs == 3
-    reopened = DurableCoordinatorLog.open(tmp_path)
-    assert [reopened.records_of(GroupKey(1, g)) for g in groups] == [
-        [commit(g, "t", 3)] for g in groups
-    ]
-    reopened.close()
-
-
-async def test_closing_the_log_stops_its_fsync_worker(tmp_path: Path) -> None:
-    async with running(tmp_path, fsync_policy="always") as log:
-        pid = log.fsync_worker_pid
-        assert pid is not None
-    assert log.fsync_worker_pid is None
-    assert not await trio.Path(f"/proc/{pid}").exists()  # exited and reaped: no zombie

@@ -19,7 +19,7 @@ def test_defaults_are_kafkas() -> None:
     assert config.auto_create_topics_enable is True
     assert config.socket_request_max_bytes == 104857600
     assert config.group_initial_rebalance_delay_ms == 3000
-    assert config.idle_poll_time_us == 100  # not Kafka's: polling after replies (Seastar's)
+    assert config.offsets_commit_timeout_ms == 5000
 
 
 def test_file_then_env_then_flags(tmp_path: Path) -> None:
@@ -51,8 +51,7 @@ def test_env_name_form() -> None:
         {"listen": "nohost"},
         {"socket.request.max.bytes": "0"},
         {"group.consumer.rebalance.heartbeat.interval.ms": "0"},
-        {"idle.poll.time.us": "-1"},
-        {"idle.poll.time.us": "1000001"},
+        {"offsets.commit.timeout.ms": "0"},
         {"coordinator.log.preallocate.bytes": "-1"},
     ],
 )
@@ -92,7 +91,7 @@ def test_consumer_heartbeat_cadences_reach_the_group_machine() -> None:
 
 
 @pytest.mark.parametrize("preallocate", [0, 8192])
-def test_the_coordinator_log_preallocates_what_the_setting_says(
+async def test_the_coordinator_log_preallocates_what_the_setting_says(
     tmp_path: Path, preallocate: int
 ) -> None:
     overrides = {
@@ -102,7 +101,7 @@ def test_the_coordinator_log_preallocates_what_the_setting_says(
     }
     log = open_coordinator_log(load_config(environ={}, overrides=overrides))
     try:
-        log.append_now(GroupKey(1, "g"), [OffsetCommitRecord("g", "t", 0, 1, -1, None, 0)])
+        await log.append(GroupKey(1, "g"), [OffsetCommitRecord("g", "t", 0, 1, -1, None, 0)])
         [segment] = (tmp_path / "coordinator").glob("*.log")
         written = log.segments.size_bytes
         assert 0 < written < 8192

@@ -4,13 +4,16 @@
 its replies after that. The broker uses `DurableCoordinatorLog` (durable_log.py: segment files,
 group commit, replay at start-up); `MemoryCoordinatorLog` keeps the same compacted view in
 memory only, for tests of the actors and the gateway.
+
+The clock helpers live here too: the state machine keeps wall-clock milliseconds in its
+records, and the actors wait on trio's clock.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Final, Protocol
+from typing import Protocol
 
 import trio
 
@@ -23,51 +26,22 @@ from ..ids import GroupKey
 
 
 class CoordinatorLog(Protocol):
-    async def append(
-        self, key: GroupKey, records: Sequence[Record], *, shielded: bool = False
-    ) -> None:
-        """Return once ``records`` are stored. ``shielded``: a cancellation does not end the
-        wait, as under a shielded cancel scope (it is raised at the caller's next
-        checkpoint), without the scope's cost on every commit under fsync ``always``."""
+    async def append(self, key: GroupKey, records: Sequence[Record]) -> None:
+        """Return once ``records`` are stored; raise `CoordinatorLogError` if they could not
+        be. A caller cancelled meanwhile does not withdraw them: they may still be stored."""
         ...
 
-    def writable_now(self) -> bool:
-        """Whether `append_now` may be called now."""
+    def records_of(self, key: GroupKey) -> list[Record]:
+        """The group's stored records, compacted (the latest of each key)."""
         ...
-
-    def append_now(self, key: GroupKey, records: Sequence[Record]) -> None:
-        """`append` without waiting: stored (or raising) on return."""
-        ...
-
-    def hold_appends(self) -> None:
-        """Until `write_held`, `append_now` may keep records to write them all at once."""
-        ...
-
-    def write_held(self) -> list[GroupKey]:
-        """Store what `append_now` kept since `hold_appends`; the groups whose records could
-        not be stored (their actors must forget those steps)."""
-        ...
-
-    def holds(self, key: GroupKey) -> bool:
-        """Whether records of `key` appended since `hold_appends` are not stored yet: what
-        is said of its group now may not go out before `write_held`."""
-        ...
-
-    def records_of(self, key: GroupKey) -> list[Record]: ...
 
     def membership_of(self, key: GroupKey) -> list[Record]:
         """`records_of` without the offsets: enough to know the group's members."""
         ...
 
-    def keys(self) -> list[GroupKey]: ...
-
-
-async def log_checkpoint(*, shielded: bool) -> None:
-    """A checkpoint for `CoordinatorLog.append`: a shielded one cannot raise Cancelled."""
-    if shielded:
-        await trio.lowlevel.cancel_shielded_checkpoint()
-    else:
-        await trio.lowlevel.checkpoint()
+    def keys(self) -> list[GroupKey]:
+        """Every group with stored records."""
+        ...
 
 
 def stored_group(
@@ -85,23 +59,13 @@ def stored_membership(
 
 
 def _replayed(records: list[Record], now_ms: int, config: GroupConfig | None) -> AnyGroup:
-    if not records:
-        # A new group (every first commit asks): no call into replay.py, which is not
-        # compiled and would build and fold an empty view to say the same
-        return None
     if config is None:
         return replay(records, now_ms)
     return replay(records, now_ms, consumer_session_timeout_ms=config.consumer_session_timeout_ms)
 
 
-class _WallClock:
-    """The wall clock's offset from trio's (ms), once read. A field of a Final instance, not
-    a module global: the compiled build looks a global up in the module's dict every time."""
-
-    offset_ms: int | None = None
-
-
-_WALL: Final = _WallClock()
+# The wall clock's offset from trio's, in ms: read once, at the first `now_ms`.
+_wall_offset_ms: int | None = None
 
 
 def now_ms(trio_now: float | None = None) -> int:
@@ -112,19 +76,16 @@ def now_ms(trio_now: float | None = None) -> int:
     clock starts at a random offset in every run. The wall clock is read once per process
     and the trio clock's progress added to it, so deadlines stay monotonic and mock clocks
     still drive them. `trio_now`: trio.current_time(), if the caller has just read it."""
-    ms = (trio.current_time() if trio_now is None else trio_now) * 1000.0
-    # Rounded half up (trio's clocks do not go below 0): round() is a call of the builtin in
-    # the compiled build, and this runs once a commit (0.27 -> 0.03 us with the field above).
-    trio_ms = int(ms + 0.5) if ms >= 0.0 else round(ms)
-    offset = _WALL.offset_ms
-    if offset is None:
-        offset = _WALL.offset_ms = round(time.time() * 1000) - trio_ms
-    return trio_ms + offset
+    global _wall_offset_ms
+    trio_ms = round((trio.current_time() if trio_now is None else trio_now) * 1000)
+    if _wall_offset_ms is None:
+        _wall_offset_ms = round(time.time() * 1000) - trio_ms
+    return trio_ms + _wall_offset_ms
 
 
 def trio_time(deadline_ms: int) -> float:
     """A `now_ms` deadline on the trio clock, for `trio.move_on_at`."""
-    return (deadline_ms - (_WALL.offset_ms or 0)) / 1000
+    return (deadline_ms - (_wall_offset_ms or 0)) / 1000
 
 
 class MemoryCoordinatorLog:
@@ -133,26 +94,9 @@ class MemoryCoordinatorLog:
     def __init__(self) -> None:
         self._latest: LatestRecords[Record] = LatestRecords()
 
-    async def append(
-        self, key: GroupKey, records: Sequence[Record], *, shielded: bool = False
-    ) -> None:
-        await log_checkpoint(shielded=shielded)
-        self.append_now(key, records)
-
-    def writable_now(self) -> bool:
-        return True
-
-    def append_now(self, key: GroupKey, records: Sequence[Record]) -> None:
+    async def append(self, key: GroupKey, records: Sequence[Record]) -> None:
+        await trio.lowlevel.checkpoint()
         self._latest.apply(key, records)
-
-    def hold_appends(self) -> None:
-        pass  # appends cost nothing to batch here
-
-    def write_held(self) -> list[GroupKey]:
-        return []
-
-    def holds(self, key: GroupKey) -> bool:
-        return False
 
     def records_of(self, key: GroupKey) -> list[Record]:
         return self._latest.records_of(key)

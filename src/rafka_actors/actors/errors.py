@@ -29,4 +29,8 @@ def error_response(op: Any, code: int) -> Any:
             return ops.OffsetDeleteOpResp(code)
         case ops.ExpireOffsetsOp():
             return ops.ExpireOffsetsOpResp(0, False)
+        case ops.ConsumerGroupHeartbeatOp():
+            return ops.ConsumerGroupHeartbeatOpResp(code)
+        case ops.ConsumerGroupDescribeOp():
+            return ops.ConsumerGroupDescribeOpResp(code)
     raise TypeError(f"no error response for {type(op).__name__}")

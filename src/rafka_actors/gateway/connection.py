@@ -1,4 +1,10 @@
-"""One client connection: read a frame, answer it, read the next.
+"""One client connection, one trio task: read a frame, answer it, read the next.
+
+A request's path: the frame is cut from the stream (frames.py), its header parsed and its body
+decoded (protocol/), and the API's handler (apis/) turns it into the response or into a step
+to take first (steps.py): for a group API, an op asked of the group's actor through its
+mailbox (actors/registry.py), whose answer the handler then turns into the response. The
+response is encoded and sent, and only then is the next frame read.
 
 Requests on a connection are handled one at a time, in arrival order, exactly as Kafka does
 (its network processor mutes a channel until the response to its current request is sent).
@@ -23,10 +29,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from functools import partial
+from typing import Any
 
 import trio
 
+from .. import telemetry
 from ..protocol.api_versions_error import encode_api_versions_fallback
 from ..protocol.codec import decode_request, encode_response
 from ..protocol.errors import ProtocolError
@@ -36,7 +43,7 @@ from .context import Api, BrokerContext, ConnectionInfo
 from .frames import BIG_FRAME, SENDING, FrameReader
 from .identities import WithGroupIdentities
 from .idle import CloseConnection, IdleClock, run_watched
-from .plain_socket import PlainSocketStream
+from .steps import settle
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +73,6 @@ async def serve_connection(
             "closing connection from %s:%d after an internal error", conn.peer_host, conn.peer_port
         )
     finally:
-        if ctx.reactor is not None and isinstance(stream, PlainSocketStream):
-            ctx.reactor.forget(stream.fileno())  # before the number can be reused
         with trio.CancelScope(shield=True), trio.move_on_after(1):
             await stream.aclose()
 
@@ -83,10 +88,7 @@ async def _one_at_a_time(
     stream: trio.abc.Stream, ctx: BrokerContext, apis: Mapping[int, Api], conn: ConnectionInfo
 ) -> None:
     idle = IdleClock(ctx.config.connections_max_idle_ms / 1000)
-    between = None
-    if ctx.reactor is not None and isinstance(stream, PlainSocketStream):
-        between = partial(ctx.reactor.next_bytes, stream, conn, idle)
-    reader = FrameReader(stream, ctx.frame_bytes, idle, between)
+    reader = FrameReader(stream, ctx.frame_bytes, idle)
 
     async def answer_in_turn() -> None:
         while True:
@@ -115,19 +117,9 @@ async def _reply(
     if reply is not None:
         idle.waiting(SENDING)
         await stream.send_all(reply)
-        if ctx.idle_poll is not None:
-            ctx.idle_poll.replied(by=_polling_itself(stream))
         idle.busy()
     if conn.close_after_reply is not None:
         raise CloseConnection(conn.close_after_reply)
-
-
-def _polling_itself(stream: trio.abc.Stream) -> trio.abc.Stream | None:
-    """The stream, if it polls its own socket for the next request (plain_socket.py; with
-    the reactor too, reactor.py's `next_bytes`)."""
-    if isinstance(stream, PlainSocketStream) and stream.poller is not None:
-        return stream
-    return None
 
 
 async def _pipelined(
@@ -230,7 +222,9 @@ async def _dispatch(
         request = decode_request(header, frame, body_offset)
     except ProtocolError as exc:
         raise CloseConnection(f"malformed {api.name} v{header.api_version}: {exc}") from exc
-    response = await api.handler(ctx, conn, header.api_version, request)
+    with _span(api, header.api_version, request):
+        answer = api.handler(ctx, conn, header.api_version, request)
+        response = await settle(answer, ctx)
     if response is None:
         return None
     if type(response) is WithGroupIdentities:
@@ -240,3 +234,13 @@ async def _dispatch(
             return encode_response(header, response.response, response.header_tags())
         response = response.response
     return encode_response(header, response)
+
+
+def _span(api: Api, version: int, request: Any) -> Any:
+    """The API's gateway span (design note 000), around the handler and what it waits for."""
+    if api.span is None or not telemetry.tracing():
+        return telemetry.NOT_TRACING
+    group_id = getattr(request, "group_id", None)  # (the APIs of one group name it)
+    if group_id is None:
+        return telemetry.span(api.span, version=version)
+    return telemetry.span(api.span, version=version, group_id=group_id)

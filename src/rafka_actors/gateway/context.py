@@ -1,19 +1,16 @@
 """What every API handler can reach: the configuration, the data plane, the advertised address.
 
-One `BrokerContext` per broker; one `ConnectionInfo` per client connection. Handlers are
-`async def handle(ctx, conn, version, request) -> response | None` (None: send nothing, as for
-Produce with acks=0).
-
-While `conn.now_only` is set (the reactor trying a request without a task switch,
-gateway/reactor.py) a handler must not wait: a group ask that would raises `NotNow`.
+One `BrokerContext` per broker; one `ConnectionInfo` per client connection. Handlers are plain
+functions, `handle(ctx, conn, version, request)`, returning the response (None: send nothing,
+as for Produce with acks=0) or a step the connection takes first (steps.py).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
@@ -22,24 +19,11 @@ from ..actors.registry import GroupRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
-from ..group.ops import HeartbeatOp, OffsetCommitOp
-from .idle_poll import IdlePoller
 from .limits import ByteBudget, ConnectionLimits
 from .log_budget import LogBudget
 
-if TYPE_CHECKING:
-    from .commit_repeat import RepeatCommit
-    from .fetch_repeat import RepeatFetch
-    from .heartbeat_repeat import RepeatHeartbeat
-    from .parked_reply import ParkedReply
-    from .reactor import Reactor
-
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
 SERVER_LOGGER = "rafka_actors.gateway.server"
-
-
-class NotNow(Exception):
-    """Under `ConnectionInfo.now_only`: this request needs a wait; its task answers it."""
 
 
 @dataclass(slots=True)
@@ -57,8 +41,6 @@ class BrokerContext:
         default_factory=lambda: ConnectionLimits(2**31 - 1, 2**31 - 1, 2**31 - 1)
     )
     sasl: SaslSetup | None = None  # set on a SASL listener
-    idle_poll: IdlePoller | None = None  # idle.poll.time.us > 0
-    reactor: Reactor | None = None  # connections.reactor: answers hot requests in one task
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
     # one budget of connection-close log lines per broker (a flood must not flood the log)
     close_log: LogBudget = field(
@@ -119,26 +101,6 @@ class ConnectionInfo:
     sasl: SaslSession | None = None  # the exchange in progress, on a SASL listener
     gate: frozenset[int] | None = None  # api keys served before authentication; None: all
     close_after_reply: str | None = None  # why, when the reply being sent is the last
-    now_only: bool = False  # the reactor is trying the request: no waiting (NotNow)
-    # The reactor could not answer this connection's latest request (a commit under fsync
-    # `always`, Produce, Fetch): its task waits for the next one itself (reactor.py).
-    waits_in_task: bool = False
-    # Its latest request was a commit the log could not take at once (a batch of fsync
-    # `always` queued): its task answered it, and parks in the reactor right after.
-    parks_at_once: bool = False
-    # For answering a commit like the last one without decoding it (commit_repeat.py): the
-    # (request, op) of a commit the reactor just had answered in full, and what is kept of it.
-    last_commit: tuple[Any, OffsetCommitOp] | None = None
-    repeat_commit: RepeatCommit | None = None
-    # Likewise for a fetch (fetch_repeat.py): each group's id and partitions, from the handler
-    last_fetch: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] | None = None
-    repeat_fetch: RepeatFetch | None = None
-    # and for a heartbeat (heartbeat_repeat.py): the op and the error code the actor gave
-    last_heartbeat: tuple[HeartbeatOp, int] | None = None
-    repeat_heartbeat: RepeatHeartbeat | None = None
-    # Set while the reactor drives a JoinGroup or SyncGroup: the slot its group's actor is to
-    # answer, which the reactor waits on instead of the task (parked_reply.py).
-    parked_reply: ParkedReply | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def may_use_group(self, group_id: str) -> bool:
@@ -148,7 +110,8 @@ class ConnectionInfo:
         return self.user is None or self.user.may_use_topic(name)
 
 
-Handler = Callable[[BrokerContext, ConnectionInfo, int, Any], Awaitable[Any]]
+# (ctx, conn, version, request) -> the response, None (send nothing) or a step (steps.py)
+Handler = Callable[[BrokerContext, ConnectionInfo, int, Any], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +121,7 @@ class Api:
     min_version: int
     max_version: int
     handler: Handler
+    span: str | None = None  # the design notes' span for this API (telemetry.py)
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version

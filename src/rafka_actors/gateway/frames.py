@@ -10,7 +10,6 @@ Every wait on the peer starts the connection's idle clock (idle.py).
 from __future__ import annotations
 
 import struct
-from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -25,38 +24,17 @@ BETWEEN_FRAMES, _INSIDE = "idle for {}", "idle for {} inside a frame"
 SENDING = "peer has not read its reply for {}"
 
 
-def same_request(frame: bytes, kept: bytes) -> bool:
-    """Whether request frame `frame` (no size prefix) equals `kept` but for its correlation
-    id, bytes 4-8 after the api key and version (the repeat paths: commit_repeat.py and
-    the others beside it)."""
-    return len(frame) == len(kept) and frame[8:] == kept[8:] and frame[:4] == kept[:4]
-
-
-def reply_for(frame: bytes, kept_reply: bytes) -> bytes:
-    """`kept_reply` (size prefix, correlation id, the rest) with `frame`'s correlation id."""
-    return kept_reply[:4] + frame[4:8] + kept_reply[8:]
-
-
 class FrameReader:
     """Frames from `stream`, one at a time. Raises `CloseConnection` for a bad length or a
     hang-up inside a frame; the idle clock's scope (entered by the caller) ends long waits."""
 
-    __slots__ = ("_between", "_budget", "_buffer", "_idle", "_stream")
+    __slots__ = ("_budget", "_buffer", "_idle", "_stream")
 
-    def __init__(
-        self,
-        stream: trio.abc.ReceiveStream,
-        budget: ByteBudget,
-        idle: IdleClock,
-        between: Callable[[], Awaitable[bytes]] | None = None,
-    ):
-        """`between`, if given, is awaited instead of the stream for the bytes after a
-        whole frame (the reactor's `next_bytes`: it may answer some requests itself)."""
+    def __init__(self, stream: trio.abc.ReceiveStream, budget: ByteBudget, idle: IdleClock):
         self._stream = stream
         self._buffer = bytearray()
         self._budget = budget
         self._idle = idle
-        self._between = between
 
     async def next_frame(self, max_bytes: int) -> bytes | None:
         """The next frame's bytes (without the length), or None on a clean hang-up between
@@ -99,10 +77,6 @@ class FrameReader:
         """Append what the peer sent next; False on end of stream."""
         inside = bool(self._buffer)
         self._idle.waiting(_INSIDE if inside else BETWEEN_FRAMES)
-        data: bytes | bytearray
-        if self._between is not None and not inside:
-            data = await self._between()
-        else:
-            data = await self._stream.receive_some(min(max(wanted, _RECEIVE), BIG_FRAME))
+        data = await self._stream.receive_some(min(max(wanted, _RECEIVE), BIG_FRAME))
         self._buffer += data
         return bool(data)

@@ -35,11 +35,9 @@ class IdleClock:
         self.reason = ""
         self.since = math.inf  # when the current wait on the peer began; inf: not waiting
 
-    def waiting(self, reason: str, now: float | None = None) -> None:
-        """`now`: trio.current_time(), if the caller has it (the reactor reads it once a
-        pass; trio's clock is three Python calls deep)."""
+    def waiting(self, reason: str) -> None:
         self.reason = reason
-        self.since = trio.current_time() if now is None else now
+        self.since = trio.current_time()
 
     def busy(self) -> None:
         self.since = math.inf

@@ -29,10 +29,7 @@ from ..group.effects import GroupConfig
 from .apis import API_TABLE
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
-from .idle_poll import IdlePoller
 from .limits import ConnectionLimits
-from .plain_socket import PlainSocketStream
-from .reactor import Reactor
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +60,7 @@ async def run_broker(
                     coordinator,
                     topics=data.image_of,
                     passivate_after_s=config.group_passivation_idle_ms / 1000,
+                    commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
                 )
                 services.start_soon(
                     registry.expire_offsets_periodically,
@@ -88,12 +86,8 @@ async def run_broker(
                         config.max_connections_per_user,
                     ),
                     sasl=sasl,
-                    idle_poll=_idle_poller(config, services),
                 )
                 async with trio.open_nursery() as gateway:
-                    if config.connections_reactor:
-                        ctx.reactor = Reactor(ctx)
-                        gateway.start_soon(ctx.reactor.run)
                     serve = partial(trio.serve_listeners, partial(_serve, ctx), listeners)
                     await gateway.start(serve)
                     log.info(
@@ -205,11 +199,6 @@ async def _serve(ctx: BrokerContext, stream: trio.abc.Stream) -> None:
         await trio.aclose_forcefully(stream)
         return
     conn = ConnectionInfo(peer_host, peer_port)
-    if type(stream) is trio.SocketStream:  # TLS keeps trio's SSLStream
-        # A connection answered one request at a time polls for its next one itself; a
-        # pipelined one is already waiting to read when its reply goes out.
-        one_at_a_time = ctx.config.max_in_flight_requests_per_connection <= 1
-        stream = PlainSocketStream(stream, ctx.idle_poll if one_at_a_time else None)
     if ctx.sasl is not None:
         conn.sasl = ctx.new_sasl_session()
         conn.gate = PRE_AUTH_APIS
@@ -224,14 +213,6 @@ def _peer(stream: trio.abc.Stream) -> tuple[str, int]:
     assert isinstance(transport, trio.SocketStream)
     host, port = transport.socket.getpeername()[:2]
     return host, port
-
-
-def _idle_poller(config: BrokerConfig, nursery: trio.Nursery) -> IdlePoller | None:
-    if config.idle_poll_time_us <= 0:
-        return None
-    poller = IdlePoller(config.idle_poll_time_us / 1e6)
-    nursery.start_soon(poller.run)
-    return poller
 
 
 async def _flush_periodically(data: DataPlane, interval_ms: int) -> None:

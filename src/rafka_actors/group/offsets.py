@@ -10,6 +10,7 @@ prepared, because consumers commit while they revoke. Each partition's metadata 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from kio.schema.errors import ErrorCode
@@ -113,26 +114,26 @@ def _validate_commit(group: ClassicGroup, op: OffsetCommitOp) -> int:
 
 
 def fetch(group: GroupT, op: OffsetFetchOp, waiter: int, fx: Effects) -> GroupT:
-    offsets = group.offsets if group is not None else {}
-    wanted = sorted(offsets) if op.partitions is None else list(op.partitions)
+    fx.reply(waiter, fetched(group.offsets if group is not None else {}, op.partitions))
+    return group
+
+
+def fetched(
+    offsets: Mapping[tuple[str, int], CommittedOffset],
+    partitions: tuple[tuple[str, int], ...] | None,
+) -> OffsetFetchOpResp:
+    """OffsetFetch's answer from a group's offsets: each partition asked for (None: every one
+    committed, in order), -1 where none is committed. Also answers from a published snapshot
+    (actors/snapshot.py)."""
+    wanted = sorted(offsets) if partitions is None else partitions
     rows: list[tuple[str, int, int, int, str | None, int]] = []
     for topic, partition in wanted:
         found = offsets.get((topic, partition))
         if found is None:
             rows.append((topic, partition, NO_OFFSET, -1, "", _OK))
         else:
-            rows.append(
-                (
-                    topic,
-                    partition,
-                    found.offset,
-                    found.leader_epoch,
-                    found.metadata,
-                    _OK,
-                )
-            )
-    fx.reply(waiter, OffsetFetchOpResp(ErrorCode.none, tuple(rows)))
-    return group
+            rows.append((topic, partition, found.offset, found.leader_epoch, found.metadata, _OK))
+    return OffsetFetchOpResp(ErrorCode.none, tuple(rows))
 
 
 def delete_offsets(

@@ -24,6 +24,9 @@ from . import (
     topics_admin,
 )
 
+G = "rafka.gateway.group."  # the spans of design note 000 (telemetry.py)
+FIND_COORDINATOR_SPAN = "rafka.gateway.kafka.find-coordinator"
+
 API_TABLE: dict[int, Api] = {
     api.key: api
     for api in (
@@ -31,24 +34,38 @@ API_TABLE: dict[int, Api] = {
         Api(1, "Fetch", 4, 16, fetch.handle),
         Api(2, "ListOffsets", 1, 11, list_offsets.handle),
         Api(3, "Metadata", 0, 13, metadata.handle),
-        Api(8, "OffsetCommit", 2, 9, offsets.offset_commit),
-        Api(9, "OffsetFetch", 1, 9, offsets.offset_fetch),
-        Api(10, "FindCoordinator", 0, 6, find_coordinator.handle),
-        Api(11, "JoinGroup", 0, 7, groups.join_group),
-        Api(12, "Heartbeat", 0, 4, groups.heartbeat),
-        Api(13, "LeaveGroup", 0, 5, groups.leave_group),
-        Api(14, "SyncGroup", 0, 5, groups.sync_group),
-        Api(15, "DescribeGroups", 0, 5, group_admin.describe_groups),
-        Api(16, "ListGroups", 0, 5, group_admin.list_groups),
+        Api(8, "OffsetCommit", 2, 9, offsets.offset_commit, G + "offset-commit"),
+        Api(9, "OffsetFetch", 1, 9, offsets.offset_fetch, G + "offset-fetch"),
+        Api(10, "FindCoordinator", 0, 6, find_coordinator.handle, FIND_COORDINATOR_SPAN),
+        Api(11, "JoinGroup", 0, 7, groups.join_group, G + "join"),
+        Api(12, "Heartbeat", 0, 4, groups.heartbeat, G + "heartbeat"),
+        Api(13, "LeaveGroup", 0, 5, groups.leave_group, G + "leave"),
+        Api(14, "SyncGroup", 0, 5, groups.sync_group, G + "sync"),
+        Api(15, "DescribeGroups", 0, 5, group_admin.describe_groups, G + "describe"),
+        Api(16, "ListGroups", 0, 5, group_admin.list_groups, G + "list"),
         Api(17, "SaslHandshake", 1, 1, sasl.sasl_handshake),
         Api(18, "ApiVersions", 0, 4, api_versions.handle),
         Api(19, "CreateTopics", 2, 7, topics_admin.create_topics),
         Api(20, "DeleteTopics", 1, 6, topics_admin.delete_topics),
         Api(22, "InitProducerId", 0, 5, init_producer_id.handle),
         Api(36, "SaslAuthenticate", 0, 2, sasl.sasl_authenticate),
-        Api(42, "DeleteGroups", 0, 2, group_admin.delete_groups),
-        Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete),
-        Api(68, "ConsumerGroupHeartbeat", 0, 1, consumer_groups.consumer_group_heartbeat),
-        Api(69, "ConsumerGroupDescribe", 0, 1, consumer_groups.consumer_group_describe),
+        Api(42, "DeleteGroups", 0, 2, group_admin.delete_groups, G + "delete"),
+        Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete, G + "offset-delete"),
+        Api(
+            68,
+            "ConsumerGroupHeartbeat",
+            0,
+            1,
+            consumer_groups.consumer_group_heartbeat,
+            G + "consumer-heartbeat",
+        ),
+        Api(
+            69,
+            "ConsumerGroupDescribe",
+            0,
+            1,
+            consumer_groups.consumer_group_describe,
+            G + "consumer-describe",
+        ),
     )
 }

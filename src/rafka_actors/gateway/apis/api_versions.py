@@ -12,7 +12,7 @@ from ._build import NO_THROTTLE, make, schema
 KEY = 18
 
 
-async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     answer = ctx.api_versions_answers.get(version)
     if answer is None:
         answer = ctx.api_versions_answers[version] = _answer(ctx, version)

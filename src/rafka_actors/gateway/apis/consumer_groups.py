@@ -47,7 +47,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ... import telemetry
 from ...group.ops import (
     LEAVE_GROUP_MEMBER_EPOCH,
     ConsumerGroupDescribeOp,
@@ -58,9 +57,10 @@ from ...group.ops import (
 )
 from ..context import BrokerContext, ConnectionInfo
 from ..identities import WithGroupIdentities
+from ..steps import ask, ask_each
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
 from .group_admin import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
-from .groups import DENIED, ask_group, ask_group_light, denied
+from .groups import DENIED, denied
 from .offsets import TOPIC_DENIED
 
 HEARTBEAT_KEY = 68
@@ -72,28 +72,24 @@ _JAVA_TRIMMED = "".join(map(chr, range(0x21)))
 
 
 # -- ConsumerGroupHeartbeat ---------------------------------------------------------------
-async def consumer_group_heartbeat(
+def consumer_group_heartbeat(
     ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
 ) -> Any:
     group_id = request.group_id
-    with telemetry.span(
-        "rafka.gateway.group.consumer-heartbeat", version=version, group_id=group_id or ""
-    ):
-        mod = schema(HEARTBEAT_KEY, version)
-        if group_id is None:
-            response = ConsumerGroupHeartbeatOpResp(ErrorCode.invalid_group_id)
-        elif denied(conn, group_id):
-            response = ConsumerGroupHeartbeatOpResp(DENIED)
-        elif not all(map(conn.may_use_topic, request.subscribed_topic_names or ())):
-            response = ConsumerGroupHeartbeatOpResp(TOPIC_DENIED)
-        elif _blank(group_id):
-            response = ConsumerGroupHeartbeatOpResp(
-                ErrorCode.invalid_request, _empty_id_message(version, request)
-            )
-        else:
-            op = _heartbeat_op(conn, version, request)
-            response = await ask_group(ctx, conn, group_id, op)
-        return _heartbeat_response(mod, response)
+    mod = schema(HEARTBEAT_KEY, version)
+    if group_id is None:
+        return _heartbeat_response(mod, ConsumerGroupHeartbeatOpResp(ErrorCode.invalid_group_id))
+    if denied(conn, group_id):
+        return _heartbeat_response(mod, ConsumerGroupHeartbeatOpResp(DENIED))
+    if not all(map(conn.may_use_topic, request.subscribed_topic_names or ())):
+        return _heartbeat_response(mod, ConsumerGroupHeartbeatOpResp(TOPIC_DENIED))
+    if _blank(group_id):
+        message = _empty_id_message(version, request)
+        return _heartbeat_response(
+            mod, ConsumerGroupHeartbeatOpResp(ErrorCode.invalid_request, message)
+        )
+    op = _heartbeat_op(conn, version, request)
+    return ask(conn.org_id, group_id, op, lambda response: _heartbeat_response(mod, response))
 
 
 def _blank(value: str) -> bool:
@@ -161,30 +157,37 @@ def _heartbeat_response(mod: Any, response: ConsumerGroupHeartbeatOpResp) -> Any
 
 
 # -- ConsumerGroupDescribe ----------------------------------------------------------------
-async def consumer_group_describe(
+def consumer_group_describe(
     ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
 ) -> Any:
-    with telemetry.span("rafka.gateway.group.consumer-describe", version=version):
-        mod = schema(DESCRIBE_KEY, version)
-        wanted = request.include_authorized_operations
-        refused, groups, cgp_ids = [], [], {}
-        for group_id in request.group_ids:
-            if denied(conn, group_id):
-                no_group = ConsumerGroupDescribeOpResp(DENIED)
-                refused.append(_described(ctx, conn.org_id, mod, group_id, no_group, wanted))
-                continue
+    mod = schema(DESCRIBE_KEY, version)
+    wanted = request.include_authorized_operations
+    org_id = conn.org_id
+    refused = [
+        _described(ctx, org_id, mod, group_id, ConsumerGroupDescribeOpResp(DENIED), wanted)
+        for group_id in request.group_ids
+        if denied(conn, group_id)
+    ]
+    allowed = [group_id for group_id in request.group_ids if not denied(conn, group_id)]
+    asked = [(group_id, ConsumerGroupDescribeOp(group_id)) for group_id in allowed if group_id]
+
+    def described(answers: list[ConsumerGroupDescribeOpResp]) -> Any:
+        answered = iter(answers)
+        groups, cgp_ids = [], {}
+        for group_id in allowed:
             if not group_id:
-                described = ConsumerGroupDescribeOpResp(ErrorCode.invalid_group_id)
+                group = ConsumerGroupDescribeOpResp(ErrorCode.invalid_group_id)
             else:
-                op = ConsumerGroupDescribeOp(group_id)
-                described = await ask_group_light(ctx, conn, group_id, op)
-                if described.cgp_id:
-                    cgp_ids[group_id] = described.cgp_id
-            groups.append(_described(ctx, conn.org_id, mod, group_id or "", described, wanted))
+                group = next(answered)
+                if group.cgp_id:
+                    cgp_ids[group_id] = group.cgp_id
+            groups.append(_described(ctx, org_id, mod, group_id or "", group, wanted))
         response = make(
             mod.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=(*refused, *groups)
         )
-        return WithGroupIdentities(response, conn.org_id, cgp_ids)
+        return WithGroupIdentities(response, org_id, cgp_ids)
+
+    return ask_each(org_id, asked, described)
 
 
 def _described(

@@ -18,32 +18,37 @@ from __future__ import annotations
 
 from typing import Any
 
-import trio
 from kio.schema.errors import ErrorCode
 
 from ...actors.data_plane import PartitionKey
 from ...storage.topics import Topic, TopicStore
 from ..context import BrokerContext, ConnectionInfo
+from ..steps import AwaitAppend
 from ._build import NO_THROTTLE, make, schema, to_ms
 
 KEY = 1
 
 
-async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    return _poll(ctx, conn, version, request, max(0, to_ms(request.max_wait)) / 1000)
+
+
+def _poll(
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any, wait_s: float
+) -> Any:
+    """The response if enough was found (or the wait is over), else a wait for an append to
+    one of the partitions read, after which they are read again."""
     mod = schema(KEY, version)
-    deadline = trio.current_time() + max(0, to_ms(request.max_wait)) / 1000
-    while True:
-        topics, found_bytes, errors, keys = _read(ctx, conn, mod, version, request)
-        done = found_bytes >= request.min_bytes or errors or trio.current_time() >= deadline
-        if done or not keys:
-            return make(
-                mod.FetchResponse,
-                throttle_time=NO_THROTTLE,
-                error_code=ErrorCode.none,
-                session_id=0,
-                responses=tuple(topics),
-            )
-        await ctx.data.wait_for_append(keys, deadline)
+    topics, found_bytes, errors, keys = _read(ctx, conn, mod, version, request)
+    if found_bytes >= request.min_bytes or errors or wait_s <= 0 or not keys:
+        return make(
+            mod.FetchResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            session_id=0,
+            responses=tuple(topics),
+        )
+    return AwaitAppend(keys, wait_s, lambda left_s: _poll(ctx, conn, version, request, left_s))
 
 
 def _read(

@@ -14,7 +14,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ... import telemetry
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
 
@@ -31,29 +30,24 @@ _DENIED: dict[str, Any] = {
 _DENIED_ONE_KEY = {**_DENIED, "error_message": "Group authorization failed."}
 
 
-async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
-    with telemetry.span("rafka.gateway.kafka.find-coordinator", version=version):
-        mod = schema(KEY, version)
-        endpoint = {
-            "node_id": ctx.node_id,
-            "host": ctx.advertised_host,
-            "port": ctx.advertised_port,
-            "error_code": ErrorCode.none,
-            "error_message": None,
-        }
-        key_type = getattr(request, "key_type", GROUP_KEY_TYPE)  # v1+
-        if version < 4:
-            answer = _DENIED_ONE_KEY if _denied(conn, key_type, request.key) else endpoint
-            return make(mod.FindCoordinatorResponse, throttle_time=NO_THROTTLE, **answer)
-        coordinators = tuple(
-            make(
-                mod.Coordinator, key=key, **(_DENIED if _denied(conn, key_type, key) else endpoint)
-            )
-            for key in request.coordinator_keys
-        )
-        return make(
-            mod.FindCoordinatorResponse, throttle_time=NO_THROTTLE, coordinators=coordinators
-        )
+def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    mod = schema(KEY, version)
+    endpoint = {
+        "node_id": ctx.node_id,
+        "host": ctx.advertised_host,
+        "port": ctx.advertised_port,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+    }
+    key_type = request.key_type if version >= 1 else GROUP_KEY_TYPE
+    if version < 4:
+        answer = _DENIED_ONE_KEY if _denied(conn, key_type, request.key) else endpoint
+        return make(mod.FindCoordinatorResponse, throttle_time=NO_THROTTLE, **answer)
+    coordinators = tuple(
+        make(mod.Coordinator, key=key, **(_DENIED if _denied(conn, key_type, key) else endpoint))
+        for key in request.coordinator_keys
+    )
+    return make(mod.FindCoordinatorResponse, throttle_time=NO_THROTTLE, coordinators=coordinators)
 
 
 def _denied(conn: ConnectionInfo, key_type: int, key: str) -> bool:

@@ -39,7 +39,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ... import telemetry
 from ...group.ops import (
     DeleteGroupOp,
     DeleteGroupOpResp,
@@ -50,8 +49,9 @@ from ...group.ops import (
 )
 from ..context import BrokerContext, ConnectionInfo
 from ..identities import WithGroupIdentities
+from ..steps import ask, ask_each
 from ._build import NO_THROTTLE, make, schema
-from .groups import DENIED, ask_group, ask_group_light, denied
+from .groups import DENIED, denied
 from .offsets import TOPIC_DENIED, partition_exists, partition_results
 
 DESCRIBE_KEY = 15
@@ -66,31 +66,35 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
 # -- DescribeGroups -----------------------------------------------------------------------
-async def describe_groups(
-    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
-) -> Any:
-    with telemetry.span("rafka.gateway.group.describe", version=version):
-        mod = schema(DESCRIBE_KEY, version)
-        wanted = getattr(request, "include_authorized_operations", False)  # v3+
-        operations = GROUP_OPERATIONS if wanted else AUTHORIZED_OPERATIONS_OMITTED
-        refused, groups, cgp_ids = [], [], {}
-        for group_id in request.groups:
-            if denied(conn, group_id):
-                no_group = DescribeGroupOpResp(DENIED, "")
-                refused.append(_described(mod, group_id, no_group, AUTHORIZED_OPERATIONS_OMITTED))
-                continue
+def describe_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    mod = schema(DESCRIBE_KEY, version)
+    wanted = request.include_authorized_operations if version >= 3 else False
+    operations = GROUP_OPERATIONS if wanted else AUTHORIZED_OPERATIONS_OMITTED
+    refused = [
+        _described(mod, group_id, DescribeGroupOpResp(DENIED, ""), AUTHORIZED_OPERATIONS_OMITTED)
+        for group_id in request.groups
+        if denied(conn, group_id)
+    ]
+    allowed = [group_id for group_id in request.groups if not denied(conn, group_id)]
+    asked = [(group_id, DescribeGroupOp(group_id)) for group_id in allowed if group_id is not None]
+
+    def described(answers: list[DescribeGroupOpResp]) -> Any:
+        answered = iter(answers)
+        groups, cgp_ids = [], {}
+        for group_id in allowed:
             if group_id is None:
-                described = DescribeGroupOpResp(ErrorCode.invalid_group_id, "")
+                group = DescribeGroupOpResp(ErrorCode.invalid_group_id, "")
             else:
-                op = DescribeGroupOp(group_id)
-                described = await ask_group_light(ctx, conn, group_id, op)
-                if described.cgp_id:
-                    cgp_ids[group_id] = described.cgp_id
-            groups.append(_described(mod, group_id or "", described, operations))
+                group = next(answered)
+                if group.cgp_id:
+                    cgp_ids[group_id] = group.cgp_id
+            groups.append(_described(mod, group_id or "", group, operations))
         response = make(
             mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=(*refused, *groups)
         )
         return WithGroupIdentities(response, conn.org_id, cgp_ids)
+
+    return ask_each(conn.org_id, asked, described)
 
 
 def _described(mod: Any, group_id: str, group: DescribeGroupOpResp, operations: int) -> Any:
@@ -119,56 +123,53 @@ def _described(mod: Any, group_id: str, group: DescribeGroupOpResp, operations: 
 
 
 # -- ListGroups ---------------------------------------------------------------------------
-async def list_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
-    with telemetry.span("rafka.gateway.group.list", version=version):
-        mod = schema(LIST_KEY, version)
-        states = {s.strip().lower() for s in getattr(request, "states_filter", ())}  # v4+
-        types = {t.lower() for t in getattr(request, "types_filter", ())}  # v5+
-        summaries = [
-            s
-            for s in ctx.registry().summaries(conn.org_id)
-            if (not states or s.state.lower() in states)
-            and (not types or s.group_type.lower() in types)
-            and conn.may_use_group(s.group_id)
-        ]
-        listed = tuple(
-            make(
-                mod.ListedGroup,
-                group_id=s.group_id,
-                protocol_type=s.protocol_type,
-                group_state=s.state,
-                group_type=s.group_type,  # v5+
-            )
-            for s in summaries
+def list_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    mod = schema(LIST_KEY, version)
+    states = {s.strip().lower() for s in request.states_filter} if version >= 4 else set()
+    types = {t.lower() for t in request.types_filter} if version >= 5 else set()
+    summaries = [
+        s
+        for s in ctx.registry().summaries(conn.org_id)
+        if (not states or s.state.lower() in states)
+        and (not types or s.group_type.lower() in types)
+        and conn.may_use_group(s.group_id)
+    ]
+    listed = tuple(
+        make(
+            mod.ListedGroup,
+            group_id=s.group_id,
+            protocol_type=s.protocol_type,
+            group_state=s.state,
+            group_type=s.group_type,  # v5+
         )
-        response = make(
-            mod.ListGroupsResponse,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.none,
-            groups=listed,
-        )
-        cgp_ids = {s.group_id: s.cgp_id for s in summaries if s.cgp_id}
-        return WithGroupIdentities(response, conn.org_id, cgp_ids)
+        for s in summaries
+    )
+    response = make(
+        mod.ListGroupsResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        groups=listed,
+    )
+    cgp_ids = {s.group_id: s.cgp_id for s in summaries if s.cgp_id}
+    return WithGroupIdentities(response, conn.org_id, cgp_ids)
 
 
 # -- DeleteGroups -------------------------------------------------------------------------
-async def delete_groups(
-    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
-) -> Any:
-    with telemetry.span("rafka.gateway.group.delete", version=version):
-        mod = schema(DELETE_KEY, version)
-        results, refused = [], []
-        for group_id in request.groups_names:
-            if denied(conn, group_id):
-                refused.append(make(mod.DeletableGroupResult, group_id=group_id, error_code=DENIED))
-                continue
-            if group_id is None:
-                code: int = ErrorCode.invalid_group_id
-            else:
-                response: DeleteGroupOpResp = await ask_group(
-                    ctx, conn, group_id, DeleteGroupOp(group_id)
-                )
-                code = response.error_code
+def delete_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    mod = schema(DELETE_KEY, version)
+    refused = [
+        make(mod.DeletableGroupResult, group_id=group_id, error_code=DENIED)
+        for group_id in request.groups_names
+        if denied(conn, group_id)
+    ]
+    allowed = [group_id for group_id in request.groups_names if not denied(conn, group_id)]
+    asked = [(group_id, DeleteGroupOp(group_id)) for group_id in allowed if group_id is not None]
+
+    def deleted(answers: list[DeleteGroupOpResp]) -> Any:
+        answered = iter(answers)
+        results = []
+        for group_id in allowed:
+            code = ErrorCode.invalid_group_id if group_id is None else next(answered).error_code
             results.append(
                 make(mod.DeletableGroupResult, group_id=group_id or "", error_code=ErrorCode(code))
             )
@@ -176,29 +177,15 @@ async def delete_groups(
             mod.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=(*results, *refused)
         )
 
+    return ask_each(conn.org_id, asked, deleted)
+
 
 # -- OffsetDelete -------------------------------------------------------------------------
-async def offset_delete(
-    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
-) -> Any:
+def offset_delete(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     group_id = request.group_id
-    with telemetry.span(
-        "rafka.gateway.group.offset-delete", version=version, group_id=group_id or ""
-    ):
-        mod = schema(OFFSET_DELETE_KEY, version)
-        if denied(conn, group_id):
-            response = OffsetDeleteOpResp(DENIED)
-        elif not group_id:
-            response = OffsetDeleteOpResp(ErrorCode.invalid_group_id)
-        else:
-            partitions = tuple(
-                (t.name, p.partition_index)
-                for t in request.topics
-                if conn.may_use_topic(t.name)
-                for p in t.partitions
-                if partition_exists(ctx, conn, t.name, p.partition_index)
-            )
-            response = await ask_group(ctx, conn, group_id, OffsetDeleteOp(group_id, partitions))
+    mod = schema(OFFSET_DELETE_KEY, version)
+
+    def deleted(response: OffsetDeleteOpResp) -> Any:
         code = ErrorCode(response.error_code)
         topics = (
             () if code != ErrorCode.none else _offset_delete_topics(mod, conn, request, response)
@@ -206,6 +193,19 @@ async def offset_delete(
         return make(
             mod.OffsetDeleteResponse, error_code=code, throttle_time=NO_THROTTLE, topics=topics
         )
+
+    if denied(conn, group_id):
+        return deleted(OffsetDeleteOpResp(DENIED))
+    if not group_id:
+        return deleted(OffsetDeleteOpResp(ErrorCode.invalid_group_id))
+    partitions = tuple(
+        (t.name, p.partition_index)
+        for t in request.topics
+        if conn.may_use_topic(t.name)
+        for p in t.partitions
+        if partition_exists(ctx, conn, t.name, p.partition_index)
+    )
+    return ask(conn.org_id, group_id, OffsetDeleteOp(group_id, partitions), deleted)
 
 
 def _offset_delete_topics(

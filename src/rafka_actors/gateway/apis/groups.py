@@ -2,11 +2,10 @@
 
 The gateway holds no group state. Each handler checks what Kafka checks before the
 coordinator shard (GroupCoordinatorService / KafkaApis: a non-empty group id, SyncGroup v5's
-mandatory protocol type and name), turns the request of whatever version into one mailbox Op,
-asks the group's actor and turns the OpResp back into the response of the client's version.
-A JoinGroup that parks in a rebalance simply awaits here; the connection waits with it, as
-Kafka's muted channel does (on a plain connection parked in the gateway's reactor, the
-reactor waits for it instead of the connection's task: gateway/parked_reply.py).
+mandatory protocol type and name), turns the request of whatever version into one mailbox Op
+to ask the group's actor (steps.py `ask`), and turns the OpResp back into the response of the
+client's version. A JoinGroup that parks in a rebalance simply waits for its answer; the
+connection waits with it, as Kafka's muted channel does.
 
 The gateway supplies what the pure state machine may not make up itself: the member id a new
 member would get (`<instance id or client id>-<uuid>`), the client id and host for
@@ -28,10 +27,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ... import telemetry
-from ...actors.group_actor import InlineOp
-from ...group.hot_values import HeartbeatOp, HeartbeatOpResp
 from ...group.ops import (
+    HeartbeatOp,
+    HeartbeatOpResp,
     JoinGroupOp,
     JoinGroupOpResp,
     LeaveGroupOp,
@@ -39,10 +37,11 @@ from ...group.ops import (
     SyncGroupOp,
     SyncGroupOpResp,
 )
-from ...ids import GroupKey, new_member_id
+from ...ids import new_member_id
 from ...protocol.codec import encode_body, shared_response
 from ...protocol.response_template import PLACEHOLDER, FieldTemplate
-from ..context import BrokerContext, ConnectionInfo, NotNow
+from ..context import BrokerContext, ConnectionInfo
+from ..steps import ask
 from ._build import NO_THROTTLE, make, schema, to_ms
 
 JOIN_KEY = 11
@@ -60,54 +59,21 @@ def denied(conn: ConnectionInfo, group_id: str | None) -> bool:
     return group_id is not None and not conn.may_use_group(group_id)
 
 
-async def ask_group(ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: Any) -> Any:
-    """The OpResp of the group's actor (groups are keyed by the connection's organisation).
-    Callers check `denied` first: a denied group never reaches its actor. With
-    `conn.parked_reply` (the reactor drives a JoinGroup, SyncGroup, LeaveGroup or
-    ConsumerGroupHeartbeat: its WAITING_APIS) the answer is waited for by the reactor
-    (gateway/parked_reply.py); a full mailbox raises NotNow."""
-    key = GroupKey(conn.org_id, group_id)
-    slot = conn.parked_reply
-    if slot is None:
-        return await ctx.registry().ask(key, op)
-    conn.parked_reply = None
-    if not ctx.registry().post_now(key, op, slot):
-        raise NotNow(group_id)  # the task waits for room
-    return await slot
-
-
-async def ask_group_light(
-    ctx: BrokerContext, conn: ConnectionInfo, group_id: str, op: InlineOp
-) -> Any:
-    """`ask_group` for an OffsetFetch, Heartbeat, OffsetCommit or a describe, which an idle
-    actor answers without a task switch, and a dormant one without a task
-    (GroupActor.answer_inline). Under `conn.now_only` (the reactor) it answers only so,
-    or raises NotNow. With `conn.parked_reply` (the reactor drives a Heartbeat the actor
-    has just not answered inline) it is `ask_group`: through the mailbox, its answer waited
-    for by the reactor."""
-    if conn.parked_reply is not None:
-        return await ask_group(ctx, conn, group_id, op)
-    key = GroupKey(conn.org_id, group_id)
-    if conn.now_only:
-        response = ctx.registry().answer_now(key, op)
-        if response is None:
-            raise NotNow(group_id)
-        return response
-    return await ctx.registry().ask_light(key, op)
-
-
 # -- JoinGroup ----------------------------------------------------------------------------
-async def join_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+def join_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     group_id = request.group_id
-    with telemetry.span("rafka.gateway.group.join", version=version, group_id=group_id or ""):
-        mod = schema(JOIN_KEY, version)
-        if denied(conn, group_id):
-            return _join_response(mod, version, JoinGroupOpResp(DENIED))
-        if not group_id:
-            invalid = JoinGroupOpResp(ErrorCode.invalid_group_id, member_id=request.member_id)
-            return _join_response(mod, version, invalid)
-        response = await ask_group(ctx, conn, group_id, _join_op(conn, version, request))
-        return _join_response(mod, version, response)
+    mod = schema(JOIN_KEY, version)
+    if denied(conn, group_id):
+        return _join_response(mod, version, JoinGroupOpResp(DENIED))
+    if not group_id:
+        invalid = JoinGroupOpResp(ErrorCode.invalid_group_id, member_id=request.member_id)
+        return _join_response(mod, version, invalid)
+    return ask(
+        conn.org_id,
+        group_id,
+        _join_op(conn, version, request),
+        lambda response: _join_response(mod, version, response),
+    )
 
 
 def _join_op(conn: ConnectionInfo, version: int, request: Any) -> JoinGroupOp:
@@ -199,29 +165,28 @@ def _templated(
 
 
 # -- SyncGroup ----------------------------------------------------------------------------
-async def sync_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+def sync_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     group_id = request.group_id
-    with telemetry.span("rafka.gateway.group.sync", version=version, group_id=group_id or ""):
-        mod = schema(SYNC_KEY, version)
-        protocol_type = request.protocol_type if version >= 5 else None
-        protocol_name = request.protocol_name if version >= 5 else None
-        if version >= 5 and (protocol_type is None or protocol_name is None):
-            # KafkaApis: mandatory from v5 on
-            return _sync_response(mod, SyncGroupOpResp(ErrorCode.inconsistent_group_protocol))
-        if denied(conn, group_id):
-            return _sync_response(mod, SyncGroupOpResp(DENIED))
-        if not group_id:
-            return _sync_response(mod, SyncGroupOpResp(ErrorCode.invalid_group_id))
-        op = SyncGroupOp(
-            group_id=group_id,
-            member_id=request.member_id,
-            generation_id=request.generation_id,
-            assignments=tuple((a.member_id, bytes(a.assignment)) for a in request.assignments),
-            group_instance_id=request.group_instance_id if version >= 3 else None,
-            protocol_type=protocol_type,
-            protocol_name=protocol_name,
-        )
-        return _sync_response(mod, await ask_group(ctx, conn, group_id, op))
+    mod = schema(SYNC_KEY, version)
+    protocol_type = request.protocol_type if version >= 5 else None
+    protocol_name = request.protocol_name if version >= 5 else None
+    if version >= 5 and (protocol_type is None or protocol_name is None):
+        # KafkaApis: mandatory from v5 on
+        return _sync_response(mod, SyncGroupOpResp(ErrorCode.inconsistent_group_protocol))
+    if denied(conn, group_id):
+        return _sync_response(mod, SyncGroupOpResp(DENIED))
+    if not group_id:
+        return _sync_response(mod, SyncGroupOpResp(ErrorCode.invalid_group_id))
+    op = SyncGroupOp(
+        group_id=group_id,
+        member_id=request.member_id,
+        generation_id=request.generation_id,
+        assignments=tuple((a.member_id, bytes(a.assignment)) for a in request.assignments),
+        group_instance_id=request.group_instance_id if version >= 3 else None,
+        protocol_type=protocol_type,
+        protocol_name=protocol_name,
+    )
+    return ask(conn.org_id, group_id, op, lambda response: _sync_response(mod, response))
 
 
 def _sync_response(mod: Any, response: SyncGroupOpResp) -> Any:
@@ -250,25 +215,23 @@ def _sync_response_of(mod: Any, response: SyncGroupOpResp) -> Any:
 
 
 # -- Heartbeat ----------------------------------------------------------------------------
-async def heartbeat(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+def heartbeat(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     group_id = request.group_id
-    with telemetry.span("rafka.gateway.group.heartbeat", version=version, group_id=group_id or ""):
-        if denied(conn, group_id):
-            code: int = DENIED
-        elif not group_id:
-            code = ErrorCode.invalid_group_id
-        else:
-            op = HeartbeatOp(
-                group_id=group_id,
-                member_id=request.member_id,
-                generation_id=request.generation_id,
-                group_instance_id=request.group_instance_id if version >= 3 else None,
-            )
-            response: HeartbeatOpResp = await ask_group_light(ctx, conn, group_id, op)
-            code = response.error_code
-            if conn.now_only:  # the reactor may answer the next one like it
-                conn.last_heartbeat = (op, code)  # from it (gateway/heartbeat_repeat.py)
-        return heartbeat_response(version, code)
+    if denied(conn, group_id):
+        return heartbeat_response(version, DENIED)
+    if not group_id:
+        return heartbeat_response(version, ErrorCode.invalid_group_id)
+    op = HeartbeatOp(
+        group_id=group_id,
+        member_id=request.member_id,
+        generation_id=request.generation_id,
+        group_instance_id=request.group_instance_id if version >= 3 else None,
+    )
+
+    def answered(response: HeartbeatOpResp) -> Any:
+        return heartbeat_response(version, response.error_code)
+
+    return ask(conn.org_id, group_id, op, answered)
 
 
 def heartbeat_response(version: int, code: int) -> Any:
@@ -284,26 +247,26 @@ def heartbeat_response(version: int, code: int) -> Any:
 
 
 # -- LeaveGroup ---------------------------------------------------------------------------
-async def leave_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+def leave_group(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     group_id = request.group_id
-    with telemetry.span("rafka.gateway.group.leave", version=version, group_id=group_id or ""):
-        mod = schema(LEAVE_KEY, version)
-        if version < 3:  # one member, by id
-            members: tuple[tuple[str, str | None, str | None], ...] = (
-                (request.member_id, None, None),
-            )
-        else:
-            members = tuple(
-                (m.member_id, m.group_instance_id, m.reason if version >= 5 else None)
-                for m in request.members
-            )
-        if denied(conn, group_id):
-            response = LeaveGroupOpResp(DENIED)
-        elif not group_id:
-            response = LeaveGroupOpResp(ErrorCode.invalid_group_id)
-        else:
-            response = await ask_group(ctx, conn, group_id, LeaveGroupOp(group_id, members))
-        return _leave_response(mod, version, response)
+    mod = schema(LEAVE_KEY, version)
+    if version < 3:  # one member, by id
+        members: tuple[tuple[str, str | None, str | None], ...] = ((request.member_id, None, None),)
+    else:
+        members = tuple(
+            (m.member_id, m.group_instance_id, m.reason if version >= 5 else None)
+            for m in request.members
+        )
+    if denied(conn, group_id):
+        return _leave_response(mod, version, LeaveGroupOpResp(DENIED))
+    if not group_id:
+        return _leave_response(mod, version, LeaveGroupOpResp(ErrorCode.invalid_group_id))
+    return ask(
+        conn.org_id,
+        group_id,
+        LeaveGroupOp(group_id, members),
+        lambda response: _leave_response(mod, version, response),
+    )
 
 
 def _leave_response(mod: Any, version: int, response: LeaveGroupOpResp) -> Any:

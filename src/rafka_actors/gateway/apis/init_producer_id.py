@@ -17,7 +17,7 @@ from ._build import NO_THROTTLE, make, schema
 KEY = 22
 
 
-async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     if request.transactional_id is not None:
         code, producer_id, epoch = ErrorCode.invalid_request, -1, -1

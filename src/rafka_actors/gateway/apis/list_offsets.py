@@ -21,7 +21,7 @@ KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 
-async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     store = ctx.data.topics_for(conn.org_id)
     topics = []

@@ -28,7 +28,7 @@ KEY = 3
 _NULL_ID = uuid.UUID(int=0)
 
 
-async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     store = ctx.data.topics_for(conn.org_id)
     if request.topics is None or (version == 0 and not request.topics):

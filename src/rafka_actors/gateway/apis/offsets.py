@@ -29,17 +29,17 @@ topics out. The actor never hears of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
-from ... import telemetry
-from ...group.hot_values import OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp, OffsetFetchOpResp
+from ...group.ops import OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp, OffsetFetchOpResp
 from ...protocol.codec import shared_response
 from ..context import BrokerContext, ConnectionInfo
+from ..steps import ask, ask_each
 from ._build import NO_THROTTLE, error_code, make, schema
-from .groups import DENIED, ask_group_light, denied
+from .groups import DENIED, denied
 
 TOPIC_DENIED: Final = ErrorCode.topic_authorization_failed
 
@@ -59,44 +59,34 @@ def partition_exists(
 
 
 # -- OffsetCommit -------------------------------------------------------------------------
-async def offset_commit(
-    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
-) -> Any:
+def offset_commit(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     group_id = request.group_id
-    with telemetry.span(
-        "rafka.gateway.group.offset-commit", version=version, group_id=group_id or ""
-    ):
-        mod = schema(COMMIT_KEY, version)
-        if group_id is None:
-            return _commit_response(mod, request, {}, ErrorCode.invalid_group_id, None)
-        if denied(conn, group_id):
-            return _commit_response(mod, request, {}, DENIED, None)
-        offsets = _known_offsets(ctx, conn, version, request)
-        results = _denied_partitions(conn, request.topics)
-        if offsets:
-            op = OffsetCommitOp(
-                group_id=group_id,
-                offsets=offsets,
-                member_id=request.member_id,
-                generation_id=request.generation_id_or_member_epoch,
-                group_instance_id=request.group_instance_id if version >= 7 else None,
-                api_version=version,
-            )
-            response: OffsetCommitOpResp = await ask_group_light(ctx, conn, group_id, op)
+    mod = schema(COMMIT_KEY, version)
+    if group_id is None:
+        return _commit_response(mod, request, {}, ErrorCode.invalid_group_id, None)
+    if denied(conn, group_id):
+        return _commit_response(mod, request, {}, DENIED, None)
+    offsets = _known_offsets(ctx, conn, version, request)
+    results = _denied_partitions(conn, request.topics)
+
+    def committed(response: OffsetCommitOpResp | None) -> Any:
+        if response is not None:
             results.update(((t, p), e) for t, p, e in response.results)
         shape = _all_committed(request.topics, results)
-        if offsets and shape and conn.now_only:  # the reactor may answer the next one like it
-            conn.last_commit = (request, op)  # from it (gateway/commit_repeat.py)
-        return _commit_response(mod, request, results, ErrorCode.unknown_topic_or_partition, shape)
+        missing = ErrorCode.unknown_topic_or_partition
+        return _commit_response(mod, request, results, missing, shape)
 
-
-def committable(
-    ctx: BrokerContext, conn: ConnectionInfo, group_id: str, partitions: Iterable[tuple[str, int]]
-) -> bool:
-    """Whether `offset_commit` would send every one of `partitions` to the group's actor."""
-    return not denied(conn, group_id) and all(
-        _committable_partition(ctx, conn, topic, partition) for topic, partition in partitions
+    if not offsets:  # nothing left to commit: the actor is not asked (as in Kafka)
+        return committed(None)
+    op = OffsetCommitOp(
+        group_id=group_id,
+        offsets=offsets,
+        member_id=request.member_id,
+        generation_id=request.generation_id_or_member_epoch,
+        group_instance_id=request.group_instance_id if version >= 7 else None,
+        api_version=version,
     )
+    return ask(conn.org_id, group_id, op, committed)
 
 
 def _committable_partition(
@@ -105,14 +95,6 @@ def _committable_partition(
     """Whether the user may use the topic and the partition exists (else it never reaches
     the actor: TOPIC_AUTHORIZATION_FAILED or UNKNOWN_TOPIC_OR_PARTITION)."""
     return conn.may_use_topic(topic) and partition_exists(ctx, conn, topic, partition)
-
-
-def commit_response(version: int, request: Any, results: Iterable[tuple[str, int, int]]) -> Any:
-    """`offset_commit`'s response to `request` when the actor gave `results`."""
-    by_partition = {(t, p): e for t, p, e in results}
-    shape = _all_committed(request.topics, by_partition)
-    missing = ErrorCode.unknown_topic_or_partition
-    return _commit_response(schema(COMMIT_KEY, version), request, by_partition, missing, shape)
 
 
 def _denied_partitions(conn: ConnectionInfo, topics: Any) -> dict[tuple[str, int], int]:
@@ -226,23 +208,18 @@ Member = tuple[str | None, int]  # a KIP-848 member's id and epoch (v9+)
 NO_MEMBER: Final[Member] = (None, -1)  # a classic consumer's or an admin's fetch
 
 
-async def offset_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
-    group_id = request.group_id if version < 8 else None  # v1-v7 name one group, v8+ a batch
-    with telemetry.span(
-        "rafka.gateway.group.offset-fetch", version=version, group_id=group_id or ""
-    ):
-        stable = version >= 7 and request.require_stable
-        wanted = (request,) if version < 8 else request.groups
-        members = [_member(version, group) for group in wanted]
+def offset_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    stable = version >= 7 and request.require_stable
+    wanted = (request,) if version < 8 else request.groups  # v1-v7 name one group, v8+ a batch
+    mod = schema(FETCH_KEY, version)
+    fetches = [_group_fetch(conn, group, _member(version, group), stable) for group in wanted]
+    asked = [(group_id, op) for group_id, op, _answer in fetches if op is not None]
+
+    def fetched(responses: list[OffsetFetchOpResp]) -> Any:
+        answered = iter(responses)
         answers = tuple(
-            [
-                await _fetch_group(ctx, conn, group, member, stable)
-                for group, member in zip(wanted, members)  # noqa: B905 (mypyc)
-            ]
+            answer(next(answered) if op is not None else None) for _group_id, op, answer in fetches
         )
-        if conn.now_only:  # the reactor may answer the next one like it (fetch_repeat.py)
-            conn.last_fetch = repeatable_fetch(members, answers)
-        mod = schema(FETCH_KEY, version)
         # (the rows are the response's partitions: every one asked for, or found)
         if sum(len(rows) for *_, rows in answers) > SHARED_PARTITIONS:
             return _build_fetch_response(mod, version, answers)
@@ -252,6 +229,8 @@ async def offset_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, r
             (FETCH_KEY, mod, answers), lambda: _build_fetch_response(mod, version, answers)
         )
 
+    return ask_each(conn.org_id, asked, fetched)
+
 
 def _member(version: int, group: Any) -> Member:
     """The KIP-848 member id and epoch a group of the request names (v9+; else none).
@@ -260,48 +239,53 @@ def _member(version: int, group: Any) -> Member:
     return (group.member_id, group.member_epoch) if version >= 9 else NO_MEMBER
 
 
-async def _fetch_group(
-    ctx: BrokerContext, conn: ConnectionInfo, wanted: Any, member: Member, stable: bool
-) -> GroupAnswer:
-    """One group's answer: for the request (v1-v7) or one of its groups (v8+)."""
+def _group_fetch(
+    conn: ConnectionInfo, wanted: Any, member: Member, stable: bool
+) -> tuple[str, OffsetFetchOp | None, Callable[[OffsetFetchOpResp | None], GroupAnswer]]:
+    """For one group of the request (v1-v7: the request itself): its id, the op to ask its
+    actor (None: answered without it, a null or denied id), and how its answer becomes the
+    group's part of the response."""
     group_id = wanted.group_id
-    if wanted.topics is None:  # every committed offset
-        response = await _fetch_response(ctx, conn, wanted, member, None, stable)
+    topics = None
+    if wanted.topics is not None:
+        allowed = [t for t in wanted.topics if conn.may_use_topic(t.name)]
+        refused = [t for t in wanted.topics if not conn.may_use_topic(t.name)]
+        topics = allowed
+    op = None
+    if group_id is None:
+        early: OffsetFetchOpResp | None = OffsetFetchOpResp(ErrorCode.invalid_group_id)
+    elif denied(conn, group_id):
+        early = OffsetFetchOpResp(DENIED)
+    else:
+        early = None
+        partitions = (
+            None
+            if topics is None
+            else tuple((t.name, p) for t in topics for p in t.partition_indexes)
+        )
+        op = OffsetFetchOp(
+            group_id,
+            partitions,
+            require_stable=stable,
+            member_id=member[0],
+            member_epoch=member[1],
+        )
+
+    def answer(response: OffsetFetchOpResp | None) -> GroupAnswer:
+        response = early if response is None else response
+        assert response is not None
         code = error_code(response.error_code)
-        every = () if code != ErrorCode.none else response.offsets
-        return group_id, code, None, tuple(r for r in every if conn.may_use_topic(r[0]))
-    allowed: list[Any] = []
-    refused: list[Any] = []
-    for t in wanted.topics:
-        (allowed if conn.may_use_topic(t.name) else refused).append(t)
-    response = await _fetch_response(ctx, conn, wanted, member, allowed, stable)
-    code = error_code(response.error_code)
-    requested = tuple((t.name, tuple(t.partition_indexes)) for t in allowed + refused)
-    if code != ErrorCode.none:  # Kafka appends the refused topics
-        # v1 has no group-level error: each requested partition carries it.
-        return group_id, code, requested, _rows(requested, int(code))
-    rows = (*response.offsets, *_rows(requested[len(allowed) :], TOPIC_DENIED))
-    return group_id, code, requested, rows
+        if topics is None:  # every committed offset, of topics the user may use
+            every = () if code != ErrorCode.none else response.offsets
+            return group_id, code, None, tuple(r for r in every if conn.may_use_topic(r[0]))
+        requested = tuple((t.name, tuple(t.partition_indexes)) for t in allowed + refused)
+        if code != ErrorCode.none:  # Kafka appends the refused topics
+            # v1 has no group-level error: each requested partition carries it.
+            return group_id, code, requested, _rows(requested, int(code))
+        rows = (*response.offsets, *_rows(requested[len(allowed) :], TOPIC_DENIED))
+        return group_id, code, requested, rows
 
-
-def repeatable_fetch(
-    members: list[Member], answers: tuple[GroupAnswer, ...]
-) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...] | None:
-    """Each group's id and (topic, partition)s, if the answer rests on nothing but the
-    user's rights and those partitions' offsets (gateway/fetch_repeat.py): named topics,
-    every one the user's, no KIP-848 member (whose epoch is checked), no error; else None.
-    `members`: each group's (`_member`), in the order of `answers`."""
-    kept = []
-    for (member_id, epoch), answer in zip(members, answers):  # noqa: B905 (mypyc)
-        group_id, code, requested, rows = answer
-        if group_id is None or code != ErrorCode.none or requested is None:
-            return None
-        if member_id is not None or epoch >= 0:
-            return None
-        if any(row[5] for row in rows):  # a topic the user may not use
-            return None
-        kept.append((group_id, tuple([(name, p) for name, indexes in requested for p in indexes])))
-    return tuple(kept)
+    return group_id, op, answer
 
 
 def _build_fetch_response(mod: Any, version: int, answers: tuple[GroupAnswer, ...]) -> Any:
@@ -325,30 +309,6 @@ def _build_fetch_response(mod: Any, version: int, answers: tuple[GroupAnswer, ..
         for group_id, code, requested, rows in answers
     )
     return make(mod.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=groups)
-
-
-async def _fetch_response(
-    ctx: BrokerContext,
-    conn: ConnectionInfo,
-    wanted: Any,
-    member: Member,
-    topics: list[Any] | None,
-    stable: bool,
-) -> OffsetFetchOpResp:
-    """The actor's answer for `topics` (None: all), unless the group id is null or denied."""
-    if wanted.group_id is None:
-        return OffsetFetchOpResp(ErrorCode.invalid_group_id)
-    if denied(conn, wanted.group_id):
-        return OffsetFetchOpResp(DENIED)
-    op = OffsetFetchOp(
-        wanted.group_id,
-        None if topics is None else tuple((t.name, p) for t in topics for p in t.partition_indexes),
-        require_stable=stable,
-        member_id=member[0],
-        member_epoch=member[1],
-    )
-    response: OffsetFetchOpResp = await ask_group_light(ctx, conn, wanted.group_id, op)
-    return response
 
 
 def _rows(topics: Shape, error: int) -> tuple[FetchRow, ...]:

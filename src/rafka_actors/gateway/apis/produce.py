@@ -23,7 +23,7 @@ from ._build import NO_THROTTLE, make, schema
 KEY = 0
 
 
-async def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     acks_ok = request.acks in (-1, 0, 1)
     txn_id = request.transactional_id

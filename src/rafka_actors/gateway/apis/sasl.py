@@ -20,13 +20,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import trio
 from kio.schema.errors import ErrorCode
 
 from ...auth.scram import AuthFailure
 from ...auth.session import IllegalState, Reply
-from ..connection import CloseConnection
 from ..context import BrokerContext, ConnectionInfo
+from ..idle import CloseConnection
+from ..steps import InWorkerThread, Pause
 from ._build import make, schema
 
 log = logging.getLogger(__name__)
@@ -35,9 +35,7 @@ HANDSHAKE_KEY = 17
 AUTHENTICATE_KEY = 36
 
 
-async def sasl_handshake(
-    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
-) -> Any:
+def sasl_handshake(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(HANDSHAKE_KEY, version)
     session = conn.sasl
     if session is None or session.authenticated:
@@ -54,29 +52,30 @@ async def sasl_handshake(
     return mod.SaslHandshakeResponse(error_code=code, mechanisms=session.mechanisms)
 
 
-async def sasl_authenticate(
-    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
-) -> Any:
+def sasl_authenticate(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(AUTHENTICATE_KEY, version)
     session = conn.sasl
     if session is None or session.authenticated:
         return _response(mod, ErrorCode.illegal_sasl_state, "already authenticated or no SASL")
-    try:
-        if session.expensive:
-            outcome = await trio.to_thread.run_sync(
-                session.step, request.auth_bytes, limiter=ctx.security().hash_limiter
-            )
-        else:
-            outcome = session.step(request.auth_bytes)
-    except IllegalState as exc:
-        raise CloseConnection(str(exc)) from None
-    if isinstance(outcome, AuthFailure):
-        return await _refuse(ctx, mod, conn, outcome.client_message, outcome.detail)
-    if outcome.user is not None:
-        refused = _authenticated(ctx, conn, outcome)
-        if refused is not None:
-            return await _refuse(ctx, mod, conn, refused, refused)
-    return _response(mod, ErrorCode.none, None, outcome.auth_bytes)
+
+    def stepped(outcome: Reply | AuthFailure) -> Any:
+        if isinstance(outcome, AuthFailure):
+            return _refuse(ctx, mod, conn, outcome.client_message, outcome.detail)
+        if outcome.user is not None:
+            refused = _authenticated(ctx, conn, outcome)
+            if refused is not None:
+                return _refuse(ctx, mod, conn, refused, refused)
+        return _response(mod, ErrorCode.none, None, outcome.auth_bytes)
+
+    def step() -> Reply | AuthFailure:
+        try:
+            return session.step(request.auth_bytes)
+        except IllegalState as exc:
+            raise CloseConnection(str(exc)) from None
+
+    if session.expensive:
+        return InWorkerThread(step, ctx.security().hash_limiter, stepped)
+    return stepped(step())
 
 
 def _authenticated(ctx: BrokerContext, conn: ConnectionInfo, reply: Reply) -> str | None:
@@ -99,14 +98,15 @@ def _authenticated(ctx: BrokerContext, conn: ConnectionInfo, reply: Reply) -> st
     return None
 
 
-async def _refuse(
-    ctx: BrokerContext, mod: Any, conn: ConnectionInfo, message: str, detail: str
-) -> Any:
-    # Kafka's connection.failed.authentication.delay.ms: a guesser (or a client retrying a
-    # wrong password in a loop) gets one attempt per delay per connection.
-    await trio.sleep(ctx.config.connection_failed_authentication_delay_ms / 1000)
-    conn.close_after_reply = f"authentication failed: {detail}"
-    return _response(mod, ErrorCode.sasl_authentication_failed, message)
+def _refuse(ctx: BrokerContext, mod: Any, conn: ConnectionInfo, message: str, detail: str) -> Any:
+    """Kafka's connection.failed.authentication.delay.ms: a guesser (or a client retrying a
+    wrong password in a loop) gets one attempt per delay per connection."""
+
+    def refused(_: None) -> Any:
+        conn.close_after_reply = f"authentication failed: {detail}"
+        return _response(mod, ErrorCode.sasl_authentication_failed, message)
+
+    return Pause(ctx.config.connection_failed_authentication_delay_ms / 1000, refused)
 
 
 def _response(mod: Any, code: ErrorCode, message: str | None, auth_bytes: bytes = b"") -> Any:

@@ -28,9 +28,7 @@ CREATE_KEY = 19
 DELETE_KEY = 20
 
 
-async def create_topics(
-    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
-) -> Any:
+def create_topics(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(CREATE_KEY, version)
     results = tuple(_create_one(ctx, conn, mod, t, request.validate_only) for t in request.topics)
     return make(mod.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=results)
@@ -91,9 +89,7 @@ def _check_create(
     return ErrorCode.none, None
 
 
-async def delete_topics(
-    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
-) -> Any:
+def delete_topics(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(DELETE_KEY, version)
     if version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]

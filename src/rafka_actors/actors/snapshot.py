@@ -1,0 +1,76 @@
+"""What a group's actor publishes for readers: an immutable view of its stored state.
+
+After every batch whose records are stored, the actor publishes a `GroupSnapshot` (through the
+registry): the group's summary, which ListGroups reads, and a read-only copy of its committed
+offsets, which an OffsetFetch reads without the mailbox. That is how Kafka serves OffsetFetch:
+from the last committed snapshot of the coordinator's state (seed 003, "Fetch path"). Nothing
+outside the actor ever reads its live group; a snapshot is never changed once published, so a
+reader needs no lock and no turn of the actor.
+
+An OffsetFetch that names a KIP-848 member (v9+: member id and epoch) is checked against the
+member's epoch, which only the actor knows: it goes through the mailbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ..consumer_group.state import ConsumerGroup
+from ..group.machine import AnyGroup
+from ..group.offsets import fetched
+from ..group.ops import OffsetFetchOp, OffsetFetchOpResp
+from ..group.state import CommittedOffset
+
+NO_OFFSETS: Mapping[tuple[str, int], CommittedOffset] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """One line of ListGroups."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    group_type: str  # "classic" or "consumer" (KIP-848), as ListGroups v5 reports it
+    cgp_id: str = ""  # the group's stable identity, for our admin tool (not in ListGroups)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    summary: GroupSummary | None  # None: the group does not exist (never did, or deleted)
+    offsets: Mapping[tuple[str, int], CommittedOffset]
+
+
+def summary_of(group_id: str, group: AnyGroup) -> GroupSummary | None:
+    if group is None:
+        return None
+    if isinstance(group, ConsumerGroup):
+        return GroupSummary(group_id, group.state.value, "consumer", "consumer", group.cgp_id)
+    return GroupSummary(
+        group_id, group.state.value, group.protocol_type or "", "classic", group.cgp_id
+    )
+
+
+def snapshot_of(
+    group_id: str, group: AnyGroup, *, offsets_from: GroupSnapshot | None = None
+) -> GroupSnapshot:
+    """The snapshot of `group` as it is now; with `offsets_from`, that snapshot's offsets
+    (which the caller knows to be unchanged) instead of a copy of the group's."""
+    if offsets_from is not None:
+        offsets = offsets_from.offsets
+    elif group is None or not group.offsets:
+        offsets = NO_OFFSETS
+    else:
+        offsets = MappingProxyType(dict(group.offsets))
+    return GroupSnapshot(summary_of(group_id, group), offsets)
+
+
+def read(snapshot: GroupSnapshot, op: Any) -> OffsetFetchOpResp | None:
+    """The answer to `op` from the snapshot, if it is a pure read of it; else None (ask the
+    actor)."""
+    if type(op) is not OffsetFetchOp or op.member_id is not None or op.member_epoch >= 0:
+        return None
+    return fetched(snapshot.offsets, op.partitions)

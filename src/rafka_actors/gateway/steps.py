@@ -1,0 +1,106 @@
+"""What a handler's answer waits for: the steps the connection takes on a handler's behalf.
+
+API handlers (apis/) are plain functions, sans-IO: a request in, and out either the response or
+a step naming what must happen first, with `then`, the plain function that takes the step's
+outcome to the response (or to the next step). Only the connection (connection.py) takes
+steps, with `settle`; a handler never awaits, so each is testable by calling it and looking at
+what it returned, and the group APIs' only way to a group is `Ask`: an op in a group's mailbox
+(actors/registry.py), its answer back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ..ids import GroupKey
+
+if TYPE_CHECKING:
+    from ..actors.data_plane import PartitionKey
+    from .context import BrokerContext
+
+
+class Step:
+    """Something a handler's answer waits for; `take` waits, then hands the outcome to the
+    step's `then` and returns what that gives (the response, or the next step)."""
+
+    __slots__ = ()
+
+    async def take(self, ctx: BrokerContext) -> Any:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class Ask(Step):
+    """Ask each group's actor its op, in order; `then` gets their answers, in that order."""
+
+    asks: tuple[tuple[GroupKey, Any], ...]
+    then: Callable[[list[Any]], Any]
+
+    async def take(self, ctx: BrokerContext) -> Any:
+        registry = ctx.registry()
+        return self.then([await registry.ask(key, op) for key, op in self.asks])
+
+
+def ask(org_id: int, group_id: str, op: Any, then: Callable[[Any], Any]) -> Ask:
+    """Ask one group's actor; `then` gets its answer."""
+    return Ask(((GroupKey(org_id, group_id), op),), lambda answers: then(answers[0]))
+
+
+def ask_each(
+    org_id: int, ops: Sequence[tuple[str, Any]], then: Callable[[list[Any]], Any]
+) -> Ask | Any:
+    """Ask each (group id, op) in turn; `then` gets the answers. Nothing to ask: `then([])`."""
+    if not ops:
+        return then([])
+    return Ask(tuple((GroupKey(org_id, group_id), op) for group_id, op in ops), then)
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitAppend(Step):
+    """A long poll (Fetch): wait up to `wait_s` for an append to one of `keys`; `then` gets
+    the seconds left of the wait."""
+
+    keys: Sequence[PartitionKey]
+    wait_s: float
+    then: Callable[[float], Any]
+
+    async def take(self, ctx: BrokerContext) -> Any:
+        deadline = trio.current_time() + self.wait_s
+        await ctx.data.wait_for_append(self.keys, deadline)
+        return self.then(max(0.0, deadline - trio.current_time()))
+
+
+@dataclass(frozen=True, slots=True)
+class InWorkerThread(Step):
+    """Run `work()` in a worker thread under `limiter` (CPU-heavy, e.g. password hashing);
+    `then` gets its result (an exception it raises is raised here)."""
+
+    work: Callable[[], Any]
+    limiter: trio.CapacityLimiter
+    then: Callable[[Any], Any]
+
+    async def take(self, ctx: BrokerContext) -> Any:
+        return self.then(await trio.to_thread.run_sync(self.work, limiter=self.limiter))
+
+
+@dataclass(frozen=True, slots=True)
+class Pause(Step):
+    """Answer `seconds` later (a failed login's delay); `then` gets None."""
+
+    seconds: float
+    then: Callable[[None], Any]
+
+    async def take(self, ctx: BrokerContext) -> Any:
+        await trio.sleep(self.seconds)
+        return self.then(None)
+
+
+async def settle(answer: Any, ctx: BrokerContext) -> Any:
+    """Take the steps `answer` names, one after another, until it is a response."""
+    while isinstance(answer, Step):
+        answer = await answer.take(ctx)  # what it waited for, through its `then`
+    return answer
