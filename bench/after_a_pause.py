@@ -25,8 +25,8 @@ import time
 
 import trio
 
-from rafka_actors.bench.brokers import parse_brokers, running, split_broker_list
-from rafka_actors.bench.scale_workloads import commit_all, fetch_random
+from harness.brokers import parse_brokers, running, split_broker_list
+from harness.scale_workloads import commit_all, fetch_random
 
 FETCHES = 1_000
 SLOW_MS = 0.15

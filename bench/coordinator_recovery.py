@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.scale_workloads import write_commit_log
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
-from rafka_actors.bench.scale_workloads import write_commit_log
 
 
 def main() -> None:

@@ -25,15 +25,15 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from rafka_actors.bench.brokers import (
+from harness.brokers import (
     Broker,
     BrokerUnavailable,
     parse_brokers,
     running,
     split_broker_list,
 )
-from rafka_actors.bench.consumer_workloads import PROTOCOLS, create_topic
-from rafka_actors.bench.core import Target
+from harness.consumer_workloads import PROTOCOLS, create_topic
+from harness.core import Target
 
 NO_OFFSET = -1001  # librdkafka's OFFSET_INVALID: the group has no committed offset
 

@@ -1,4 +1,4 @@
-"""`rafka-actors bench`: the table's arithmetic, broker variants, and real runs of workloads
+"""`bench/run.py`: the table's arithmetic, broker variants, and real runs of workloads
 (a)-(d) at tiny sizes (the group-size chart is test_sweep.py's). No timing is asserted: each
 figure must be present and plausible, which shows the workload completed what it claims to
 measure."""
@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from harness import brokers, consumer_workloads
+from harness.command import measure, measure_in_turns
+from harness.core import Figure, Options, Target, Workload
+from harness.table import Results, cell, markdown, ratio
 from rafka_actors.admin.client import KafkaClient
-from rafka_actors.bench import brokers, consumer_workloads
-from rafka_actors.bench.command import measure, measure_in_turns
-from rafka_actors.bench.core import Figure, Options, Target, Workload
-from rafka_actors.bench.table import Results, cell, markdown, ratio
 
 from ..broker_process import BrokerProcess
+from . import BENCH
 
 QUICK = Options(runs=1, quick=True)
 
@@ -195,11 +196,11 @@ def test_consumers_starting_together_end_disjoint_and_complete(target: Target) -
     assert all(0 < v < consumer_workloads.ASSIGN_TIMEOUT_S for v in got.values())
 
 
-def test_bench_command_starts_its_broker_and_writes_json(tmp_path: Path) -> None:
+def test_bench_run_starts_its_broker_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
         [
-            *(sys.executable, "-m", "rafka_actors", "bench", "--brokers", "rafka-actors"),
+            *(sys.executable, str(BENCH / "run.py"), "--brokers", "rafka-actors"),
             *("--workloads", "ad", "--quick", "--runs", "2", "--json", str(out)),
         ],
         capture_output=True,

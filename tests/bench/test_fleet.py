@@ -16,8 +16,8 @@ import trio
 from kio.schema.api_versions.v3.response import ApiVersion, ApiVersionsResponse
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.bench.fleet import Fleet, running
-from rafka_actors.bench.loadgen import LoadgenError
+from harness.fleet import Fleet, running
+from harness.loadgen import LoadgenError
 from rafka_actors.protocol.codec import encode_response
 from rafka_actors.protocol.headers import parse_request_header
 

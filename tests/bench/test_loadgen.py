@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from rafka_actors.bench.core import Figure, Options, Target
-from rafka_actors.bench.loadgen import (
+from harness.core import Figure, Options, Target
+from harness.loadgen import (
     CLIENT_ID,
     HEARTBEAT,
     OFFSET_FETCH,
@@ -28,7 +28,7 @@ from rafka_actors.bench.loadgen import (
     subscribed_topics,
     subscription,
 )
-from rafka_actors.bench.scale_workloads import (
+from harness.scale_workloads import (
     TOPIC,
     WORKLOADS,
     commit_all,

@@ -1,4 +1,4 @@
-"""`rafka-actors bench`: workloads (a)-(h) against peer brokers, one table from one run.
+"""`bench/run.py`: workloads (a)-(h) against peer brokers, one table from one run.
 
 Without --bootstrap it starts every broker of --brokers itself, on loopback with a data dir
 of its own, and runs every workload --runs times against each (one that measures what the
@@ -12,9 +12,9 @@ shared host the machine's own throughput drifts by 10-30% over minutes; taken in
 ratio compares brokers under the same drift. A broker waiting for its turn is idle (it sits in
 epoll_wait). --no-interleave runs them one after another instead, each with all its runs.
 
-    rafka-actors bench [--brokers rafka-actors,noida-db,tansu] [--runs 3] [--no-interleave]
-                       [--workloads abcdefgh] [--quick] [--json FILE]
-                       [--rafka-override KEY=VALUE ...] [--bootstrap HOST:PORT [--kip848]]
+    .venv/bin/python bench/run.py [--brokers rafka-actors,noida-db,tansu] [--runs 3]
+        [--no-interleave] [--workloads abcdefgh] [--quick] [--json FILE]
+        [--rafka-override KEY=VALUE ...] [--bootstrap HOST:PORT [--kip848]]
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ import logging
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
 
 from .core import Figure, Options, Target, Workload
 
@@ -41,9 +40,11 @@ DEFAULT_BROKERS = "rafka-actors,rafka-actors[coordinator.log.fsync=never],noida-
 RAFKA_BENCH_SETTINGS = ("group.initial.rebalance.delay.ms=100",)
 
 
-def register(commands: Any) -> None:
-    parser = commands.add_parser(
-        "bench", help="benchmark the group coordinator against peer brokers", description=__doc__
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python bench/run.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--brokers", default=DEFAULT_BROKERS, help="comma-separated")
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="measure this broker only")
@@ -65,7 +66,17 @@ def register(commands: Any) -> None:
         default=list(RAFKA_BENCH_SETTINGS),
         help="a setting for every rafka-actors broker started (default: %(default)s)",
     )
-    parser.set_defaults(run=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return run(args, list(sys.argv[1:] if argv is None else argv))
 
 
 def workloads() -> dict[str, Workload]:
@@ -125,7 +136,7 @@ def measure_in_turns(
     return merged
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     from .brokers import BrokerUnavailable, parse_brokers, running, split_broker_list
     from .table import Results, as_json, machine, markdown
 
@@ -168,12 +179,12 @@ def run(args: argparse.Namespace) -> int:
     if not results.targets:
         progress("no broker could be measured")
         return 1
-    command = "rafka-actors " + shlex.join(sys.argv[1:]) if sys.argv[1:2] == ["bench"] else ""
+    command = shlex.join(["bench/run.py", *argv])
     header = [
         f"# rafka-actors bench, {datetime.date.today().isoformat()}",
         "",
         f"- machine: {machine()}; client and broker share it",
-        f"- command: `{command or 'rafka-actors bench'}` ({time.monotonic() - started:.0f} s)",
+        f"- command: `{command}` ({time.monotonic() - started:.0f} s)",
         f"- runs per figure: {opts.runs}; cells: median (min-max)"
         + ("; quick sizes" if opts.quick else "")
         + ("" if args.bootstrap else _order(args.interleave)),

@@ -25,7 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..admin.client import AdminError, KafkaClient
+from rafka_actors.admin.client import AdminError, KafkaClient
+
 from .core import Target
 
 READY_TIMEOUT_S = 60.0
