@@ -55,13 +55,13 @@ def request(op: str, group: str, topic: str, *, offset: int = 5) -> object:
             committed_leader_epoch=i32(-1),
             committed_metadata="",
         )
-        topics = (commit.OffsetCommitRequestTopic(name=TopicName(topic), partitions=(partition,)),)
+        committed = commit.OffsetCommitRequestTopic(name=TopicName(topic), partitions=(partition,))
         return commit.OffsetCommitRequest(
             group_id=GroupId(group),
             generation_id_or_member_epoch=i32(-1),
             member_id="",
             group_instance_id=None,
-            topics=topics,
+            topics=(committed,),
         )
     # "fetch": the partition named, as a consumer's committed() asks; "fetch-all": every
     # offset of the group (topics null), as an admin client or a lag exporter asks
@@ -103,7 +103,8 @@ def together(
     """Run `client(*args, start, results)` for each of `argsets` in a process of its own: each
     warms up, waits for `start`, then puts one result. Returns (the results, wall seconds
     from start to the last result, CPU seconds `pid` used meanwhile)."""
-    start, results = multiprocessing.Event(), multiprocessing.Queue()
+    start = multiprocessing.Event()
+    results: multiprocessing.Queue[Any] = multiprocessing.Queue()
     processes = [
         multiprocessing.Process(target=client, args=(*args, start, results)) for args in argsets
     ]
