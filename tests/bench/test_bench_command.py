@@ -24,6 +24,8 @@ from rafka_actors.admin.client import KafkaClient
 from ..broker_process import BrokerProcess
 from . import BENCH
 
+pytestmark = pytest.mark.bench
+
 QUICK = Options(runs=1, quick=True)
 
 

@@ -23,6 +23,8 @@ from rafka_actors.protocol.headers import parse_request_header
 
 from ..broker_process import BrokerProcess
 
+pytestmark = pytest.mark.bench
+
 
 def _tasks(task: trio.lowlevel.Task) -> int:
     return 1 + sum(_tasks(child) for n in task.child_nurseries for child in n.child_tasks)

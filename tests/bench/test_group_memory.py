@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from . import run_bench_script
+
+pytestmark = pytest.mark.bench
 
 
 def test_it_prints_memory_per_group_and_the_sweep_leaves_no_actor() -> None:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from . import run_bench_script
+
+pytestmark = pytest.mark.bench
 
 
 def test_random_fetches_each_get_their_groups_offset() -> None:

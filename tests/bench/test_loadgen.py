@@ -43,6 +43,8 @@ from rafka_actors.protocol.messages import request_class
 
 from ..broker_process import BrokerProcess
 
+pytestmark = pytest.mark.bench
+
 QUICK = Options(runs=1, quick=True)
 
 

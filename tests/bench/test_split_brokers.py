@@ -14,7 +14,7 @@ from harness.core import Target
 from ..broker_process import BrokerProcess
 from . import run_bench_script
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.bench, pytest.mark.e2e]
 
 
 def _groups(bootstrap: str) -> set[str]:

@@ -16,6 +16,8 @@ from harness.sweep import SweepRow, main, sweep, table
 
 from ..broker_process import BrokerProcess
 
+pytestmark = pytest.mark.bench
+
 _PNG = b"\x89PNG\r\n\x1a\n"
 
 
