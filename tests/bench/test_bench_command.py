@@ -185,6 +185,8 @@ def test_client_workloads_measure_every_figure(target: Target) -> None:
     assert 0 < got["a.first_assignment_consumer"] < 60
     assert got["c.commits_1"] > 0 and got["c.commits_4"] > 0
     assert 0 < got["c.commit_p50_ms"] <= got["c.commit_p99_ms"]
+    # a subscribed member's commits (the workload checks the group holds the last offset)
+    assert got["c.member_commits_per_s"] > 0 and got["c.member_paused_commits_per_s"] > 0
     assert got["d.fetches_1"] > 0 and got["d.fetch_p99_ms"] > 0
 
 
