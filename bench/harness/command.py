@@ -12,6 +12,15 @@ shared host the machine's own throughput drifts by 10-30% over minutes; taken in
 ratio compares brokers under the same drift. A broker waiting for its turn is idle (it sits in
 epoll_wait). --no-interleave runs them one after another instead, each with all its runs.
 
+A broker of --brokers is `[NAME=]KIND[@PYTHON][[KEY=VALUE,...]]` (brokers.parse_brokers):
+KIND is rafka-actors, noida-db or tansu; `[...]` adds rafka-actors settings; `@PYTHON` runs
+another installation of rafka-actors, `PYTHON -m rafka_actors serve ...` (an older commit in
+a venv of its own, a compiled build); NAME is the table's column. Ratios are to the first
+broker, so the old build first gives new/old, the two taking turns within the one run:
+
+    .venv/bin/python bench/run.py --workloads c \
+        --brokers 'old=rafka-actors@/work/baseline/.venv/bin/python,new=rafka-actors'
+
     .venv/bin/python bench/run.py [--brokers rafka-actors,noida-db,tansu] [--runs 3]
         [--no-interleave] [--workloads abcdefgh] [--quick] [--json FILE]
         [--rafka-override KEY=VALUE ...] [--bootstrap HOST:PORT [--kip848]]
@@ -46,7 +55,11 @@ def parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--brokers", default=DEFAULT_BROKERS, help="comma-separated")
+    parser.add_argument(
+        "--brokers",
+        default=DEFAULT_BROKERS,
+        help="comma-separated [NAME=]KIND[@PYTHON][[KEY=VALUE,...]] (default: %(default)s)",
+    )
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="measure this broker only")
     parser.add_argument("--kip848", action="store_true", help="--bootstrap serves KIP-848")
     parser.add_argument("--runs", type=int, default=3)
@@ -145,6 +158,16 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
 
     known = workloads()
     chosen = [known[letter] for letter in args.workloads if letter in known]
+    try:
+        listed = [] if args.bootstrap else split_broker_list(args.brokers)
+        to_start = parse_brokers(listed, args.rafka_override)
+    except ValueError as exc:
+        progress(f"--brokers: {exc}")
+        return 2
+    named = [broker.name for broker in to_start]
+    if len(set(named)) != len(named):
+        progress(f"two brokers of the same name in {named}: give them NAME= prefixes")
+        return 2
     opts = Options(runs=args.runs, quick=args.quick)
     started = time.monotonic()
     results = Results([], {})
@@ -155,7 +178,7 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     elif args.interleave:
         with contextlib.ExitStack() as stack:
             started_targets: list[tuple[Target, Fresh | None]] = []
-            for broker in parse_brokers(split_broker_list(args.brokers), args.rafka_override):
+            for broker in to_start:
                 try:
                     target = stack.enter_context(running(broker))
                 except BrokerUnavailable as exc:
@@ -166,7 +189,7 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
                 started_targets.append((target, functools.partial(running, broker)))
             results.figures.update(measure_in_turns(started_targets, chosen, opts, progress))
     else:
-        for broker in parse_brokers(split_broker_list(args.brokers), args.rafka_override):
+        for broker in to_start:
             try:
                 with running(broker) as target:
                     progress(f"{broker.name}: started at {target.bootstrap}")
@@ -191,6 +214,13 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     ]
     if not args.bootstrap:  # an external broker's settings are not ours to report
         header.append(f"- rafka-actors settings: {', '.join(args.rafka_override) or 'defaults'}")
+    if any(broker.python for broker in to_start):
+        pythons = [
+            f"{b.name} under {b.python or sys.executable + ' (this venv)'}"
+            for b in to_start
+            if b.kind == "rafka-actors" and b.name in results.targets
+        ]
+        header.append(f"- rafka-actors installations: {'; '.join(pythons)}")
     print(markdown(results, header))
     if args.json:
         meta = {"header": header, "runs": opts.runs, "quick": opts.quick}

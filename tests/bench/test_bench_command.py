@@ -90,6 +90,33 @@ def test_broker_list_splits_outside_brackets() -> None:
     assert variant.settings == ("coordinator.log.fsync=never", "idle.poll.time.us=0")
 
 
+def test_a_broker_can_be_named_and_run_by_another_interpreter() -> None:
+    listed = "old=rafka-actors@/opt/old/bin/python[coordinator.log.fsync=never],new=rafka-actors"
+    old, new = brokers.parse_brokers(brokers.split_broker_list(listed), ["a=1"])
+    assert old == brokers.Broker(
+        "old", "rafka-actors", ("a=1", "coordinator.log.fsync=never"), "/opt/old/bin/python"
+    )
+    assert new == brokers.Broker("new", "rafka-actors", ("a=1",), None)
+    assert brokers.parse_brokers(["rafka-actors@/p/python"], [])[0].name == "rafka-actors@/p/python"
+    with pytest.raises(ValueError, match="only rafka-actors"):
+        brokers.parse_brokers(["noida-db@/opt/old/bin/python"], [])
+
+
+def test_another_interpreter_serves_the_broker(tmp_path: Path) -> None:
+    # another installation's interpreter: here, a script that notes its arguments and runs ours
+    python, used = tmp_path / "python", tmp_path / "used"
+    python.write_text(f'#!/bin/sh\necho "$@" > {used}\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    settings = ("group.initial.rebalance.delay.ms=0",)
+    broker = brokers.Broker("other", "rafka-actors", settings, str(python))
+    with brokers.running(broker) as target, KafkaClient(target.bootstrap, timeout=10) as client:
+        assert 18 in client.versions
+    assert used.read_text().startswith("-m rafka_actors serve --listen 127.0.0.1:")
+    missing = brokers.Broker("gone", "rafka-actors", (), str(tmp_path / "nothing"))
+    with pytest.raises(brokers.BrokerUnavailable, match="no interpreter"):
+        brokers.command(missing, 1, tmp_path)
+
+
 def test_measure_merges_runs_and_skips_what_does_not_apply() -> None:
     calls: list[str] = []
 
