@@ -75,13 +75,24 @@ def _noida_binary() -> str:
     return found
 
 
+def _interpreter(broker: Broker) -> str:
+    """The absolute path of the broker's interpreter (it starts in a directory of its own)."""
+    if broker.python is None:
+        return sys.executable
+    if os.sep in broker.python:
+        found: str | None = os.path.abspath(broker.python)  # not resolved: a venv's link
+    else:
+        found = shutil.which(broker.python)
+    if found is None or not os.access(found, os.X_OK):
+        raise BrokerUnavailable(f"{broker.name}: no interpreter at {broker.python}")
+    return found
+
+
 def command(broker: Broker, port: int, data_dir: Path) -> list[str]:
     address = f"127.0.0.1:{port}"
     if broker.kind == "rafka-actors":
         settings = [arg for item in broker.settings for arg in ("-o", item)]
-        python = broker.python or sys.executable
-        if not os.access(python, os.X_OK):
-            raise BrokerUnavailable(f"{broker.name}: no interpreter at {python}")
+        python = _interpreter(broker)
         serve = [python, "-m", "rafka_actors", "serve", "--listen", address]
         return [*serve, "--data-dir", str(data_dir), "--log-level", "WARNING", *settings]
     if broker.kind == "noida-db":

@@ -102,13 +102,16 @@ def test_a_broker_can_be_named_and_run_by_another_interpreter() -> None:
         brokers.parse_brokers(["noida-db@/opt/old/bin/python"], [])
 
 
-def test_another_interpreter_serves_the_broker(tmp_path: Path) -> None:
+def test_another_interpreter_serves_the_broker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # another installation's interpreter: here, a script that notes its arguments and runs ours
     python, used = tmp_path / "python", tmp_path / "used"
     python.write_text(f'#!/bin/sh\necho "$@" > {used}\nexec {sys.executable} "$@"\n')
     python.chmod(0o755)
     settings = ("group.initial.rebalance.delay.ms=0",)
-    broker = brokers.Broker("other", "rafka-actors", settings, str(python))
+    monkeypatch.chdir(tmp_path)  # a path relative to where the bench runs, not the broker
+    broker = brokers.Broker("other", "rafka-actors", settings, "./python")
     with brokers.running(broker) as target, KafkaClient(target.bootstrap, timeout=10) as client:
         assert 18 in client.versions
     assert used.read_text().startswith("-m rafka_actors serve --listen 127.0.0.1:")
