@@ -1,4 +1,4 @@
-"""The load generator's fleet of group members (bench/fleet.py) against the real broker.
+"""The load generator's fleet of group members (bench/harness/fleet.py) against the real broker.
 
 No timing is asserted: what is checked is that one task drives every member through the
 protocol, that a member told to leave from a workload's task is timed from that moment,
