@@ -15,11 +15,12 @@ epoll_wait). --no-interleave runs them one after another instead, each with all 
 A broker of --brokers is `[NAME=]KIND[@PYTHON][[KEY=VALUE,...]]` (brokers.parse_brokers):
 KIND is rafka-actors, noida-db or tansu; `[...]` adds rafka-actors settings; `@PYTHON` runs
 another installation of rafka-actors, `PYTHON -m rafka_actors serve ...` (an older commit in
-a venv of its own, a compiled build); NAME is the table's column. Ratios are to the first
-broker, so the old build first gives new/old, the two taking turns within the one run:
+a venv of its own, a compiled build); NAME is the table's column. A column "vs X" is the
+first broker's median over X's, oriented so that above 1.0 the first did better: with the
+new build first, "vs old" reads new/old, the two taking turns within the one run:
 
     .venv/bin/python bench/run.py --workloads c \
-        --brokers 'old=rafka-actors@/work/baseline/.venv/bin/python,new=rafka-actors'
+        --brokers 'new=rafka-actors,old=rafka-actors@/work/baseline/.venv/bin/python'
 
     .venv/bin/python bench/run.py [--brokers rafka-actors,noida-db,tansu] [--runs 3]
         [--no-interleave] [--workloads abcdefgh] [--quick] [--json FILE]
