@@ -20,24 +20,23 @@ test *ARGS:
 test-slow *ARGS:
     {{venv}}/bin/pytest -m slow {{ARGS}}
 
+# The tests of bench/ (the harness and its scripts): slowish, so not in `just test`.
+test-bench *ARGS:
+    {{venv}}/bin/pytest -m bench {{ARGS}}
+
 # ruff and mypy.
 lint:
-    {{venv}}/bin/ruff check src tests
+    {{venv}}/bin/ruff check src tests bench
     {{venv}}/bin/mypy
 
 # The benchmark against peer brokers: workloads (a)-(h), one table (docs/performance.md).
+# Another installation takes part as NAME=rafka-actors@PYTHON in --brokers (bench/run.py --help).
 bench *ARGS:
-    {{venv}}/bin/rafka-actors bench {{ARGS}}
+    {{python}} bench/run.py {{ARGS}}
 
 # The group-size chart of docs/performance.md.
 bench-chart *ARGS:
-    {{python}} -m rafka_actors.bench.sweep --runs 3 --png docs/perf-group-size.png {{ARGS}}
-
-# The same benchmark with the compiled build (what `pip install .` gives): a venv of its own.
-bench-compiled *ARGS:
-    test -x .venv-compiled/bin/python || python3 -m venv .venv-compiled
-    .venv-compiled/bin/pip install -q '.[bench]'
-    .venv-compiled/bin/rafka-actors bench {{ARGS}}
+    {{python}} bench/group_size.py --runs 3 --png docs/perf-group-size.png {{ARGS}}
 
 # Where the broker's CPU goes per request, by part (py-spy; bench/profile_broker.py).
 bench-profile *ARGS:

@@ -1,15 +1,16 @@
-"""OffsetFetch latency right after a pause: does the broker's idle polling hold up its client?
+"""OffsetFetch latency right after a pause: does a broker that has been idle hold up its client?
 
 One synchronous client (the bench's own, on one connection per round) fetches a random
 group's committed offset 1 000 times a round. The rounds follow each other at once or after a
 pause, during which the broker has nothing to do and sleeps in epoll_wait. Per round: p50 and
 p99 latency, how many fetches took over 0.15 ms, and in which hundred of the round they fell.
+Brokers take turns round by round, so a drift of the machine shows in every broker's rounds.
 
-On the 2-core machine a pause of a second or more made the kernel wake the client on the
-broker's core for a while, where the broker, polling for `idle.poll.time.us` after each
-reply, kept it waiting: a quarter of the round's first 500 fetches took 0.15-0.25 ms. Since
-session 23 each turn of polling offers the core away first (gateway/idle_poll.py). Brokers
-take turns round by round, so a drift of the machine shows in every broker's rounds.
+It was written for the broker's idle polling (`idle.poll.time.us`, session 23): on the 2-core
+machine a pause of a second or more made the kernel wake the client on the broker's core for
+a while, where the broker, still polling after each reply, kept it waiting (a quarter of the
+round's first 500 fetches took 0.15-0.25 ms). It measures only what a client sees over the
+wire, so it applies to any broker of `--brokers`, with or without such polling.
 
     .venv/bin/python bench/after_a_pause.py [--brokers 'rafka-actors,noida-db']
         [--groups 100000] [--pauses 0,0,1,0,0.2,0,2,0]
@@ -25,8 +26,8 @@ import time
 
 import trio
 
-from rafka_actors.bench.brokers import parse_brokers, running, split_broker_list
-from rafka_actors.bench.scale_workloads import commit_all, fetch_random
+from harness.brokers import parse_brokers, running, split_broker_list
+from harness.scale_workloads import commit_all, fetch_random
 
 FETCHES = 1_000
 SLOW_MS = 0.15

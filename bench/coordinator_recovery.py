@@ -1,7 +1,7 @@
 """Recovery time of the coordinator log: write N OffsetCommit records, time the replay.
 
 Writes N commit records (1 000 groups x 100 partitions, cycled, so compaction-worthy but
-uncompacted) straight into the segment files, as workload (h) of `rafka-actors bench` does,
+uncompacted) straight into the segment files, as workload (h) of `bench/run.py` does,
 then times `DurableCoordinatorLog.open` alone: (h) times a whole broker start-up.
 
     .venv/bin/python bench/coordinator_recovery.py [--records 1000000] [--runs 3]
@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.scale_workloads import write_commit_log
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
-from rafka_actors.bench.scale_workloads import write_commit_log
 
 
 def main() -> None:

@@ -1,10 +1,11 @@
 """The Python memory each live group costs, in process: groups created by a first commit.
 
-Workload (g) of `rafka-actors bench` reads the broker's RSS after 100 000 groups each got one
+Workload (g) of `bench/run.py` reads the broker's RSS after 100 000 groups each got one
 commit; this counts the same groups' Python objects with `tracemalloc`, without sockets or a
 second process: the registry, its actors (dormant or running), their groups and the
-coordinator log's view. Each group gets one OffsetCommit through `GroupRegistry.ask_light`,
-as the gateway sends it, and every actor stays (`group.passivation.idle.ms` of 10 minutes).
+coordinator log's view. Each group gets one OffsetCommit through `GroupRegistry.ask` (the
+registry's public API), and every actor stays (`group.passivation.idle.ms` of 10 minutes);
+the line says how many of them hold a running task.
 The rate is groups created per second while tracemalloc traces (which slows it down).
 
 Then the retention sweep (`offsets.retention.check.interval.ms`) visits every group from a
@@ -51,7 +52,7 @@ async def measure(data_dir: Path, groups: int, fsync: str) -> None:
 
         async def first_commit(i: int) -> None:
             op = OffsetCommitOp(f"g{i}", (("t", 0, 1, -1, ""),))
-            answer = await registry.ask_light(GroupKey(1, op.group_id), op)
+            answer = await registry.ask(GroupKey(1, op.group_id), op)
             if answer.results[0][2] != 0:
                 raise RuntimeError(f"commit failed: {answer}")
 

@@ -199,10 +199,9 @@ class Member(threading.Thread):
             consumer.subscribe([self.topic])
             while not self.stopping.is_set():
                 msg = consumer.poll(POLL_S)
-                if msg is not None and msg.error() is not None:
-                    code = msg.error().code()
-                    if code != confluent_kafka.KafkaError._PARTITION_EOF:
-                        self.errors.append(str(msg.error()))
+                error = None if msg is None else msg.error()
+                if error is not None and error.code() != confluent_kafka.KafkaError._PARTITION_EOF:
+                    self.errors.append(str(error))
                 held = frozenset(tp.partition for tp in consumer.assignment())
                 self.watch.update(self.index, held)
         except BaseException as exc:

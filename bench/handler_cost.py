@@ -13,12 +13,6 @@ phase (the machine's own CPU speed still moves them by 10-20%: compare within on
 `--ops fetch-random`: an OffsetFetch of a random one of FETCH_GROUPS groups, each with an
 offset committed (the other ops repeat one request, for one group; `fetch`'s has no offsets).
 Every answer is checked for its group's offset.
-
-`--ops commit-repeat`: a consumer's next commit as the reactor answers it
-(gateway/commit_repeat.py: the kept commit with other offsets, no decode, the group's actor
-stepping it inline), inside a pass whose held records are written at its end, one commit a
-pass, as with one committer. Every request carries new offsets. Under fsync `always` the
-reactor answers no commit inline, so this op runs under `never` or `interval` only.
 """
 
 from __future__ import annotations
@@ -46,19 +40,16 @@ from rafka_actors.actors.data_plane import DataPlane
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.config import BrokerConfig
-from rafka_actors.gateway import commit_repeat
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import answer
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.group.effects import GroupConfig
-from rafka_actors.ids import GroupKey
 from rafka_actors.protocol.codec import encode_request
 
 sys.path.insert(0, str(Path(__file__).parent))
 from request_cost import request  # the same requests as the loopback bench
 
 TOPIC = "cost"
-REPEAT_GROUP = "cost-commit-repeat"  # the group of --ops commit-repeat
 FETCH_GROUPS = 1_000  # the groups of --ops fetch-random
 
 
@@ -94,45 +85,6 @@ async def in_process_broker(
         data.close()
 
 
-async def _repeated_commits(
-    ctx: BrokerContext, conn: ConnectionInfo, count: int
-) -> Callable[[], Awaitable[None]]:
-    """`count` repeated commits, each in a pass of its own (see the docstring)."""
-
-    def commit_frame(offset: int, correlation_id: int) -> bytes:
-        commit = request("commit", REPEAT_GROUP, TOPIC, offset=offset)
-        return encode_request(commit, correlation_id, "bench")[4:]
-
-    # offsets unlike any other 8 bytes of the frame, so that the commit is kept
-    kept_frame = commit_frame(1 << 40, 1)
-    conn.now_only = True  # answered as the reactor answers it: so the commit is kept
-    try:
-        reply = await answer(kept_frame, ctx, API_TABLE, conn)
-    finally:
-        conn.now_only = False
-    kept = commit_repeat.keep(kept_frame, reply, conn)
-    if kept is None:
-        raise SystemExit("commit-repeat: the first commit was not kept")
-    frames = [commit_frame((1 << 41) + i, 2 + i) for i in range(count)]
-    registry = ctx.registry()
-
-    async def commit_all() -> None:  # (no wait: the reactor's pass is one step)
-        for frame in frames:
-            registry.hold_writes()
-            replied = commit_repeat.answer(kept, frame, ctx, conn, trio.current_time())
-            registry.answered_held()
-            if replied is None or not registry.release_writes():
-                raise SystemExit("commit-repeat: a commit was not answered from the kept one")
-
-    return commit_all
-
-
-def _committed_offset(ctx: BrokerContext, conn: ConnectionInfo, group_id: str) -> int | None:
-    actor = ctx.registry().actor(GroupKey(conn.org_id, group_id))
-    committed = None if actor is None else actor.group.offsets.get((TOPIC, 0))
-    return None if committed is None else committed.offset
-
-
 async def _random_fetches(
     ctx: BrokerContext, conn: ConnectionInfo, count: int
 ) -> Callable[[], Awaitable[None]]:
@@ -161,9 +113,8 @@ async def _requests(
     op: str, ctx: BrokerContext, conn: ConnectionInfo, count: int
 ) -> Callable[[], Awaitable[None]]:
     """`count` requests of `op` back to back, warmed up (the group and its actor exist)."""
-    if op in ("commit-repeat", "fetch-random"):
-        prepare = _repeated_commits if op == "commit-repeat" else _random_fetches
-        run = await prepare(ctx, conn, count)
+    if op == "fetch-random":
+        run = await _random_fetches(ctx, conn, count)
         await run()
         return run
     frame = encode_request(request(op, f"cost-{op}", TOPIC), 1, "bench")[4:]
@@ -185,9 +136,6 @@ async def measure(data_dir: Path, fsync: str, ops: list[str], requests: int, rou
                 f"{op}: best {costs[0]:.1f} us, median {statistics.median(costs):.1f} us "
                 f"per request over {rounds} rounds of {requests:,}"
             )
-            if op == "commit-repeat":  # each round sent the same offsets, the last one last
-                offset = _committed_offset(ctx, conn, REPEAT_GROUP)
-                print(f"commit-repeat: the group's committed offset is {offset}")
 
 
 def main() -> int:
@@ -197,8 +145,6 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--fsync", default="never", choices=("never", "interval", "always"))
     args = parser.parse_args()
-    if "commit-repeat" in args.ops.split(",") and args.fsync == "always":
-        parser.error("commit-repeat: under fsync always the reactor answers no commit inline")
     print(f"# {shlex.join(['bench/handler_cost.py', *sys.argv[1:]])}")
     with tempfile.TemporaryDirectory() as tmp:
         trio.run(measure, Path(tmp), args.fsync, args.ops.split(","), args.requests, args.rounds)

@@ -29,10 +29,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from request_cost import broker, broker_arguments, replay, request
-
-from rafka_actors.bench.consumer_workloads import create_topic
+from harness.consumer_workloads import create_topic
 from rafka_actors.protocol.codec import encode_request
+from request_cost import broker, broker_arguments, replay, request
 
 _FRAME = re.compile(r"(?P<function>.*) \((?P<file>[^():]*)(?::\d+)?\)$")
 

@@ -4,7 +4,7 @@ Starts `rafka-actors serve` on a free port with a temporary data dir (or uses --
 then measures, over --runs runs: produce throughput (acks=all), fetch throughput, time from
 subscribe to first assignment, synchronous commits/s and committed() (OffsetFetch) calls/s.
 Prints min/median/max per figure, the core count and the command that made them. The full
-suite against peer brokers is issue 8's `rafka-actors bench`.
+suite against peer brokers is issue 8's `bench/run.py`.
 
     .venv/bin/python bench/quick.py [--bootstrap HOST:PORT] [--runs 3] [--records 50000]
                                     [-o KEY=VALUE ...]

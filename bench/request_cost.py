@@ -3,7 +3,7 @@
 The client does almost nothing per request (send the same bytes, read the answer), so the
 broker's CPU time (from /proc/<pid>/stat, its process tree) divided by the requests answered
 is the broker's cost of one request, socket included. Starts --broker itself (rafka-actors,
-noida-db or tansu, see rafka_actors.bench.brokers) unless --bootstrap and --pid name one
+noida-db or tansu, see harness.brokers) unless --bootstrap and --pid name one
 that is running.
 
     .venv/bin/python bench/request_cost.py [--broker KIND | --bootstrap HOST:PORT --pid PID]
@@ -35,10 +35,10 @@ from kio.schema.offset_fetch.v8 import request as fetch
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i64
 
-from rafka_actors.bench.brokers import Broker, running
-from rafka_actors.bench.consumer_workloads import create_topic
-from rafka_actors.bench.core import Target
-from rafka_actors.bench.loadgen import cpu_seconds
+from harness.brokers import Broker, running
+from harness.consumer_workloads import create_topic
+from harness.core import Target
+from harness.loadgen import cpu_seconds
 from rafka_actors.protocol.codec import encode_request
 
 TOPIC_PARTITIONS = 1
@@ -55,13 +55,13 @@ def request(op: str, group: str, topic: str, *, offset: int = 5) -> object:
             committed_leader_epoch=i32(-1),
             committed_metadata="",
         )
-        topics = (commit.OffsetCommitRequestTopic(name=TopicName(topic), partitions=(partition,)),)
+        committed = commit.OffsetCommitRequestTopic(name=TopicName(topic), partitions=(partition,))
         return commit.OffsetCommitRequest(
             group_id=GroupId(group),
             generation_id_or_member_epoch=i32(-1),
             member_id="",
             group_instance_id=None,
-            topics=topics,
+            topics=(committed,),
         )
     # "fetch": the partition named, as a consumer's committed() asks; "fetch-all": every
     # offset of the group (topics null), as an admin client or a lag exporter asks
@@ -103,7 +103,8 @@ def together(
     """Run `client(*args, start, results)` for each of `argsets` in a process of its own: each
     warms up, waits for `start`, then puts one result. Returns (the results, wall seconds
     from start to the last result, CPU seconds `pid` used meanwhile)."""
-    start, results = multiprocessing.Event(), multiprocessing.Queue()
+    start = multiprocessing.Event()
+    results: multiprocessing.Queue[Any] = multiprocessing.Queue()
     processes = [
         multiprocessing.Process(target=client, args=(*args, start, results)) for args in argsets
     ]

@@ -1,6 +1,6 @@
 """What an acknowledged commit is worth: how many survive a SIGKILL of the broker.
 
-The commits/s figures of `rafka-actors bench` compare brokers that promise different things
+The commits/s figures of `bench/run.py` compare brokers that promise different things
 for the same acknowledgement. This commits offsets from `--groups` groups with confluent-kafka
 (synchronous commits: each one acknowledged before the next), SIGKILLs the broker's whole
 process group, starts it again on the same data dir, and asks each group for its committed
@@ -25,15 +25,15 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from rafka_actors.bench.brokers import (
+from harness.brokers import (
     Broker,
     BrokerUnavailable,
     parse_brokers,
     running,
     split_broker_list,
 )
-from rafka_actors.bench.consumer_workloads import PROTOCOLS, create_topic
-from rafka_actors.bench.core import Target
+from harness.consumer_workloads import PROTOCOLS, create_topic
+from harness.core import Target
 
 NO_OFFSET = -1001  # librdkafka's OFFSET_INVALID: the group has no committed offset
 
@@ -80,6 +80,7 @@ def acknowledged_then_killed(
                             offsets=[TopicPartition(topic, 0, offset)], asynchronous=False
                         )
             time.sleep(kill_after)
+            assert target.pid is not None  # `running` started it
             os.killpg(target.pid, signal.SIGKILL)  # leaving `running` reaps what is left
         with running(broker, data_dir) as target:
             seen = []

@@ -20,9 +20,9 @@ import statistics
 import sys
 from contextlib import ExitStack
 
-from rafka_actors.bench.brokers import Broker, running
-from rafka_actors.bench.consumer_workloads import aggregate_commits, create_topic
-from rafka_actors.bench.core import Target
+from harness.brokers import Broker, running
+from harness.consumer_workloads import aggregate_commits, create_topic
+from harness.core import Target
 
 
 def main() -> int:

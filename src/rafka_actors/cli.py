@@ -31,7 +31,6 @@ SUBCOMMAND_MODULES = (
     "rafka_actors.admin.cli",
     "rafka_actors.pipeline.cli",
     "rafka_actors.auth.cli",
-    "rafka_actors.bench.command",
 )
 
 

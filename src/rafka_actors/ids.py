@@ -9,7 +9,7 @@ result becomes `-`); RRLs contain slashes and never go into a URL path segment.
 
 The ULID is written here rather than by python-ulid: its `str()` spells the 128 bits out in a
 Python loop, and minting took 2.9 us, about a tenth of the broker's CPU while groups were
-created one commit each ((g) of `rafka-actors bench`). The same 26 characters of Crockford's
+created one commit each ((g) of `bench/run.py`). The same 26 characters of Crockford's
 base32 come in 0.6 us from the millisecond stamp (spelled once a millisecond) and 16 random
 bytes, each turned into one character by `bytes.translate` (its 5 low bits: 256 is a multiple of
 32, so every character is as likely, and 16 of them are the 80 random bits of a ULID). Ids

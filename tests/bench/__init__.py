@@ -1,4 +1,7 @@
-"""Tests of the benchmark tools; `run_bench_script` runs one of bench/ as a user would."""
+"""Tests of the benchmark tools; `run_bench_script` runs one of bench/ as a user would.
+
+Every module here is marked `bench`, which `addopts` deselects: `just test-bench` (or
+`pytest -m bench`) runs them, `just test` and CI do not."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`rafka-actors bench`: the table's arithmetic, broker variants, and real runs of workloads
+"""`bench/run.py`: the table's arithmetic, broker variants, and real runs of workloads
 (a)-(d) at tiny sizes (the group-size chart is test_sweep.py's). No timing is asserted: each
 figure must be present and plausible, which shows the workload completed what it claims to
 measure."""
@@ -15,13 +15,16 @@ from pathlib import Path
 
 import pytest
 
+from harness import brokers, consumer_workloads
+from harness.command import measure, measure_in_turns
+from harness.core import Figure, Options, Target, Workload
+from harness.table import Results, cell, markdown, ratio
 from rafka_actors.admin.client import KafkaClient
-from rafka_actors.bench import brokers, consumer_workloads
-from rafka_actors.bench.command import measure, measure_in_turns
-from rafka_actors.bench.core import Figure, Options, Target, Workload
-from rafka_actors.bench.table import Results, cell, markdown, ratio
 
 from ..broker_process import BrokerProcess
+from . import BENCH
+
+pytestmark = pytest.mark.bench
 
 QUICK = Options(runs=1, quick=True)
 
@@ -85,6 +88,36 @@ def test_broker_list_splits_outside_brackets() -> None:
     ]
     variant = brokers.parse_brokers(brokers.split_broker_list(listed), [])[1]
     assert variant.settings == ("coordinator.log.fsync=never", "idle.poll.time.us=0")
+
+
+def test_a_broker_can_be_named_and_run_by_another_interpreter() -> None:
+    listed = "old=rafka-actors@/opt/old/bin/python[coordinator.log.fsync=never],new=rafka-actors"
+    old, new = brokers.parse_brokers(brokers.split_broker_list(listed), ["a=1"])
+    assert old == brokers.Broker(
+        "old", "rafka-actors", ("a=1", "coordinator.log.fsync=never"), "/opt/old/bin/python"
+    )
+    assert new == brokers.Broker("new", "rafka-actors", ("a=1",), None)
+    assert brokers.parse_brokers(["rafka-actors@/p/python"], [])[0].name == "rafka-actors@/p/python"
+    with pytest.raises(ValueError, match="only rafka-actors"):
+        brokers.parse_brokers(["noida-db@/opt/old/bin/python"], [])
+
+
+def test_another_interpreter_serves_the_broker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # another installation's interpreter: here, a script that notes its arguments and runs ours
+    python, used = tmp_path / "python", tmp_path / "used"
+    python.write_text(f'#!/bin/sh\necho "$@" > {used}\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    settings = ("group.initial.rebalance.delay.ms=0",)
+    monkeypatch.chdir(tmp_path)  # a path relative to where the bench runs, not the broker
+    broker = brokers.Broker("other", "rafka-actors", settings, "./python")
+    with brokers.running(broker) as target, KafkaClient(target.bootstrap, timeout=10) as client:
+        assert 18 in client.versions
+    assert used.read_text().startswith("-m rafka_actors serve --listen 127.0.0.1:")
+    missing = brokers.Broker("gone", "rafka-actors", (), str(tmp_path / "nothing"))
+    with pytest.raises(brokers.BrokerUnavailable, match="no interpreter"):
+        brokers.command(missing, 1, tmp_path)
 
 
 def test_measure_merges_runs_and_skips_what_does_not_apply() -> None:
@@ -182,6 +215,8 @@ def test_client_workloads_measure_every_figure(target: Target) -> None:
     assert 0 < got["a.first_assignment_consumer"] < 60
     assert got["c.commits_1"] > 0 and got["c.commits_4"] > 0
     assert 0 < got["c.commit_p50_ms"] <= got["c.commit_p99_ms"]
+    # a subscribed member's commits (the workload checks the group holds the last offset)
+    assert got["c.member_commits_per_s"] > 0 and got["c.member_paused_commits_per_s"] > 0
     assert got["d.fetches_1"] > 0 and got["d.fetch_p99_ms"] > 0
 
 
@@ -195,11 +230,11 @@ def test_consumers_starting_together_end_disjoint_and_complete(target: Target) -
     assert all(0 < v < consumer_workloads.ASSIGN_TIMEOUT_S for v in got.values())
 
 
-def test_bench_command_starts_its_broker_and_writes_json(tmp_path: Path) -> None:
+def test_bench_run_starts_its_broker_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
         [
-            *(sys.executable, "-m", "rafka_actors", "bench", "--brokers", "rafka-actors"),
+            *(sys.executable, str(BENCH / "run.py"), "--brokers", "rafka-actors"),
             *("--workloads", "ad", "--quick", "--runs", "2", "--json", str(out)),
         ],
         capture_output=True,

@@ -1,4 +1,4 @@
-"""The load generator's fleet of group members (bench/fleet.py) against the real broker.
+"""The load generator's fleet of group members (bench/harness/fleet.py) against the real broker.
 
 No timing is asserted: what is checked is that one task drives every member through the
 protocol, that a member told to leave from a workload's task is timed from that moment,
@@ -16,12 +16,14 @@ import trio
 from kio.schema.api_versions.v3.response import ApiVersion, ApiVersionsResponse
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.bench.fleet import Fleet, running
-from rafka_actors.bench.loadgen import LoadgenError
+from harness.fleet import Fleet, running
+from harness.loadgen import LoadgenError
 from rafka_actors.protocol.codec import encode_response
 from rafka_actors.protocol.headers import parse_request_header
 
 from ..broker_process import BrokerProcess
+
+pytestmark = pytest.mark.bench
 
 
 def _tasks(task: trio.lowlevel.Task) -> int:

@@ -6,7 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from . import run_bench_script
+
+pytestmark = pytest.mark.bench
 
 
 def test_every_way_prints_its_latencies(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.bench
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "hostile_clients.py"
 HEADER = ("load", "n", "p50 ms", "p99 ms", "max ms", "base p99", "p99/base")
 

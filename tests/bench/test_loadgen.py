@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from rafka_actors.bench.core import Figure, Options, Target
-from rafka_actors.bench.loadgen import (
+from harness.core import Figure, Options, Target
+from harness.loadgen import (
     CLIENT_ID,
     HEARTBEAT,
     OFFSET_FETCH,
@@ -28,7 +28,7 @@ from rafka_actors.bench.loadgen import (
     subscribed_topics,
     subscription,
 )
-from rafka_actors.bench.scale_workloads import (
+from harness.scale_workloads import (
     TOPIC,
     WORKLOADS,
     commit_all,
@@ -42,6 +42,8 @@ from rafka_actors.protocol.codec import encode_request
 from rafka_actors.protocol.messages import request_class
 
 from ..broker_process import BrokerProcess
+
+pytestmark = pytest.mark.bench
 
 QUICK = Options(runs=1, quick=True)
 

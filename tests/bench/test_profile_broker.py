@@ -3,13 +3,11 @@ frame is in (the sampling itself needs ptrace rights, so it is not run here)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
+import profile_broker  # bench/profile_broker.py: bench/ is on pytest's pythonpath
 
-import profile_broker  # noqa: E402
+pytestmark = pytest.mark.bench
 
 RAW = """\
 x;run (trio/_core/_run.py:2532);_nonblocking_helper (trio/_socket.py:1050) 30

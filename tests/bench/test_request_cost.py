@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from . import run_bench_script
+
+pytestmark = pytest.mark.bench
 
 
 def test_several_clients_replay_at_once_and_the_figures_are_printed() -> None:

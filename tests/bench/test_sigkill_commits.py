@@ -7,7 +7,7 @@ import pytest
 
 from . import run_bench_script
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.bench, pytest.mark.e2e]
 
 
 def test_counts_the_acknowledged_commits_that_came_back() -> None:

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from rafka_actors.bench.consumer_workloads import aggregate_commits, create_topic
-from rafka_actors.bench.core import Target
+from harness.consumer_workloads import aggregate_commits, create_topic
+from harness.core import Target
 
 from ..broker_process import BrokerProcess
 from . import run_bench_script
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.bench, pytest.mark.e2e]
 
 
 def _groups(bootstrap: str) -> set[str]:

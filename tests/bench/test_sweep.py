@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from rafka_actors.bench.chart import chart
-from rafka_actors.bench.sweep import SweepRow, main, sweep, table
+from harness.chart import chart
+from harness.sweep import SweepRow, main, sweep, table
 
 from ..broker_process import BrokerProcess
+
+pytestmark = pytest.mark.bench
 
 _PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -60,7 +62,7 @@ def test_command_line_writes_the_table_csv_and_png(
     argv = ["--bootstrap", bootstrap, "--quick", "--sizes", "2", "--png", str(png)]
     assert main([*argv, "--csv", str(rows_csv)]) == 0
     out = capsys.readouterr().out
-    assert "| 2 |" in out and "rafka_actors.bench.sweep --bootstrap" in out
+    assert "| 2 |" in out and "bench/group_size.py --bootstrap" in out
     with open(rows_csv) as f:
         (row,) = csv.DictReader(f)
     assert row["size"] == "2" and row["runs"] == "1"

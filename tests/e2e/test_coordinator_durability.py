@@ -14,7 +14,7 @@ import pytest
 import trio
 from confluent_kafka.admin import AdminClient
 
-from rafka_actors.bench import scale_workloads
+from harness import scale_workloads
 
 from ..broker_process import BrokerProcess
 from .clients import Confluent

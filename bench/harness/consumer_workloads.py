@@ -5,6 +5,10 @@
     and together they hold each partition of the topic exactly once (classic, KIP-848);
 (c) synchronous commits/s from 1 client (with p50/p99 latency), and in aggregate from 16
     clients in 16 groups, each on its own thread (librdkafka releases the GIL while waiting);
+    these are simple consumers (no membership: generation -1). Then commits/s of one
+    subscribed group member (classic protocol: it joined, holds its partition and commits
+    with its generation and member id), once with its fetcher running and once with its
+    partition paused, 5 s each;
 (d) committed() (OffsetFetch) calls/s from 1 client, with p99 latency.
 
 Consumers use a 10 s session timeout (librdkafka's 45 s default would make Tansu, which holds
@@ -32,6 +36,7 @@ log = logging.getLogger(__name__)
 
 ASSIGN_TIMEOUT_S = 60.0
 WINDOW_S, QUICK_WINDOW_S = 3.0, 0.5
+MEMBER_WINDOW_S = 5.0  # (c)'s subscribed member, per figure (QUICK_WINDOW_S with --quick)
 SIZES, QUICK_SIZES = (10, 100), (3, 6)
 AGGREGATE_CLIENTS, QUICK_AGGREGATE = 16, 4
 SESSION_MS = 10_000
@@ -250,6 +255,15 @@ def commits(target: Target, opts: Options) -> list[Figure]:
         got["many"] = aggregate_commits([(target, topic)], clients, window)
     except Exception as exc:
         log.warning("(c) commits failed: %s", exc)
+    member_window = QUICK_WINDOW_S if opts.quick else MEMBER_WINDOW_S
+    member = _measured(
+        "(c) a subscribed member's commits",
+        lambda: member_commits(target, member_window, paused=False),
+    )
+    paused = _measured(
+        "(c) a paused member's commits",
+        lambda: member_commits(target, member_window, paused=True),
+    )
     return [
         _figure("c.commits_1", "sync commits/s, 1 client", "/s", True, got["one"]),
         _figure("c.commit_p50_ms", "  commit latency p50, 1 client", "ms", False, got["p50"]),
@@ -261,7 +275,48 @@ def commits(target: Target, opts: Options) -> list[Figure]:
             True,
             got["many"],
         ),
+        _figure(
+            "c.member_commits_per_s",
+            "sync commits/s, subscribed member, fetcher running",
+            "/s",
+            True,
+            member,
+        ),
+        _figure(
+            "c.member_paused_commits_per_s",
+            "sync commits/s, subscribed member, partition paused",
+            "/s",
+            True,
+            paused,
+        ),
     ]
+
+
+def member_commits(target: Target, window: float, *, paused: bool) -> float:
+    """Synchronous commits/s of a classic group member: it subscribes to a fresh one-partition
+    topic, polls until it holds the partition (it has joined and synced), pauses it if
+    `paused` (its fetcher stops asking for records), then commits back to back for `window`
+    seconds; librdkafka sends its generation and member id with each commit. The offset
+    the group holds afterwards must be the last one committed."""
+    topic = create_topic(target, 1)
+    consumer = confluent_kafka.Consumer(_classic(target, f"bench-{uuid.uuid4().hex[:8]}"))
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + ASSIGN_TIMEOUT_S
+        while not consumer.assignment():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no assignment in {ASSIGN_TIMEOUT_S:.0f}s")
+            consumer.poll(0.05)
+        if paused:
+            consumer.pause(consumer.assignment())
+        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)  # warm up
+        latencies = _commit_loop(consumer, topic, window)
+        (held,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        if held.offset != len(latencies):
+            raise RuntimeError(f"the group holds offset {held.offset}, not {len(latencies)}")
+        return len(latencies) / window
+    finally:
+        consumer.close()
 
 
 def aggregate_commits(places: Sequence[tuple[Target, str]], clients: int, window: float) -> float:
@@ -315,6 +370,6 @@ def offset_fetches(target: Target, opts: Options) -> list[Figure]:
 WORKLOADS: dict[str, Workload] = {
     "a": Workload("a", "subscribe to first assignment", first_assignment),
     "b": Workload("b", "10 and 100 consumers starting together", consumers_together),
-    "c": Workload("c", "synchronous commits/s, 1 and 16 clients", commits),
+    "c": Workload("c", "synchronous commits/s, 1 and 16 clients, and a subscribed member", commits),
     "d": Workload("d", "OffsetFetch (committed()) calls/s", offset_fetches),
 }

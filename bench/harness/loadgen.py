@@ -41,10 +41,9 @@ from typing import Any, NamedTuple
 import trio
 from kio.schema.errors import ErrorCode
 
-from ..admin.client import parse_addresses
-from ..gateway.apis._build import make  # kio entity from the fields this version has
-from ..protocol.codec import decode_response, encode_request
-from ..protocol.messages import request_class
+from rafka_actors.admin.client import parse_addresses
+from rafka_actors.protocol.codec import decode_response, encode_request
+from rafka_actors.protocol.messages import request_class
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +96,13 @@ def cut_frame(buf: bytearray) -> bytes | None:
 
 class LoadgenError(Exception):
     """The broker did not do what a client needs (no answer in time, an error it cannot handle)."""
+
+
+def make(cls: type, **values: Any) -> Any:
+    """A kio entity of `cls` from those of `values` its version has: fields come and go
+    between versions, and requests here are written once, against the newest shape."""
+    names = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    return cls(**{key: value for key, value in values.items() if key in names})
 
 
 def schema(api_key: int, version: int) -> ModuleType:

@@ -463,10 +463,10 @@ _LOGS: dict[int, tempfile.TemporaryDirectory[str]] = {}  # records -> a written 
 def write_commit_log(data_dir: Path, records: int) -> int:
     """Write `records` OffsetCommit records (1 000 groups x 100 partitions, cycled) straight
     into `data_dir`'s coordinator segments; returns the bytes written."""
-    from ..group.records import OffsetCommitRecord
-    from ..ids import GroupKey
-    from ..storage.coordinator_records import decode_entry, encode_entry
-    from ..storage.coordinator_segments import CoordinatorSegments
+    from rafka_actors.group.records import OffsetCommitRecord
+    from rafka_actors.ids import GroupKey
+    from rafka_actors.storage.coordinator_records import decode_entry, encode_entry
+    from rafka_actors.storage.coordinator_segments import CoordinatorSegments
 
     segments = CoordinatorSegments.open(data_dir / "coordinator", decode_entry, lambda _: None)
     batch = []

@@ -19,7 +19,7 @@ other members keep heartbeating; then one other member leaves and we time the re
 Each figure is the median over the runs that completed; a run that failed (a timeout, an
 error from the broker) is logged and left out, and `SweepRow.runs` counts the good ones.
 
-    python -m rafka_actors.bench.sweep [--bootstrap HOST:PORT] [--sizes 1,10,50,100,300,1000]
+    .venv/bin/python bench/group_size.py [--bootstrap HOST:PORT] [--sizes 1,10,50,100,300,1000]
         [--runs 3] [--quick] [--png FILE] [--csv FILE] [-o KEY=VALUE ...]
 
 Without --bootstrap it starts rafka-actors on a free port with a temporary data dir and
@@ -41,12 +41,12 @@ import sys
 import time
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import trio
 
 from . import brokers
 from .chart import chart
+from .core import SweepRow
 from .fleet import Fleet, GroupTracker, Member, running
 from .loadgen import Connection, LoadgenError, create_topic, percentile
 from .scale_workloads import REBALANCE_S, SESSION_S, TOPIC, _commit, _prefix, _why
@@ -62,18 +62,6 @@ STABLE_S = 60.0
 SETTINGS = ("group.initial.rebalance.delay.ms=0",)
 _NO_RETENTION = datetime.timedelta(milliseconds=-1)
 _MEASURED = ("join_s", "rebalance_s", "coordinator_s", "commit_p50_ms", "commit_p99_ms", "commits")
-
-
-@dataclass(frozen=True, slots=True)
-class SweepRow:
-    size: int
-    join_s: float | None  # all N start together -> all hold an assignment
-    rebalance_s: float | None  # one leaves -> the rest rebalanced (N = 1: the lone join)
-    coordinator_s: float | None  # of which after the last JoinGroup was sent
-    commit_p50_ms: float | None
-    commit_p99_ms: float | None
-    commits: float | None  # commits answered in the window
-    runs: int  # runs that measured every figure
 
 
 def sweep(
@@ -195,7 +183,7 @@ def table(rows: Sequence[SweepRow]) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m rafka_actors.bench.sweep", description=__doc__.split("\n\n")[0]
+        prog="python bench/group_size.py", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--bootstrap", help="a running broker (default: start rafka-actors)")
     parser.add_argument("--sizes", help=f"group sizes (default {','.join(map(str, SIZES))})")
@@ -215,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     window = QUICK_WINDOW_S if args.quick else WINDOW_S
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     command = shlex.join(
-        ["python", "-m", "rafka_actors.bench.sweep", *(sys.argv[1:] if argv is None else argv)]
+        ["python", "bench/group_size.py", *(sys.argv[1:] if argv is None else argv)]
     )
     load_before, started = os.getloadavg(), time.monotonic()
     if args.bootstrap:

@@ -1,4 +1,4 @@
-"""`rafka-actors bench`: workloads (a)-(h) against peer brokers, one table from one run.
+"""`bench/run.py`: workloads (a)-(h) against peer brokers, one table from one run.
 
 Without --bootstrap it starts every broker of --brokers itself, on loopback with a data dir
 of its own, and runs every workload --runs times against each (one that measures what the
@@ -12,9 +12,19 @@ shared host the machine's own throughput drifts by 10-30% over minutes; taken in
 ratio compares brokers under the same drift. A broker waiting for its turn is idle (it sits in
 epoll_wait). --no-interleave runs them one after another instead, each with all its runs.
 
-    rafka-actors bench [--brokers rafka-actors,noida-db,tansu] [--runs 3] [--no-interleave]
-                       [--workloads abcdefgh] [--quick] [--json FILE]
-                       [--rafka-override KEY=VALUE ...] [--bootstrap HOST:PORT [--kip848]]
+A broker of --brokers is `[NAME=]KIND[@PYTHON][[KEY=VALUE,...]]` (brokers.parse_brokers):
+KIND is rafka-actors, noida-db or tansu; `[...]` adds rafka-actors settings; `@PYTHON` runs
+another installation of rafka-actors, `PYTHON -m rafka_actors serve ...` (an older commit in
+a venv of its own, a compiled build); NAME is the table's column. A column "vs X" is the
+first broker's median over X's, oriented so that above 1.0 the first did better: with the
+new build first, "vs old" reads new/old, the two taking turns within the one run:
+
+    .venv/bin/python bench/run.py --workloads c \
+        --brokers 'new=rafka-actors,old=rafka-actors@/work/baseline/.venv/bin/python'
+
+    .venv/bin/python bench/run.py [--brokers rafka-actors,noida-db,tansu] [--runs 3]
+        [--no-interleave] [--workloads abcdefgh] [--quick] [--json FILE]
+        [--rafka-override KEY=VALUE ...] [--bootstrap HOST:PORT [--kip848]]
 """
 
 from __future__ import annotations
@@ -27,9 +37,8 @@ import logging
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
 
 from .core import Figure, Options, Target, Workload
 
@@ -41,11 +50,17 @@ DEFAULT_BROKERS = "rafka-actors,rafka-actors[coordinator.log.fsync=never],noida-
 RAFKA_BENCH_SETTINGS = ("group.initial.rebalance.delay.ms=100",)
 
 
-def register(commands: Any) -> None:
-    parser = commands.add_parser(
-        "bench", help="benchmark the group coordinator against peer brokers", description=__doc__
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python bench/run.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--brokers", default=DEFAULT_BROKERS, help="comma-separated")
+    parser.add_argument(
+        "--brokers",
+        default=DEFAULT_BROKERS,
+        help="comma-separated [NAME=]KIND[@PYTHON][[KEY=VALUE,...]] (default: %(default)s)",
+    )
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="measure this broker only")
     parser.add_argument("--kip848", action="store_true", help="--bootstrap serves KIP-848")
     parser.add_argument("--runs", type=int, default=3)
@@ -65,7 +80,17 @@ def register(commands: Any) -> None:
         default=list(RAFKA_BENCH_SETTINGS),
         help="a setting for every rafka-actors broker started (default: %(default)s)",
     )
-    parser.set_defaults(run=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return run(args, list(sys.argv[1:] if argv is None else argv))
 
 
 def workloads() -> dict[str, Workload]:
@@ -125,7 +150,7 @@ def measure_in_turns(
     return merged
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     from .brokers import BrokerUnavailable, parse_brokers, running, split_broker_list
     from .table import Results, as_json, machine, markdown
 
@@ -134,6 +159,16 @@ def run(args: argparse.Namespace) -> int:
 
     known = workloads()
     chosen = [known[letter] for letter in args.workloads if letter in known]
+    try:
+        listed = [] if args.bootstrap else split_broker_list(args.brokers)
+        to_start = parse_brokers(listed, args.rafka_override)
+    except ValueError as exc:
+        progress(f"--brokers: {exc}")
+        return 2
+    named = [broker.name for broker in to_start]
+    if len(set(named)) != len(named):
+        progress(f"two brokers of the same name in {named}: give them NAME= prefixes")
+        return 2
     opts = Options(runs=args.runs, quick=args.quick)
     started = time.monotonic()
     results = Results([], {})
@@ -144,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.interleave:
         with contextlib.ExitStack() as stack:
             started_targets: list[tuple[Target, Fresh | None]] = []
-            for broker in parse_brokers(split_broker_list(args.brokers), args.rafka_override):
+            for broker in to_start:
                 try:
                     target = stack.enter_context(running(broker))
                 except BrokerUnavailable as exc:
@@ -155,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
                 started_targets.append((target, functools.partial(running, broker)))
             results.figures.update(measure_in_turns(started_targets, chosen, opts, progress))
     else:
-        for broker in parse_brokers(split_broker_list(args.brokers), args.rafka_override):
+        for broker in to_start:
             try:
                 with running(broker) as target:
                     progress(f"{broker.name}: started at {target.bootstrap}")
@@ -168,18 +203,25 @@ def run(args: argparse.Namespace) -> int:
     if not results.targets:
         progress("no broker could be measured")
         return 1
-    command = "rafka-actors " + shlex.join(sys.argv[1:]) if sys.argv[1:2] == ["bench"] else ""
+    command = shlex.join(["bench/run.py", *argv])
     header = [
         f"# rafka-actors bench, {datetime.date.today().isoformat()}",
         "",
         f"- machine: {machine()}; client and broker share it",
-        f"- command: `{command or 'rafka-actors bench'}` ({time.monotonic() - started:.0f} s)",
+        f"- command: `{command}` ({time.monotonic() - started:.0f} s)",
         f"- runs per figure: {opts.runs}; cells: median (min-max)"
         + ("; quick sizes" if opts.quick else "")
         + ("" if args.bootstrap else _order(args.interleave)),
     ]
     if not args.bootstrap:  # an external broker's settings are not ours to report
         header.append(f"- rafka-actors settings: {', '.join(args.rafka_override) or 'defaults'}")
+    if any(broker.python for broker in to_start):
+        pythons = [
+            f"{b.name} under {b.python or sys.executable + ' (this venv)'}"
+            for b in to_start
+            if b.kind == "rafka-actors" and b.name in results.targets
+        ]
+        header.append(f"- rafka-actors installations: {'; '.join(pythons)}")
     print(markdown(results, header))
     if args.json:
         meta = {"header": header, "runs": opts.runs, "quick": opts.quick}

@@ -52,3 +52,17 @@ class Workload:
     # Each run on a broker started for it, where the runner can start one: the figures are
     # of what the broker holds, and every earlier run would have added to that.
     fresh_broker: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SweepRow:
+    """One group size's figures of the sweep (sweep.py), as the chart (chart.py) draws them."""
+
+    size: int
+    join_s: float | None  # all N start together -> all hold an assignment
+    rebalance_s: float | None  # one leaves -> the rest rebalanced (N = 1: the lone join)
+    coordinator_s: float | None  # of which after the last JoinGroup was sent
+    commit_p50_ms: float | None
+    commit_p99_ms: float | None
+    commits: float | None  # commits answered in the window
+    runs: int  # runs that measured every figure

@@ -46,7 +46,8 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from ..protocol.codec import decode_response
+from rafka_actors.protocol.codec import decode_response
+
 from .loadgen import (
     HEARTBEAT,
     JOIN,

