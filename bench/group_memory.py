@@ -2,10 +2,10 @@
 
 Workload (g) of `bench/run.py` reads the broker's RSS after 100 000 groups each got one
 commit; this counts the same groups' Python objects with `tracemalloc`, without sockets or a
-second process: the registry, its actors (dormant or running), their groups and the
-coordinator log's view. Each group gets one OffsetCommit through `GroupRegistry.ask` (the
-registry's public API), and every actor stays (`group.passivation.idle.ms` of 10 minutes);
-the line says how many of them hold a running task.
+second process: the registry, its resting groups and their snapshots, and the coordinator
+log's view. Each group gets one OffsetCommit through `GroupRegistry.ask`, and every group
+stays in memory (`group.passivation.idle.ms` of 10 minutes); the line says how many of them
+still have a running actor (none: an idle actor stops, its group rests).
 The rate is groups created per second while tracemalloc traces (which slows it down).
 
 Then the retention sweep (`offsets.retention.check.interval.ms`) visits every group from a
@@ -72,7 +72,7 @@ async def measure(data_dir: Path, groups: int, fsync: str) -> None:
         running = len(nursery.child_tasks) - background
         print(
             f"{groups:,} groups: {used / groups:,.0f} B of Python objects per group; "
-            f"{len(registry):,} actors held, {running:,} of them running; "
+            f"{len(registry):,} groups held, {running:,} actors running; "
             f"{groups / elapsed:,.0f} groups created/s (traced)"
         )
         await _sweep(log, groups)
@@ -91,7 +91,7 @@ async def _sweep(log: DurableCoordinatorLog, groups: int) -> None:
         peak = tracemalloc.get_traced_memory()[1] - before
         print(
             f"retention sweep from a fresh registry: peak {peak / groups:,.0f} B per group; "
-            f"{len(nursery.child_tasks) - tasks:,} tasks running and {len(registry):,} actors "
+            f"{len(nursery.child_tasks) - tasks:,} tasks running and {len(registry):,} groups "
             "held after it"
         )
         nursery.cancel_scope.cancel()
