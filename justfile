@@ -33,12 +33,6 @@ bench *ARGS:
 bench-chart *ARGS:
     {{python}} -m rafka_actors.bench.sweep --runs 3 --png docs/perf-group-size.png {{ARGS}}
 
-# The same benchmark with the compiled build (what `pip install .` gives): a venv of its own.
-bench-compiled *ARGS:
-    test -x .venv-compiled/bin/python || python3 -m venv .venv-compiled
-    .venv-compiled/bin/pip install -q '.[bench]'
-    .venv-compiled/bin/rafka-actors bench {{ARGS}}
-
 # Where the broker's CPU goes per request, by part (py-spy; bench/profile_broker.py).
 bench-profile *ARGS:
     {{python}} bench/profile_broker.py {{ARGS}}

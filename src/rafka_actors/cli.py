@@ -22,7 +22,7 @@ os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 
 import trio
 
-from . import compiled, gc_policy
+from . import gc_policy
 from .config import ConfigError, describe_settings, load_config
 
 log = logging.getLogger("rafka_actors")
@@ -79,7 +79,6 @@ async def _serve_until_signalled(config_args: argparse.Namespace) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(run_broker, config)
             gc_policy.serving()
-            log.info("hot path: %s", compiled.describe())
             async for signum in signals:
                 log.info("received %s, shutting down", signal.Signals(signum).name)
                 nursery.cancel_scope.cancel()
