@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from .. import telemetry
-from ..group.hot_values import OffsetCommitOp
+from ..group.ops import OffsetCommitOp
 from ..ids import GroupKey
 from ..protocol.codec import encode_response
 from ..protocol.headers import parse_request_header

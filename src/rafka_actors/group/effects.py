@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
-from .hot_values import GroupMetadataRecord
-from .records import Record
+from .records import GroupMetadataRecord, Record
 from .state import ClassicGroup
 
 

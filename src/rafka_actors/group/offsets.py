@@ -17,23 +17,19 @@ from kio.schema.errors import ErrorCode
 from . import rebalance as rb
 from .consumer_protocol import subscribed_topics
 from .effects import Effects
-from .hot_values import (
-    CommittedOffset,
-    OffsetCommitOp,
-    OffsetCommitOpResp,
-    OffsetCommitRecord,
-    OffsetFetchOp,
-    OffsetFetchOpResp,
-)
 from .membership import validate_member
 from .ops import (
     ExpireOffsetsOp,
     ExpireOffsetsOpResp,
+    OffsetCommitOp,
+    OffsetCommitOpResp,
     OffsetDeleteOp,
     OffsetDeleteOpResp,
+    OffsetFetchOp,
+    OffsetFetchOpResp,
 )
-from .records import GroupTombstone, OffsetTombstone
-from .state import ClassicGroup
+from .records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
+from .state import ClassicGroup, CommittedOffset
 
 if TYPE_CHECKING:
     from ..consumer_group.state import ConsumerGroup

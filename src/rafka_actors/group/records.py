@@ -13,12 +13,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..consumer_group.records import ConsumerRecord
-from .hot_values import GroupMetadataRecord as GroupMetadataRecord  # made per new group
-from .hot_values import MemberRow as MemberRow
-from .hot_values import OffsetCommitRecord as OffsetCommitRecord  # made per commit
 
-# GroupMetadataRecord (a new group's first commit and every membership change write one) and
-# OffsetCommitRecord (one per committed partition): in hot_values.py (imported above).
+# (member id, instance id, client id, client host, rebalance timeout, session timeout,
+#  subscription metadata of the chosen protocol, assignment)
+MemberRow = tuple[str, str | None, str, str, int, int, bytes, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataRecord:
+    group_id: str
+    cgp_id: str
+    protocol_type: str | None
+    generation: int
+    protocol_name: str | None
+    leader_id: str | None
+    state_timestamp_ms: int
+    members: tuple[MemberRow, ...]
+    reason: str = ""  # why the group changed: kept for the rebalance-history pipeline
+    # version 1: when the rebalance this record settles began (-1: none), and the members
+    # that went away since the previous record, with why ("left", "session timeout", ...)
+    rebalance_started_ms: int = -1
+    departed: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRecord:
+    group_id: str
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    commit_timestamp_ms: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .hot_values import CommittedOffset as CommittedOffset  # made per commit
 from .ops import Protocols
 
 
@@ -84,7 +83,12 @@ class Member:
         return next((meta for name, meta in self.protocols if name == protocol), b"")
 
 
-# CommittedOffset (one per committed partition): in hot_values.py (imported above).
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    commit_timestamp_ms: int
 
 
 @dataclass(slots=True)

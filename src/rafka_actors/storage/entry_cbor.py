@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from ..group.hot_values import OffsetCommitRecord
+from ..group.records import OffsetCommitRecord
 
 # Final, so that the compiled build binds them once instead of looking the globals up.
 _PACK_8: Final = struct.Struct(">BB").pack

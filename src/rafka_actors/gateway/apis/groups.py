@@ -30,8 +30,9 @@ from kio.schema.errors import ErrorCode
 
 from ... import telemetry
 from ...actors.group_actor import InlineOp
-from ...group.hot_values import HeartbeatOp, HeartbeatOpResp
 from ...group.ops import (
+    HeartbeatOp,
+    HeartbeatOpResp,
     JoinGroupOp,
     JoinGroupOpResp,
     LeaveGroupOp,
