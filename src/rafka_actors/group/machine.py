@@ -9,7 +9,7 @@ waiter token it names. `next_deadline(group)` tells the actor when to wake up ne
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
 from kio.schema.errors import ErrorCode
@@ -87,27 +87,13 @@ def passivable(group: AnyGroup) -> bool:
     return group.is_empty() and not group.pending_members and timers.next_deadline(group) is None
 
 
-@dataclass(slots=True, init=False)  # a written __init__, as Effects' (mypyc compiles it)
+@dataclass(slots=True)
 class Result:
     group: AnyGroup
-    records: list[Record]
-    replies: list[tuple[int, Any]]
-    events: list[Any]
-    earliest_deadline: int | None  # the earliest deadline the op set (deadline_after)
-
-    def __init__(
-        self,
-        group: AnyGroup,
-        records: list[Record],
-        replies: list[tuple[int, Any]],
-        events: list[Any],
-        earliest_deadline: int | None,
-    ) -> None:
-        self.group = group
-        self.records = records
-        self.replies = replies
-        self.events = events
-        self.earliest_deadline = earliest_deadline
+    records: list[Record] = field(default_factory=list)
+    replies: list[tuple[int, Any]] = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
+    earliest_deadline: int | None = None  # the earliest deadline the op set (deadline_after)
 
 
 def handle(
