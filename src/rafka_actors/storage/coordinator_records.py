@@ -82,7 +82,6 @@ from ..group.records import (
 )
 from ..ids import GroupKey
 from .coordinator_segments import CoordinatorLogError
-from .entry_cbor import offset_commit_entry, plain_array
 
 __all__ = [
     "OFFSET_ENTRY_PATTERN",
@@ -196,13 +195,6 @@ _ENCODING: Final[dict[type, tuple[int, int, Callable[[Any], tuple[Any, ...]]]]] 
 
 def encode_entry(key: GroupKey, record: Record) -> bytes:
     tag, version, fields = _ENCODING[type(record)]
-    # The same bytes as cbor2's, without its cost per call and item (entry_cbor.py)
-    if type(record) is OffsetCommitRecord:  # one a commit
-        entry = offset_commit_entry(tag, version, key.org_id, key.group_id, record)
-    else:
-        entry = plain_array((tag, version, key.org_id, key.group_id, *fields(record)))
-    if entry is not None:
-        return entry
     return cbor2.dumps((tag, version, key.org_id, key.group_id, *fields(record)))
 
 
