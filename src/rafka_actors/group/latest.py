@@ -18,7 +18,7 @@ record itself, or what the caller stores in its place (the durable log: its enco
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Final, Generic, TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 from ..consumer_group.records import (
     MEMBER_RECORDS,
@@ -37,14 +37,9 @@ from .records import (
 )
 
 CompactionKey = tuple[Hashable, ...]
-MEMBER_KIND: Final = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
+MEMBER_KIND = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
 TARGET_METADATA_TAIL: CompactionKey = (0, 0)
-_TOMBSTONES: Final = (
-    GroupTombstone,
-    OffsetTombstone,
-    ConsumerMemberTombstone,
-    ConsumerStateTombstone,
-)
+_TOMBSTONES = (GroupTombstone, OffsetTombstone, ConsumerMemberTombstone, ConsumerStateTombstone)
 V = TypeVar("V")
 
 
@@ -81,9 +76,7 @@ class GroupRecords(Generic[V]):
     def apply(self, records: Sequence[Record], stored: Sequence[V] | None = None) -> None:
         """Apply ``records`` in order, keeping ``stored[i]`` for ``records[i]`` (default: it)."""
         kept = cast(Sequence[V], records) if stored is None else stored
-        assert len(kept) == len(records)
-        # zip without strict=: mypyc compiles zip(strict=True) into a Python call (0.26 us).
-        for record, value in zip(records, kept):  # noqa: B905
+        for record, value in zip(records, kept, strict=True):
             cls = type(record)
             if cls is OffsetCommitRecord:
                 self.offsets[(record.topic, record.partition)] = value  # type: ignore[union-attr]

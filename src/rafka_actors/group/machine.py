@@ -10,7 +10,7 @@ waiter token it names. `next_deadline(group)` tells the actor when to wake up ne
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeAlias
+from typing import Any, TypeAlias
 
 from kio.schema.errors import ErrorCode
 
@@ -68,7 +68,7 @@ def deadline_after(result: Result, op: Any, before: int | None) -> int | None:
 
 # The ops whose step may create a group, and so read `fresh_cgp_id` (JoinGroup, a simple
 # consumer's first commit, a KIP-848 member's first heartbeat).
-_CREATING: Final = frozenset({JoinGroupOp, OffsetCommitOp, ConsumerGroupHeartbeatOp})
+_CREATING = frozenset({JoinGroupOp, OffsetCommitOp, ConsumerGroupHeartbeatOp})
 
 
 def creates_group(op: Any) -> bool:
@@ -173,7 +173,7 @@ def delete(
     return None
 
 
-_HANDLERS: Final[dict[type, Any]] = {
+_HANDLERS: dict[type, Any] = {
     JoinGroupOp: membership.join,
     SyncGroupOp: membership.sync,
     HeartbeatOp: membership.heartbeat,

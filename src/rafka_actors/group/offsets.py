@@ -10,7 +10,7 @@ prepared, because consumers commit while they revoke. Each partition's metadata 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 GroupT = TypeVar("GroupT", bound="ClassicGroup | ConsumerGroup | None")
 
-NO_OFFSET: Final = -1
-_OK: Final = int(ErrorCode.none)  # per partition of every commit and fetch: an int, looked up once
+NO_OFFSET = -1
+_OK = int(ErrorCode.none)  # the error of every stored or fetched partition, as an int
 
 
 def commit(
@@ -88,12 +88,9 @@ def all_failed(op: OffsetCommitOp, error: int) -> OffsetCommitOpResp:
 
 
 def _validate_commit(group: ClassicGroup, op: OffsetCommitOp) -> int:
-    # group.state compared here, not through group.is_in: every commit passes, and a call
-    # of a method of state.py (not compiled) is a Python frame in the compiled build
-    state = group.state
-    if state is rb.D:
+    if group.is_in(rb.D):
         return ErrorCode.coordinator_not_available
-    if op.generation_id < 0 and state is rb.E:
+    if op.generation_id < 0 and group.is_in(rb.E):
         return ErrorCode.none  # admin tools and simple consumers
     if op.generation_id >= 0 or op.member_id or op.group_instance_id is not None:
         error = validate_member(group, op.member_id, op.group_instance_id)
@@ -101,9 +98,9 @@ def _validate_commit(group: ClassicGroup, op: OffsetCommitOp) -> int:
             return error
         if op.generation_id != group.generation:
             return ErrorCode.illegal_generation
-    elif state is not rb.E:
+    elif not group.is_in(rb.E):
         return ErrorCode.unknown_member_id
-    if state is rb.C:
+    if group.is_in(rb.C):
         return ErrorCode.rebalance_in_progress
     return ErrorCode.none
 

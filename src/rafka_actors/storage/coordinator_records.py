@@ -51,7 +51,7 @@ import re
 from collections.abc import Callable, Iterable
 from enum import IntEnum
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any
 
 import cbor2
 
@@ -187,7 +187,7 @@ def _field_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
 
 # An entry's head (type tag, schema version) and field getter per class: every commit
 # encodes one entry, so nothing here is looked up or converted per call.
-_ENCODING: Final[dict[type, tuple[int, int, Callable[[Any], tuple[Any, ...]]]]] = {
+_ENCODING: dict[type, tuple[int, int, Callable[[Any], tuple[Any, ...]]]] = {
     cls: (int(tag), len(schemas) - 1, _field_getter(cls))
     for cls, (tag, schemas) in _SCHEMAS.items()
 }
@@ -236,9 +236,7 @@ def _checked(values: list[Any], schema: _Schema, what: str) -> list[Any]:
     """``values`` with their types checked against ``schema`` and arrays turned into tuples."""
     if len(values) != len(schema):
         raise CoordinatorRecordError(f"{what} has {len(values)} fields, not {len(schema)}")
-    # zip without strict= (the lengths are checked above): mypyc compiles a plain zip into
-    # the loop, and zip(strict=True) into a Python call (0.26 us a record at replay).
-    for i, (value, kinds) in enumerate(zip(values, schema)):  # noqa: B905
+    for i, (value, kinds) in enumerate(zip(values, schema, strict=True)):
         if kinds is _MEMBERS:
             if type(value) is not list:
                 raise CoordinatorRecordError(f"{what}: members are {_preview(value)}")
@@ -375,7 +373,7 @@ def decode_trusted(payloads: list[bytes]) -> list[Record]:
     ]
 
 
-_OFFSET_COMMIT: Final = int(RecordType.OFFSET_COMMIT)
+_OFFSET_COMMIT = int(RecordType.OFFSET_COMMIT)
 
 
 def _preview(value: Any) -> str:
