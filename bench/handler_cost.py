@@ -50,7 +50,7 @@ from rafka_actors.gateway import commit_repeat
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import answer
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
-from rafka_actors.group.effects import GroupConfig
+from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.ids import GroupKey
 from rafka_actors.protocol.codec import encode_request
 

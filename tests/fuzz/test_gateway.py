@@ -38,7 +38,7 @@ from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
-from rafka_actors.group.effects import GroupConfig
+from rafka_actors.group_common.effects import GroupConfig
 
 from ..wire import parse_response, request_frame
 from .budget import COUNTS, fuzz_settings

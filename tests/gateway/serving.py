@@ -17,7 +17,7 @@ from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.context import BrokerContext
-from rafka_actors.group.effects import GroupConfig
+from rafka_actors.group_common.effects import GroupConfig
 
 
 @asynccontextmanager

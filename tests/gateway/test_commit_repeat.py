@@ -16,8 +16,8 @@ from rafka_actors import telemetry
 from rafka_actors.gateway import connection
 from rafka_actors.gateway.commit_repeat import RepeatCommit, _with_offsets
 from rafka_actors.gateway.context import BrokerContext
-from rafka_actors.group.ops import OffsetCommitOp
-from rafka_actors.group.records import OffsetCommitRecord
+from rafka_actors.group_common.ops import OffsetCommitOp
+from rafka_actors.group_common.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
 
 from ..wire import request_frame

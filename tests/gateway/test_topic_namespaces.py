@@ -29,7 +29,7 @@ from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.apis._build import make
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
-from rafka_actors.group.effects import GroupConfig
+from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.protocol.messages import request_class
 
 from ..batch_builder import build_batch

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
-from rafka_actors.group.records import (
-    GroupMetadataRecord,
+from rafka_actors.group.records import GroupMetadataRecord
+from rafka_actors.group_common.records import (
     GroupTombstone,
     OffsetCommitRecord,
     OffsetTombstone,

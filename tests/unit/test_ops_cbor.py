@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rafka_actors.group import ops
+from rafka_actors.group_common import ops
 
 OP_TYPES = list(ops.OP_CODES)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import trio
 
-from ..consumer_group.topic_image import TopicImage
+from ..group_common.topic_image import TopicImage
 from ..storage.partition_log import PartitionLog
 from ..storage.producer_ids import ProducerIdAllocator
 from ..storage.record_batch import BatchHeader, parse_header

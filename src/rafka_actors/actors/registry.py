@@ -27,10 +27,10 @@ from typing import Any
 import trio
 
 from ..consumer_group.state import ConsumerGroup
-from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
-from ..group.effects import GroupConfig
-from ..group.machine import AnyGroup
-from ..group.ops import ExpireOffsetsOp
+from ..coordinator.machine import AnyGroup
+from ..group_common.effects import GroupConfig
+from ..group_common.ops import ExpireOffsetsOp
+from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey
 from .coordinator_log import CoordinatorLog, now_ms, stored_group, stored_membership
 from .group_actor import PASSIVATE, WRITING_OPS, Envelope, GroupActor, InlineOp

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from .. import telemetry
-from ..group.ops import OffsetCommitOp
+from ..group_common.ops import OffsetCommitOp
 from ..ids import GroupKey
 from ..protocol.codec import encode_response
 from ..protocol.headers import parse_request_header

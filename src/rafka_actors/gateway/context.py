@@ -22,7 +22,7 @@ from ..actors.registry import GroupRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
-from ..group.ops import HeartbeatOp, OffsetCommitOp
+from ..group_common.ops import HeartbeatOp, OffsetCommitOp
 from .idle_poll import IdlePoller
 from .limits import ByteBudget, ConnectionLimits
 from .log_budget import LogBudget

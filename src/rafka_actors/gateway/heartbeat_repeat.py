@@ -17,7 +17,7 @@ heartbeat with 1 000 members heartbeating (35.9 -> 30.6 us, docs/performance-his
 from __future__ import annotations
 
 from .. import telemetry
-from ..group.ops import HeartbeatOp, HeartbeatOpResp
+from ..group_common.ops import HeartbeatOp, HeartbeatOpResp
 from ..ids import GroupKey
 from ..protocol.codec import encode_response
 from ..protocol.headers import parse_request_header

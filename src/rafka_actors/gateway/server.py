@@ -25,7 +25,7 @@ from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
 from ..auth.users import UsersFileError, UserStore
 from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
-from ..group.effects import GroupConfig
+from ..group_common.effects import GroupConfig
 from .apis import API_TABLE
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup

@@ -1,18 +1,20 @@
-"""Coordinator records: what a group actor hands to the coordinator log.
+"""The classic group's coordinator record, and how a group becomes one.
 
-The shapes follow Kafka's `__consumer_offsets` records (design note 003, "Persistent record
-layouts"): one GroupMetadata record holds a whole classic group (written when a generation's
-assignment is settled, when a group becomes Empty, and when a static member is replaced), one
-OffsetCommit record per committed partition, and tombstones for deleted offsets and groups.
-Replaying them (replay.py) rebuilds what a restarted coordinator needs: members, generation,
-leader, assignments and offsets.
+One GroupMetadata record holds a whole classic group (Kafka's `__consumer_offsets` layout,
+design note 003, "Persistent record layouts"): written when a generation's assignment is
+settled, when a group becomes Empty, and when a static member is replaced. Offsets and
+tombstones are records every group type writes (group_common/records.py). Replaying them
+(replay.py) rebuilds what a restarted coordinator needs: members, generation, leader,
+assignments and offsets.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..consumer_group.records import ConsumerRecord
+from ..group_common.effects import Effects
+from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
+from .state import ClassicGroup
 
 # (member id, instance id, client id, client host, rebalance timeout, session timeout,
 #  subscription metadata of the chosen protocol, assignment)
@@ -20,7 +22,7 @@ MemberRow = tuple[str, str | None, str, str, int, int, bytes, bytes]
 
 
 @dataclass(frozen=True, slots=True)
-class GroupMetadataRecord:
+class GroupMetadataRecord(Record):
     group_id: str
     cgp_id: str
     protocol_type: str | None
@@ -36,28 +38,40 @@ class GroupMetadataRecord:
     departed: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetCommitRecord:
-    group_id: str
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int
-    metadata: str | None
-    commit_timestamp_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetTombstone:
-    group_id: str
-    topic: str
-    partition: int
-
-
-@dataclass(frozen=True, slots=True)
-class GroupTombstone:
-    group_id: str
-
-
 ClassicRecord = GroupMetadataRecord | OffsetCommitRecord | OffsetTombstone | GroupTombstone
-Record = ClassicRecord | ConsumerRecord
+
+
+def store_group(fx: Effects, group: ClassicGroup, reason: str) -> None:
+    """Write the group's record; the record told this rebalance's story, so the next one
+    starts afresh."""
+    fx.records.append(group_record(group, reason))
+    group.departed = None
+    group.rebalance_started_ms = -1
+
+
+def group_record(group: ClassicGroup, reason: str = "") -> GroupMetadataRecord:
+    return GroupMetadataRecord(
+        group_id=group.group_id,
+        cgp_id=group.cgp_id,
+        protocol_type=group.protocol_type,
+        generation=group.generation,
+        protocol_name=group.protocol_name,
+        leader_id=group.leader_id,
+        state_timestamp_ms=group.state_timestamp_ms,
+        members=tuple(
+            (
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata(group.protocol_name),
+                m.assignment,
+            )
+            for m in group.members.values()
+        ),
+        reason=reason,
+        rebalance_started_ms=group.rebalance_started_ms,
+        departed=tuple(group.departed or ()),
+    )

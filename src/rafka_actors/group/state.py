@@ -16,7 +16,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .ops import Protocols
+from ..group_common.committed import CommittedOffset
+from ..group_common.ops import Protocols
 
 
 class GroupState(enum.Enum):
@@ -81,14 +82,6 @@ class Member:
 
     def metadata(self, protocol: str | None) -> bytes:
         return next((meta for name, meta in self.protocols if name == protocol), b"")
-
-
-@dataclass(frozen=True, slots=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str | None
-    commit_timestamp_ms: int
 
 
 @dataclass(slots=True)

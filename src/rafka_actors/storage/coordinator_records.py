@@ -35,10 +35,10 @@ records, and a ConsumerStateTombstone ``(org, group, 0)`` all consumer-group rec
 
 The live view
 -------------
-`LatestRecords` (group/latest.py) is what a fully compacted log holds, in memory, with the
+`LatestRecords` (coordinator/latest.py) is what a fully compacted log holds, in memory, with the
 same keys: per group the latest group record, the latest consumer-group record per key and the
 latest committed offset per partition. ``records_of`` returns the group record first, then the
-consumer-group records, then the offsets, which `group.replay` turns back into the group.
+consumer-group records, then the offsets, which `coordinator.replay` turns back into the group.
 Tombstones are applied, not kept: replaying a deleted offset's absence is the same as replaying
 its tombstone, and the view then stays as small as the live state.
 """
@@ -64,7 +64,7 @@ from ..consumer_group.records import (
     ConsumerTargetMemberRecord,
     ConsumerTargetMetadataRecord,
 )
-from ..group.latest import (
+from ..coordinator.latest import (
     MEMBER_KIND,
     TARGET_METADATA_TAIL,
     CompactionKey,
@@ -73,13 +73,8 @@ from ..group.latest import (
     is_tombstone,
     key_tail,
 )
-from ..group.records import (
-    GroupMetadataRecord,
-    GroupTombstone,
-    OffsetCommitRecord,
-    OffsetTombstone,
-    Record,
-)
+from ..group.records import GroupMetadataRecord
+from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
 from ..ids import GroupKey
 from .coordinator_segments import CoordinatorLogError
 

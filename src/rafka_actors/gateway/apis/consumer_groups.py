@@ -48,7 +48,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ... import telemetry
-from ...group.ops import (
+from ...group_common.ops import (
     LEAVE_GROUP_MEMBER_EPOCH,
     ConsumerGroupDescribeOp,
     ConsumerGroupDescribeOpResp,

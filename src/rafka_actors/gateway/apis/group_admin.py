@@ -40,7 +40,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ... import telemetry
-from ...group.ops import (
+from ...group_common.ops import (
     DeleteGroupOp,
     DeleteGroupOpResp,
     DescribeGroupOp,

@@ -30,7 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from ... import telemetry
 from ...actors.group_actor import InlineOp
-from ...group.ops import (
+from ...group_common.ops import (
     HeartbeatOp,
     HeartbeatOpResp,
     JoinGroupOp,

@@ -35,7 +35,7 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from ... import telemetry
-from ...group.ops import OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp, OffsetFetchOpResp
+from ...group_common.ops import OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp, OffsetFetchOpResp
 from ...protocol.codec import shared_response
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, error_code, make, schema

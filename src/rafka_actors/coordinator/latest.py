@@ -27,14 +27,9 @@ from ..consumer_group.records import (
     ConsumerStateTombstone,
     ConsumerTargetMetadataRecord,
 )
+from ..group.records import GroupMetadataRecord
+from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
 from ..ids import GroupKey
-from .records import (
-    GroupMetadataRecord,
-    GroupTombstone,
-    OffsetCommitRecord,
-    OffsetTombstone,
-    Record,
-)
 
 CompactionKey = tuple[Hashable, ...]
 MEMBER_KIND = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
@@ -47,11 +42,11 @@ def key_tail(record: Record) -> CompactionKey:
     """The key of a record below its group's ``(org, group)``."""
     cls = type(record)
     if cls is OffsetCommitRecord or cls is OffsetTombstone:
-        return (record.topic, record.partition)  # type: ignore[union-attr]
+        return (record.topic, record.partition)  # type: ignore[attr-defined]
     if cls in MEMBER_KIND:
-        return (0, 1, record.member_id, MEMBER_KIND[cls])  # type: ignore[union-attr]
+        return (0, 1, record.member_id, MEMBER_KIND[cls])  # type: ignore[attr-defined]
     if cls is ConsumerMemberTombstone:
-        return (0, 1, record.member_id)  # type: ignore[union-attr]
+        return (0, 1, record.member_id)  # type: ignore[attr-defined]
     if cls is ConsumerTargetMetadataRecord:
         return TARGET_METADATA_TAIL
     if cls is ConsumerStateTombstone:
@@ -79,9 +74,9 @@ class GroupRecords(Generic[V]):
         for record, value in zip(records, kept, strict=True):
             cls = type(record)
             if cls is OffsetCommitRecord:
-                self.offsets[(record.topic, record.partition)] = value  # type: ignore[union-attr]
+                self.offsets[(record.topic, record.partition)] = value  # type: ignore[attr-defined]
             elif cls is OffsetTombstone:
-                tp = (record.topic, record.partition)  # type: ignore[union-attr]
+                tp = (record.topic, record.partition)  # type: ignore[attr-defined]
                 if tp in self.offsets:
                     del self.offsets[tp]
             elif cls is GroupTombstone:

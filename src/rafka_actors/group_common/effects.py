@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
-from .records import GroupMetadataRecord, Record
-from .state import ClassicGroup
+from .records import Record
+from .topic_image import EMPTY_IMAGE, TopicImage
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,37 +83,3 @@ class Effects:
     def reply(self, waiter: int | None, response: Any) -> None:
         if waiter is not None:
             self.replies.append((waiter, response))
-
-    def store_group(self, group: ClassicGroup, reason: str) -> None:
-        self.records.append(group_record(group, reason))
-        # The record told this rebalance's story; the next one starts afresh.
-        group.departed = None
-        group.rebalance_started_ms = -1
-
-
-def group_record(group: ClassicGroup, reason: str = "") -> GroupMetadataRecord:
-    return GroupMetadataRecord(
-        group_id=group.group_id,
-        cgp_id=group.cgp_id,
-        protocol_type=group.protocol_type,
-        generation=group.generation,
-        protocol_name=group.protocol_name,
-        leader_id=group.leader_id,
-        state_timestamp_ms=group.state_timestamp_ms,
-        members=tuple(
-            (
-                m.member_id,
-                m.instance_id,
-                m.client_id,
-                m.client_host,
-                m.rebalance_timeout_ms,
-                m.session_timeout_ms,
-                m.metadata(group.protocol_name),
-                m.assignment,
-            )
-            for m in group.members.values()
-        ),
-        reason=reason,
-        rebalance_started_ms=group.rebalance_started_ms,
-        departed=tuple(group.departed or ()),
-    )
