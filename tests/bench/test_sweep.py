@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from rafka_actors.bench.chart import chart
-from rafka_actors.bench.sweep import SweepRow, main, sweep, table
+from rafka_actors.bench.sweep import main, sweep, table
+from rafka_actors.bench.sweep_row import SweepRow
 
 from ..broker_process import BrokerProcess
 

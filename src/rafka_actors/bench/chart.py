@@ -1,25 +1,20 @@
-"""The group-size chart of docs/performance.md, drawn from `sweep.SweepRow`s.
+"""The group-size chart of docs/performance.md, drawn from `SweepRow`s (sweep_row.py).
 
 Two panels side by side, both against the group size on a log axis: the rebalance after one
 member leaves (total, and the coordinator's share), and one member's OffsetCommit latency
 (p50, p99). The figure is built with matplotlib's object API (no pyplot, so no global state
 and no display backend: savefig renders a PNG with Agg). A figure a run could not measure is
 left out of its line.
-
-`python -m rafka_actors.bench.chart ...` is the sweep's command line (`bench.sweep`), so the
-`just bench-chart` recipe keeps working.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
-import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .sweep import SweepRow
+from .sweep_row import SweepRow
 
 
 def chart(rows: Sequence[SweepRow], png_path: str, title: str, note: str = "") -> None:
@@ -58,9 +53,3 @@ def chart(rows: Sequence[SweepRow], png_path: str, title: str, note: str = "") -
 def _line(axes: Any, rows: Sequence[SweepRow], name: str, style: str, label: str) -> None:
     points = [(r.size, getattr(r, name)) for r in rows if getattr(r, name) is not None]
     axes.plot([x for x, _ in points], [y for _, y in points], style, label=label)
-
-
-if __name__ == "__main__":
-    from .sweep import main
-
-    sys.exit(main())

@@ -41,7 +41,6 @@ import sys
 import time
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import trio
 
@@ -50,6 +49,7 @@ from .chart import chart
 from .fleet import Fleet, GroupTracker, Member, running
 from .loadgen import Connection, LoadgenError, create_topic, percentile
 from .scale_workloads import REBALANCE_S, SESSION_S, TOPIC, _commit, _prefix, _why
+from .sweep_row import SweepRow
 
 log = logging.getLogger(__name__)
 
@@ -62,18 +62,6 @@ STABLE_S = 60.0
 SETTINGS = ("group.initial.rebalance.delay.ms=0",)
 _NO_RETENTION = datetime.timedelta(milliseconds=-1)
 _MEASURED = ("join_s", "rebalance_s", "coordinator_s", "commit_p50_ms", "commit_p99_ms", "commits")
-
-
-@dataclass(frozen=True, slots=True)
-class SweepRow:
-    size: int
-    join_s: float | None  # all N start together -> all hold an assignment
-    rebalance_s: float | None  # one leaves -> the rest rebalanced (N = 1: the lone join)
-    coordinator_s: float | None  # of which after the last JoinGroup was sent
-    commit_p50_ms: float | None
-    commit_p99_ms: float | None
-    commits: float | None  # commits answered in the window
-    runs: int  # runs that measured every figure
 
 
 def sweep(
