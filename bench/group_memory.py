@@ -36,8 +36,8 @@ import trio.testing
 
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
-from rafka_actors.group.effects import GroupConfig
-from rafka_actors.group.ops import OffsetCommitOp
+from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.group_common.ops import OffsetCommitOp
 from rafka_actors.ids import GroupKey
 
 WARM_UP = 200  # groups created before measuring: caches, interned strings, the first segment

@@ -43,7 +43,11 @@ PARTS: tuple[tuple[str, str, str], ...] = (
     ("wire codec (kio, headers, frames)", r"", r"kio|/protocol/|<generated|gateway/frames"),
     ("gateway (dispatch, handlers)", r"", r"/gateway/"),
     ("coordinator log and storage", r"", r"/storage/|durable_log"),
-    ("group actor and state machine", r"", r"/(actors|group|consumer_group)/"),
+    (
+        "group actor and state machine",
+        r"",
+        r"/(actors|coordinator|group|group_common|consumer_group)/",
+    ),
 )
 OTHER = "other (interpreter, stdlib, libraries)"
 

@@ -1,5 +1,4 @@
-"""Counting the trio tasks a piece of code starts (an instrument, so it works whether or not
-the code under test is compiled)."""
+"""Counting the trio tasks a piece of code starts (a trio instrument)."""
 
 from __future__ import annotations
 

@@ -463,7 +463,7 @@ _LOGS: dict[int, tempfile.TemporaryDirectory[str]] = {}  # records -> a written 
 def write_commit_log(data_dir: Path, records: int) -> int:
     """Write `records` OffsetCommit records (1 000 groups x 100 partitions, cycled) straight
     into `data_dir`'s coordinator segments; returns the bytes written."""
-    from rafka_actors.group.records import OffsetCommitRecord
+    from rafka_actors.group_common.records import OffsetCommitRecord
     from rafka_actors.ids import GroupKey
     from rafka_actors.storage.coordinator_records import decode_entry, encode_entry
     from rafka_actors.storage.coordinator_segments import CoordinatorSegments

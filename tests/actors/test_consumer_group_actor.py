@@ -15,9 +15,9 @@ from kio.schema.errors import ErrorCode
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog, stored_group
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.consumer_group.state import ConsumerGroup
-from rafka_actors.consumer_group.topic_image import TopicImage, TopicInfo
-from rafka_actors.group.effects import GroupConfig
-from rafka_actors.group.ops import ConsumerGroupHeartbeatOp, ConsumerGroupHeartbeatOpResp
+from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.group_common.ops import ConsumerGroupHeartbeatOp, ConsumerGroupHeartbeatOpResp
+from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 from rafka_actors.ids import GroupKey
 
 K = GroupKey(0, "g")

@@ -19,10 +19,10 @@ from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.actors.durable_log import CoordinatorLogError
 from rafka_actors.actors.group_actor import Envelope, GroupActor
 from rafka_actors.actors.registry import GroupRegistry
-from rafka_actors.group import machine
+from rafka_actors.coordinator import machine
 from rafka_actors.group.consumer_protocol import encode_subscription
-from rafka_actors.group.effects import GroupConfig
-from rafka_actors.group.ops import (
+from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.group_common.ops import (
     ConsumerGroupDescribeOp,
     DeleteGroupOp,
     DescribeGroupOp,
@@ -34,7 +34,7 @@ from rafka_actors.group.ops import (
     OffsetFetchOp,
     SyncGroupOp,
 )
-from rafka_actors.group.records import OffsetCommitRecord
+from rafka_actors.group_common.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
 
 PROTOCOLS = (("range", encode_subscription(["t"])),)

@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rafka_actors.consumer_group.state import ConsumerGroup, ConsumerMember
-from rafka_actors.consumer_group.topic_image import TopicImage, TopicInfo
-from rafka_actors.group import machine
-from rafka_actors.group.effects import GroupConfig
-from rafka_actors.group.ops import (
+from rafka_actors.coordinator import machine
+from rafka_actors.coordinator.replay import replay
+from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.group_common.ops import (
     ConsumerGroupHeartbeatOp,
     ConsumerGroupHeartbeatOpResp,
     TimerFired,
     TopicPartitions,
 )
-from rafka_actors.group.records import Record
-from rafka_actors.group.replay import replay
+from rafka_actors.group_common.records import Record
+from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 
 GROUP_ID = "fooup"
 CGP_ID = "cgp_test"

@@ -7,7 +7,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.consumer_group.state import ConsumerGroup
-from rafka_actors.group.ops import (
+from rafka_actors.group.state import ClassicGroup
+from rafka_actors.group_common.ops import (
     ConsumerGroupDescribeOp,
     DeleteGroupOp,
     DescribeGroupOp,
@@ -20,7 +21,6 @@ from rafka_actors.group.ops import (
     OffsetFetchOp,
     SyncGroupOp,
 )
-from rafka_actors.group.state import ClassicGroup
 
 from .harness import GROUP_ID, ConsumerHarness, durable_view
 

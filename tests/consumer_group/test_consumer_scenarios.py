@@ -11,7 +11,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.consumer_group.state import ConsumerGroupState, MemberState
-from rafka_actors.group.effects import GroupConfig
+from rafka_actors.group_common.effects import GroupConfig
 
 from .harness import CONFIG, REBALANCE_TIMEOUT_MS, ConsumerHarness, durable_view
 

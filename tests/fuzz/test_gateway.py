@@ -30,7 +30,6 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.metadata.v12.response import MetadataResponse
 
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
-from rafka_actors.actors.data_plane import DataPlane
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.auth.scram import Mechanism, derive_credential
 from rafka_actors.auth.users import User, UserStore
@@ -38,7 +37,8 @@ from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
-from rafka_actors.group.effects import GroupConfig
+from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.storage.data_plane import DataPlane
 
 from ..wire import parse_response, request_frame
 from .budget import COUNTS, fuzz_settings

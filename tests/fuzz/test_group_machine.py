@@ -1,6 +1,7 @@
-"""Fuzzing the group state machine: random sequences of every op of group/ops.py, with hostile
-field values and random time jumps, through the one pure entry point `machine.handle`, on both
-the classic and the KIP-848 consumer path (mixed in one group, as a gateway may send both).
+"""Fuzzing the group state machine: random sequences of every op of group_common/ops.py, with
+hostile field values and random time jumps, through the one pure entry point
+`coordinator.machine.handle`, on both the classic and the KIP-848 consumer path (mixed in one
+group, as a gateway may send both).
 
 The clock moves as the group actor moves it: before each op, every deadline that falls due on
 the way fires (`TimerFired`), each at its own time. Properties, after every step:
@@ -22,11 +23,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rafka_actors.consumer_group.state import ConsumerGroup
-from rafka_actors.consumer_group.topic_image import TopicImage, TopicInfo
-from rafka_actors.group import machine
+from rafka_actors.coordinator import machine
+from rafka_actors.coordinator.replay import replay
 from rafka_actors.group.consumer_protocol import encode_subscription
-from rafka_actors.group.effects import GroupConfig
-from rafka_actors.group.ops import (
+from rafka_actors.group.state import ClassicGroup
+from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.group_common.ops import (
     OP_CODES,
     ConsumerGroupDescribeOp,
     ConsumerGroupHeartbeatOp,
@@ -42,9 +44,8 @@ from rafka_actors.group.ops import (
     SyncGroupOp,
     TimerFired,
 )
-from rafka_actors.group.records import Record
-from rafka_actors.group.replay import replay
-from rafka_actors.group.state import ClassicGroup
+from rafka_actors.group_common.records import Record
+from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import decode_entry, encode_entry
 

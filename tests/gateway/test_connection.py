@@ -19,12 +19,12 @@ from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.metadata.v12.response import MetadataResponse
 
-from rafka_actors.actors.data_plane import DataPlane
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import Api, BrokerContext, ConnectionInfo
 from rafka_actors.gateway.steps import Step
+from rafka_actors.storage.data_plane import DataPlane
 
 from ..wire import parse_response, request_frame
 

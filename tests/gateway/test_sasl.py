@@ -22,7 +22,6 @@ from kio.schema.sasl_authenticate.v2.response import SaslAuthenticateResponse
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.schema.sasl_handshake.v1.response import SaslHandshakeResponse
 
-from rafka_actors.actors.data_plane import DataPlane
 from rafka_actors.auth.scram import Mechanism, derive_credential
 from rafka_actors.auth.users import User, UserStore
 from rafka_actors.config import BrokerConfig
@@ -30,6 +29,7 @@ from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
 from rafka_actors.gateway.limits import ConnectionLimits
+from rafka_actors.storage.data_plane import DataPlane
 
 from ..wire import parse_response, request_frame
 from .test_connection import Client

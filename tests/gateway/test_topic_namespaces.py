@@ -22,7 +22,6 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
-from rafka_actors.actors.data_plane import DataPlane
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.auth.users import User
 from rafka_actors.config import BrokerConfig
@@ -30,8 +29,9 @@ from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.apis._build import make
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.steps import settle
-from rafka_actors.group.effects import GroupConfig
+from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.protocol.messages import request_class
+from rafka_actors.storage.data_plane import DataPlane
 
 from ..batch_builder import build_batch
 

@@ -20,10 +20,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.group import machine
+from rafka_actors.coordinator import machine
 from rafka_actors.group.consumer_protocol import encode_subscription
-from rafka_actors.group.effects import GroupConfig
-from rafka_actors.group.ops import (
+from rafka_actors.group.state import ClassicGroup, GroupState
+from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.group_common.ops import (
     DeleteGroupOp,
     DeleteGroupOpResp,
     DescribeGroupOp,
@@ -44,8 +45,7 @@ from rafka_actors.group.ops import (
     SyncGroupOp,
     TimerFired,
 )
-from rafka_actors.group.records import Record
-from rafka_actors.group.state import ClassicGroup, GroupState
+from rafka_actors.group_common.records import Record
 
 GROUP_ID = "group-id"
 CGP_ID = "cgp_x"

@@ -36,8 +36,8 @@ from hypothesis.stateful import (
 )
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.group import machine
-from rafka_actors.group.replay import replay
+from rafka_actors.coordinator import machine
+from rafka_actors.coordinator.replay import replay
 from rafka_actors.group.state import GroupState
 
 from .harness import DEFAULT_CONFIG, GroupHarness, protocols

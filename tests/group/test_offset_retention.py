@@ -10,10 +10,10 @@ import trio.testing
 
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
-from rafka_actors.group.effects import GroupConfig
-from rafka_actors.group.ops import ExpireOffsetsOp, OffsetCommitOp, OffsetFetchOp
-from rafka_actors.group.records import GroupTombstone, OffsetTombstone
 from rafka_actors.group.state import GroupState
+from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.group_common.ops import ExpireOffsetsOp, OffsetCommitOp, OffsetFetchOp
+from rafka_actors.group_common.records import GroupTombstone, OffsetTombstone
 from rafka_actors.ids import GroupKey
 
 from .harness import GroupHarness

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from rafka_actors.consumer_group.records import ConsumerGroupMetadataRecord
-from rafka_actors.group.records import GroupMetadataRecord, GroupTombstone, Record
+from rafka_actors.group.records import GroupMetadataRecord
+from rafka_actors.group_common.records import GroupTombstone, Record
 from rafka_actors.pipeline.history import cause_of, rebalances
 
 from ..group.harness import GroupHarness

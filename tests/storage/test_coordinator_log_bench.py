@@ -19,7 +19,7 @@ import pytest
 import trio
 
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
-from rafka_actors.group.records import OffsetCommitRecord
+from rafka_actors.group_common.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
 
 SECONDS = 2.0

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rafka_actors.group.records import (
-    GroupMetadataRecord,
+from rafka_actors.group.records import GroupMetadataRecord
+from rafka_actors.group_common.records import (
     GroupTombstone,
     OffsetCommitRecord,
     OffsetTombstone,

@@ -20,10 +20,10 @@ from rafka_actors.actors.durable_log import (
     FsyncPolicy,
 )
 from rafka_actors.actors.registry import GroupRegistry
-from rafka_actors.group.effects import GroupConfig
-from rafka_actors.group.ops import OffsetCommitOp, OffsetFetchOp
-from rafka_actors.group.records import (
-    GroupMetadataRecord,
+from rafka_actors.group.records import GroupMetadataRecord
+from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.group_common.ops import OffsetCommitOp, OffsetFetchOp
+from rafka_actors.group_common.records import (
     GroupTombstone,
     OffsetCommitRecord,
     OffsetTombstone,

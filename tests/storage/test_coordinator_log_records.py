@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
-from rafka_actors.group.records import (
-    GroupMetadataRecord,
+from rafka_actors.group.records import GroupMetadataRecord
+from rafka_actors.group_common.records import (
     GroupTombstone,
     OffsetCommitRecord,
     OffsetTombstone,
@@ -102,6 +102,48 @@ def test_layout_is_type_version_org_group_fields() -> None:
     }
     assert [int(tags[c]) for c in tags] == [1, 2, 3, 4]
     assert cbor2.loads(encode_entry(GroupKey(1, "x"), GroupTombstone("x")))[:2] == [4, 0]
+
+
+def test_entries_are_written_byte_for_byte_as_logs_already_hold_them() -> None:
+    # Bytes of entries as brokers have written them (cbor2's canonical shortest forms): a
+    # change here would make a new log differ from an old one, even if both still decode.
+    key = GroupKey(7, "orders")
+    member = ("m-1", "i-1", "client", "/10.0.0.1", 300_000, 45_000, b"\x00\x01", b"\x02")
+    written = {
+        OffsetCommitRecord("orders", "events", 3, 2**40, -1, "", 1_764_170_000_000): (
+            "8b010007666f7264657273666f7264657273666576656e7473031b000001000000000020601b00"
+            "00019ac0b9e680"
+        ),
+        OffsetCommitRecord("orders", "événements", 70000, -5, 2, None, 1_764_170_000_001): (
+            "8b010007666f7264657273666f72646572736cc3a976c3a96e656d656e74731a00011170240"
+            "2f61b0000019ac0b9e681"
+        ),
+        GroupMetadataRecord(
+            "orders",
+            "cgp_1",
+            "consumer",
+            4,
+            "range",
+            "m-1",
+            1_764_170_000_000,
+            (member,),
+            "rebalance",
+            1_764_169_999_000,
+            (("m-0", "left"),),
+        ): (
+            "8f020107666f7264657273666f7264657273656367705f3168636f6e73756d6572046572616e67"
+            "65636d2d311b0000019ac0b9e6808188636d2d3163692d3166636c69656e74692f31302e302e30"
+            "2e311a000493e019afc8420001410269726562616c616e63651b0000019ac0b9e2988182636d2d"
+            "30646c656674"
+        ),
+        OffsetTombstone(
+            "orders", "events", 3
+        ): "87030007666f7264657273666f7264657273666576656e747303",
+        GroupTombstone("orders"): "85040007666f7264657273666f7264657273",
+    }
+    for record, hex_bytes in written.items():
+        assert encode_entry(key, record).hex() == hex_bytes
+        assert decode_entry(bytes.fromhex(hex_bytes)) == (key, record)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import cbor2
 import pytest
 from crc32c import crc32c
 
-from rafka_actors.group.records import OffsetCommitRecord
+from rafka_actors.group_common.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import decode_entry, encode_entry
 from rafka_actors.storage.coordinator_segments import (

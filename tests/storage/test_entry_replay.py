@@ -17,9 +17,9 @@ from rafka_actors.consumer_group.records import (
     ConsumerMemberTombstone,
     ConsumerStateTombstone,
 )
-from rafka_actors.group.latest import LatestRecords
-from rafka_actors.group.records import (
-    GroupMetadataRecord,
+from rafka_actors.coordinator.latest import LatestRecords
+from rafka_actors.group.records import GroupMetadataRecord
+from rafka_actors.group_common.records import (
     GroupTombstone,
     OffsetCommitRecord,
     OffsetTombstone,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rafka_actors.actors.data_plane import DataPlane
+from rafka_actors.storage.data_plane import DataPlane
 from rafka_actors.storage.topics import TopicStore, stored_orgs, topics_dir
 
 from ..batch_builder import build_batch

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rafka_actors.group import ops
+from rafka_actors.group_common import ops
 
 OP_TYPES = list(ops.OP_CODES)
 
@@ -65,7 +65,6 @@ def test_design_note_op_codes() -> None:
 
 
 def test_a_commit_op_defaults_to_no_member_and_no_generation() -> None:
-    # OffsetCommitOp's written __init__ (group/hot_values.py) spells ops' defaults out
     op = ops.OffsetCommitOp("g", ())
     assert (op.member_id, op.generation_id, op.group_instance_id, op.api_version) == (
         ops.UNKNOWN_MEMBER,
@@ -76,18 +75,15 @@ def test_a_commit_op_defaults_to_no_member_and_no_generation() -> None:
 
 
 def test_a_fetch_op_defaults_to_no_member_and_an_unstable_read() -> None:
-    # OffsetFetchOp's written __init__ (group/hot_values.py) keeps the frozen dataclass's
-    # defaults, and its response's: no offsets
     op = ops.OffsetFetchOp("g", None)
     assert (op.require_stable, op.member_id, op.member_epoch) == (False, None, -1)
-    assert ops.OffsetFetchOpResp(0).offsets == ()
+    assert ops.OffsetFetchOpResp(0).offsets == ()  # the response's default: no offsets
     assert ops.decode_op(ops.encode_op(ops.OffsetFetchOp("g", (("t", 0),), True, "m", 3))) == (
         ops.OffsetFetchOp("g", (("t", 0),), require_stable=True, member_id="m", member_epoch=3)
     )
 
 
 def test_a_heartbeat_op_defaults_to_no_instance_id() -> None:
-    # HeartbeatOp's written __init__ (group/hot_values.py) keeps the dataclass's default
     assert ops.HeartbeatOp("g", "m", 3).group_instance_id is None
     op = ops.HeartbeatOp("g", "m", 3, "i")
     assert ops.decode_op(ops.encode_op(op)) == op

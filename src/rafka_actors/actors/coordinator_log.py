@@ -17,11 +17,11 @@ from typing import Protocol
 
 import trio
 
-from ..group.effects import GroupConfig
-from ..group.latest import LatestRecords
-from ..group.machine import AnyGroup
-from ..group.records import Record
-from ..group.replay import replay
+from ..coordinator.latest import LatestRecords
+from ..coordinator.machine import AnyGroup
+from ..coordinator.replay import replay
+from ..group_common.effects import GroupConfig
+from ..group_common.records import Record
 from ..ids import GroupKey
 
 

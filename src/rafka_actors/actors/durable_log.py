@@ -62,8 +62,8 @@ from pathlib import Path
 
 import trio
 
-from ..group.latest import LatestRecords
-from ..group.records import Record
+from ..coordinator.latest import LatestRecords
+from ..group_common.records import Record
 from ..ids import GroupKey
 from ..storage.coordinator_records import (
     decode_stored,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..group import ops
+from ..group_common import ops
 
 
 def error_response(op: Any, code: int) -> Any:

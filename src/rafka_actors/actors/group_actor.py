@@ -45,11 +45,12 @@ from kio.schema.errors import ErrorCode
 from opentelemetry.trace import Span
 
 from .. import telemetry
-from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
-from ..group import machine, ops
-from ..group.effects import GroupConfig, MemberFenced, RebalanceCompleted, TargetAssigned
-from ..group.machine import AnyGroup
+from ..coordinator import machine
+from ..coordinator.machine import AnyGroup
 from ..group.state import ClassicGroup
+from ..group_common import ops
+from ..group_common.effects import GroupConfig, MemberFenced, RebalanceCompleted, TargetAssigned
+from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey, mint_group_uuid, rrl
 from ..storage.coordinator_segments import CoordinatorLogError
 from .coordinator_log import CoordinatorLog, now_ms, stored_group, trio_time

@@ -32,10 +32,10 @@ from typing import Any, Final
 
 import trio
 
-from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
-from ..group.effects import GroupConfig
-from ..group.machine import AnyGroup
-from ..group.ops import ExpireOffsetsOp
+from ..coordinator.machine import AnyGroup
+from ..group_common.effects import GroupConfig
+from ..group_common.ops import ExpireOffsetsOp
+from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey
 from . import snapshot
 from .coordinator_log import CoordinatorLog, now_ms, stored_group, stored_membership

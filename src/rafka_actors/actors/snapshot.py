@@ -19,10 +19,10 @@ from types import MappingProxyType
 from typing import Any
 
 from ..consumer_group.state import ConsumerGroup
-from ..group.machine import AnyGroup
-from ..group.offsets import fetched
-from ..group.ops import OffsetFetchOp, OffsetFetchOpResp
-from ..group.state import CommittedOffset
+from ..coordinator.machine import AnyGroup
+from ..group_common.committed import CommittedOffset
+from ..group_common.offsets import fetched
+from ..group_common.ops import OffsetFetchOp, OffsetFetchOpResp
 
 NO_OFFSETS: Mapping[tuple[str, int], CommittedOffset] = MappingProxyType({})
 

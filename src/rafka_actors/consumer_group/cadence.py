@@ -17,7 +17,7 @@ long-settled member hears of a change as late as in Kafka (one steady interval a
 
 from __future__ import annotations
 
-from ..group.effects import GroupConfig
+from ..group_common.effects import GroupConfig
 from .state import ConsumerGroup, ConsumerMember
 
 

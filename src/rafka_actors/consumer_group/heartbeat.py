@@ -21,32 +21,37 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from ..group.effects import Effects
-from ..group.ops import (
+from ..group_common.effects import Effects
+from ..group_common.ops import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroupHeartbeatOp,
     ConsumerGroupHeartbeatOpResp,
     TopicPartitions,
 )
-from ..group.state import ClassicGroup
 from . import membership
 from .cadence import heartbeat_interval_ms
 from .membership import Refusal, bump_epoch_if_metadata_changed, store_member, validate_epoch
 from .reconcile import FencedMember, Owned, reconcile
-from .state import Assignment, ConsumerGroup, ConsumerMember, Subscription
+from .state import Assignment, ConsumerGroup, ConsumerMember, OtherGroup, Subscription
 from .subscription import regex_error
 from .target import maybe_assign
 
-AnyGroup = ClassicGroup | ConsumerGroup | None
 
-
-def heartbeat(group: AnyGroup, op: ConsumerGroupHeartbeatOp, waiter: int, fx: Effects) -> AnyGroup:
+def heartbeat(
+    group: ConsumerGroup | OtherGroup | None,
+    op: ConsumerGroupHeartbeatOp,
+    waiter: int,
+    fx: Effects,
+    successor: ConsumerGroup | None = None,
+) -> ConsumerGroup | OtherGroup | None:
+    """`successor`: for a group of another type, the consumer group that may take its place
+    if this heartbeat is a new member's (None: it may not)."""
     try:
         _validate_request(op, fx)
         if op.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return membership.leave(group, op, waiter, fx)
-        consumer_group = _group_for(group, op, fx)
+        consumer_group = _group_for(group, op, fx, successor)
         member, replaced = _member_for(consumer_group, op, fx)
     except Refusal as refusal:
         fx.reply(waiter, refusal.response())
@@ -107,15 +112,14 @@ def _validate_request(op: ConsumerGroupHeartbeatOp, fx: Effects) -> None:
         )
 
 
-def _group_for(group: AnyGroup, op: ConsumerGroupHeartbeatOp, fx: Effects) -> ConsumerGroup:
+def _group_for(
+    group: object, op: ConsumerGroupHeartbeatOp, fx: Effects, successor: ConsumerGroup | None
+) -> ConsumerGroup:
     if isinstance(group, ConsumerGroup):
         return group
-    if isinstance(group, ClassicGroup):
-        if op.member_epoch == 0 and group.is_empty() and not group.pending_members:
-            # An empty classic group becomes a consumer group; its offsets and id stay.
-            return ConsumerGroup(
-                group.group_id, group.cgp_id, state_timestamp_ms=fx.now, offsets=group.offsets
-            )
+    if group is not None:  # a group of another type
+        if op.member_epoch == 0 and successor is not None:
+            return successor  # the empty group becomes a consumer group, with its offsets and id
         raise Refusal(ErrorCode.group_id_not_found, f"Group {op.group_id} is not a consumer group.")
     if op.member_epoch != 0:
         raise Refusal(ErrorCode.group_id_not_found, f"Consumer group {op.group_id} not found.")

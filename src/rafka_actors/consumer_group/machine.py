@@ -1,11 +1,11 @@
 """The consumer-group state machine: every op a KIP-848 group (or a request for one) can get.
 
-Called by `group.machine.handle` for ConsumerGroupHeartbeat and ConsumerGroupDescribe, and for
-any op sent to a group that is a consumer group. A group keeps one type while it has members:
-classic requests to a non-empty consumer group are refused as Kafka does with the migration
-policy off (JoinGroup: INCONSISTENT_GROUP_PROTOCOL; SyncGroup, Heartbeat, LeaveGroup: the
-member is unknown); an empty consumer group that gets a JoinGroup becomes a classic group,
-keeping its offsets and its `cgp_` id.
+Called by `coordinator.machine.handle` for ConsumerGroupHeartbeat and ConsumerGroupDescribe
+(whatever the group's type), and for any op sent to a group that is a consumer group. A group
+keeps one type while it has members: classic requests to a non-empty consumer group are
+refused as Kafka does with the migration policy off (JoinGroup: INCONSISTENT_GROUP_PROTOCOL;
+SyncGroup, Heartbeat, LeaveGroup: the member is unknown). An empty consumer group that gets a
+JoinGroup becomes a classic group before it gets here (coordinator/machine.py).
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..group import membership
-from ..group.effects import Effects, group_record
-from ..group.offsets import delete_group
-from ..group.ops import (
+from ..group_common.effects import Effects
+from ..group_common.offsets import delete_group
+from ..group_common.ops import (
     ConsumerGroupDescribeOp,
     ConsumerGroupDescribeOpResp,
     ConsumerGroupHeartbeatOp,
@@ -39,33 +38,38 @@ from ..group.ops import (
     SyncGroupOpResp,
     TimerFired,
 )
-from ..group.state import ClassicGroup
 from . import offsets, timers
 from .heartbeat import heartbeat, response_assignment
-from .records import ConsumerStateTombstone
-from .state import ConsumerGroup
+from .state import ConsumerGroup, OtherGroup
 from .target import preferred_assignor
 
 CONSUMER_OPS = (ConsumerGroupHeartbeatOp, ConsumerGroupDescribeOp)
 
 
 def handle(
-    group: ClassicGroup | ConsumerGroup | None, op: Any, waiter: int, fx: Effects
-) -> ClassicGroup | ConsumerGroup | None:
-    """An op for a consumer group, or a consumer-group op for any group."""
+    group: ConsumerGroup | OtherGroup | None,
+    op: Any,
+    waiter: int,
+    fx: Effects,
+    successor: ConsumerGroup | None = None,
+) -> ConsumerGroup | OtherGroup | None:
+    """An op for a consumer group, or a consumer-group op for any group. `successor`: for a
+    group of another type, the consumer group that may take its place if a new member's
+    heartbeat asks for one (None: it may not)."""
     if isinstance(op, ConsumerGroupHeartbeatOp):
-        return heartbeat(group, op, waiter, fx)
+        return heartbeat(group, op, waiter, fx, successor)
     if isinstance(op, ConsumerGroupDescribeOp):
         fx.reply(waiter, describe(group, op, fx))
         return group
     assert isinstance(group, ConsumerGroup)
-    new_group: ClassicGroup | ConsumerGroup | None = _HANDLERS[type(op)](group, op, waiter, fx)
+    new_group: ConsumerGroup | None = _HANDLERS[type(op)](group, op, waiter, fx)
     return new_group
 
 
 def describe(
-    group: ClassicGroup | ConsumerGroup | None, op: ConsumerGroupDescribeOp, fx: Effects
+    group: object, op: ConsumerGroupDescribeOp, fx: Effects
 ) -> ConsumerGroupDescribeOpResp:
+    """ConsumerGroupDescribe of `group`: a consumer group, a group of another type, or None."""
     if group is None:
         return ConsumerGroupDescribeOpResp(
             ErrorCode.group_id_not_found, f"Group {op.group_id} not found."
@@ -123,15 +127,11 @@ def _timer(group: ConsumerGroup, op: TimerFired, waiter: int, fx: Effects) -> Co
 
 
 # -- classic requests to a consumer group ---------------------------------------------------
-def _join(group: ConsumerGroup, op: JoinGroupOp, waiter: int, fx: Effects) -> Any:
-    if group.members:
-        fx.reply(waiter, JoinGroupOpResp(ErrorCode.inconsistent_group_protocol))
-        return group
-    classic = ClassicGroup(group.group_id, group.cgp_id, state_timestamp_ms=fx.now)
-    classic.offsets = group.offsets
-    fx.records.append(ConsumerStateTombstone(group.group_id))
-    fx.records.append(group_record(classic, "empty consumer group became a classic group"))
-    return membership.join(classic, op, waiter, fx)  # the classic machine takes it from here
+def _join(group: ConsumerGroup, op: JoinGroupOp, waiter: int, fx: Effects) -> ConsumerGroup:
+    # An empty consumer group became a classic group before the JoinGroup got here.
+    assert group.members
+    fx.reply(waiter, JoinGroupOpResp(ErrorCode.inconsistent_group_protocol))
+    return group
 
 
 def _sync(group: ConsumerGroup, op: SyncGroupOp, waiter: int, fx: Effects) -> ConsumerGroup:

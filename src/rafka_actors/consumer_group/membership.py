@@ -17,13 +17,12 @@ import dataclasses
 
 from kio.schema.errors import ErrorCode
 
-from ..group.effects import Effects, MemberFenced
-from ..group.ops import (
+from ..group_common.effects import Effects, MemberFenced
+from ..group_common.ops import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroupHeartbeatOp,
     ConsumerGroupHeartbeatOpResp,
 )
-from ..group.state import ClassicGroup
 from .reconcile import Owned
 from .records import (
     ConsumerCurrentAssignmentRecord,
@@ -34,7 +33,7 @@ from .records import (
     ConsumerTargetMetadataRecord,
     to_rows,
 )
-from .state import ConsumerGroup, ConsumerMember, MemberState, Reconciliation
+from .state import ConsumerGroup, ConsumerMember, MemberState, OtherGroup, Reconciliation
 from .subscription import metadata_hash, subscribed_names
 from .target import maybe_assign
 
@@ -165,11 +164,11 @@ def replace(group: ConsumerGroup, old: ConsumerMember, new: ConsumerMember, fx: 
 
 # -- leaving and fencing ---------------------------------------------------------------------
 def leave(
-    group: ClassicGroup | ConsumerGroup | None,
+    group: ConsumerGroup | OtherGroup | None,
     op: ConsumerGroupHeartbeatOp,
     waiter: int,
     fx: Effects,
-) -> ClassicGroup | ConsumerGroup | None:
+) -> ConsumerGroup | OtherGroup | None:
     if not isinstance(group, ConsumerGroup):
         raise Refusal(ErrorCode.group_id_not_found, f"Consumer group {op.group_id} not found.")
     if op.instance_id is None:

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from ..group.effects import Effects
-from ..group.offsets import all_failed, delete_unsubscribed, expire, fetch, store_offsets
-from ..group.ops import (
+from ..group_common.effects import Effects
+from ..group_common.offsets import all_failed, delete_unsubscribed, expire, fetch, store_offsets
+from ..group_common.ops import (
     ExpireOffsetsOp,
     OffsetCommitOp,
     OffsetDeleteOp,

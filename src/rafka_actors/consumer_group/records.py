@@ -20,6 +20,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from ..group_common.records import Record
 from .state import Assignment
 
 # ((topic id bytes, (partition, ...)), ...), sorted, so equal assignments encode equally
@@ -27,7 +28,7 @@ PartitionRows = tuple[tuple[bytes, tuple[int, ...]], ...]
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupMetadataRecord:
+class ConsumerGroupMetadataRecord(Record):
     group_id: str
     cgp_id: str
     epoch: int
@@ -37,7 +38,7 @@ class ConsumerGroupMetadataRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerMemberMetadataRecord:
+class ConsumerMemberMetadataRecord(Record):
     group_id: str
     member_id: str
     instance_id: str | None
@@ -51,21 +52,21 @@ class ConsumerMemberMetadataRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerTargetMetadataRecord:
+class ConsumerTargetMetadataRecord(Record):
     group_id: str
     assignment_epoch: int
     assignment_timestamp_ms: int
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerTargetMemberRecord:
+class ConsumerTargetMemberRecord(Record):
     group_id: str
     member_id: str
     partitions: PartitionRows
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerCurrentAssignmentRecord:
+class ConsumerCurrentAssignmentRecord(Record):
     group_id: str
     member_id: str
     member_epoch: int
@@ -76,13 +77,13 @@ class ConsumerCurrentAssignmentRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerMemberTombstone:
+class ConsumerMemberTombstone(Record):
     group_id: str
     member_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerStateTombstone:
+class ConsumerStateTombstone(Record):
     group_id: str
 
 

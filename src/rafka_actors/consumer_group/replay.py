@@ -5,7 +5,7 @@ by key), so they are first collected and then assembled: the group record gives 
 and the metadata hash, the target-assignment metadata the assignment epoch, and each member's
 three records its subscription, its target and its current assignment. As Kafka's `onLoaded`,
 every member gets a fresh session deadline, and one that was revoking a fresh rebalance
-deadline; offsets are added by the caller (group/replay.py) like a classic group's.
+deadline; offsets are added by the caller (coordinator/replay.py) like a classic group's.
 """
 
 from __future__ import annotations

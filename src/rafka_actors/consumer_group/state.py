@@ -22,13 +22,18 @@ from __future__ import annotations
 import enum
 import uuid
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from ..group.state import CommittedOffset
+from ..group_common.committed import CommittedOffset
 
 TopicId = uuid.UUID
 # topic id -> partitions; values are frozensets so an Assignment can be shared, not copied
 Assignment = dict[TopicId, frozenset[int]]
 EMPTY: Assignment = {}
+# A group of another type under the same id (a classic group): this package passes it
+# through untouched and refuses what needs a consumer group. Changing a group's type is the
+# business of the dispatch above both types (coordinator/machine.py).
+OtherGroup = TypeVar("OtherGroup")
 
 
 class MemberState(enum.IntEnum):

@@ -22,8 +22,8 @@ from typing import Any
 
 import re2
 
+from ..group_common.topic_image import TopicImage
 from .state import ConsumerMember, Subscription
-from .topic_image import TopicImage
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a client's bad pattern is its error, not ours to log

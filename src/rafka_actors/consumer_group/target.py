@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..group.effects import Effects, TargetAssigned
+from ..group_common.effects import Effects, TargetAssigned
 from .assignors import ASSIGNORS, MemberSpec
 from .records import ConsumerTargetMemberRecord, ConsumerTargetMetadataRecord, to_rows
 from .state import Assignment, ConsumerGroup

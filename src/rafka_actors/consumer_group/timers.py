@@ -8,7 +8,7 @@ is still on the epoch it was asked to move on from), and the group's throttled a
 
 from __future__ import annotations
 
-from ..group.effects import Effects
+from ..group_common.effects import Effects
 from .membership import fence
 from .state import ConsumerGroup, MemberState
 from .target import maybe_assign

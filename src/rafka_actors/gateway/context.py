@@ -14,11 +14,11 @@ from typing import Any
 
 import trio
 
-from ..actors.data_plane import DataPlane
 from ..actors.registry import GroupRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
+from ..storage.data_plane import DataPlane
 from .limits import ByteBudget, ConnectionLimits
 from .log_budget import LogBudget
 

@@ -20,12 +20,12 @@ from typing import Any
 import trio
 from tricycle import open_service_nursery
 
-from ..actors.data_plane import DataPlane
 from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
 from ..auth.users import UsersFileError, UserStore
 from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
-from ..group.effects import GroupConfig
+from ..group_common.effects import GroupConfig
+from ..storage.data_plane import DataPlane
 from .apis import API_TABLE
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup

@@ -19,7 +19,7 @@ import trio
 from ..ids import GroupKey
 
 if TYPE_CHECKING:
-    from ..actors.data_plane import PartitionKey
+    from ..storage.data_plane import PartitionKey
     from .context import BrokerContext
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from . import rebalance as rb
-from .effects import Effects
-from .ops import (
+from ..group_common.effects import Effects
+from ..group_common.ops import (
     HeartbeatOp,
     HeartbeatOpResp,
     JoinGroupOp,
@@ -22,6 +21,8 @@ from .ops import (
     SyncGroupOp,
     SyncGroupOpResp,
 )
+from . import rebalance as rb
+from .records import store_group
 from .state import C, ClassicGroup, D, E, Member, P, S
 
 
@@ -51,7 +52,7 @@ def join(
             fx.reply(waiter, JoinGroupOpResp(ErrorCode.unknown_member_id, member_id=op.member_id))
             return None
         group = ClassicGroup(op.group_id, fx.fresh_cgp_id, state_timestamp_ms=fx.now)
-        fx.store_group(group, "group created")
+        store_group(fx, group, "group created")
     if not _accept_joining_member(group, op.member_id, cfg.max_size):
         # Kafka drops the refused member too, so late rejoiners make room when the limit shrinks
         refused = group.members.get(op.member_id)
@@ -205,7 +206,7 @@ def _replace_static_member(
     if group.is_in(S):
         if group.select_protocol() == old_protocol_choice:
             # Same protocol: no rebalance. The new id takes over the old one's slot.
-            fx.store_group(group, f"static member {op.group_instance_id} replaced")
+            store_group(fx, group, f"static member {op.group_instance_id} replaced")
             # Before JoinGroup v9 (skip_assignment) Kafka names the leader as it was, so a
             # replaced leader acts as a follower and keeps its stored assignment.
             fx.reply(
@@ -252,7 +253,7 @@ def sync(
             assignment = dict(op.assignments)
             rb.set_and_propagate_assignment(group, fx, assignment)
             group.transition_to(S, fx.now)
-            fx.store_group(group, group.rebalance_reason)
+            store_group(fx, group, group.rebalance_reason)
     elif group.is_in(S):
         group.pending_sync.pop(op.member_id, None)
         member = group.members[op.member_id]

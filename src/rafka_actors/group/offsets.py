@@ -1,48 +1,33 @@
-"""OffsetCommit, OffsetFetch and OffsetDelete of a classic (or simple) group.
+"""OffsetCommit, OffsetFetch, OffsetDelete and offset expiry of a classic (or simple) group.
 
 Commits follow Kafka's `ClassicGroup.validateOffsetCommit`: generation -1 with no member id is
 accepted from tools and simple consumers while the group is Empty (and creates it if unknown);
 otherwise the member and generation must match, and a commit during CompletingRebalance gets
 REBALANCE_IN_PROGRESS. Commits from the current generation are accepted while a rebalance is
-prepared, because consumers commit while they revoke. Each partition's metadata is limited to
-`offset.metadata.max.bytes`. Topic existence is the gateway's business (it knows topics).
+prepared, because consumers commit while they revoke. Topic existence is the gateway's
+business (it knows topics). Storing, fetching, deleting and expiring the offsets themselves is
+the same for every group type (group_common/offsets.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final, TypeVar
-
 from kio.schema.errors import ErrorCode
 
-from . import rebalance as rb
-from .consumer_protocol import subscribed_topics
-from .effects import Effects
-from .hot_values import (
-    CommittedOffset,
-    OffsetCommitOp,
-    OffsetCommitOpResp,
-    OffsetCommitRecord,
-    OffsetFetchOp,
-    OffsetFetchOpResp,
-)
-from .membership import validate_member
-from .ops import (
+from ..group_common.committed import CommittedOffset
+from ..group_common.effects import Effects
+from ..group_common.offsets import all_failed, delete_unsubscribed, expire, store_offsets
+from ..group_common.ops import (
     ExpireOffsetsOp,
     ExpireOffsetsOpResp,
+    OffsetCommitOp,
     OffsetDeleteOp,
     OffsetDeleteOpResp,
 )
-from .records import GroupTombstone, OffsetTombstone
+from . import rebalance as rb
+from .consumer_protocol import subscribed_topics
+from .membership import validate_member
+from .records import store_group
 from .state import ClassicGroup
-
-if TYPE_CHECKING:
-    from ..consumer_group.state import ConsumerGroup
-
-GroupT = TypeVar("GroupT", bound="ClassicGroup | ConsumerGroup | None")
-
-NO_OFFSET: Final = -1
-_OK: Final = int(ErrorCode.none)  # per partition of every commit and fetch: an int, looked up once
 
 
 def commit(
@@ -58,7 +43,7 @@ def commit(
             fx.reply(waiter, all_failed(op, code))
             return None
         group = ClassicGroup(op.group_id, fx.fresh_cgp_id, state_timestamp_ms=fx.now)
-        fx.store_group(group, "simple group created by a commit")
+        store_group(fx, group, "simple group created by a commit")
     error = _validate_commit(group, op)
     if error:
         fx.reply(waiter, all_failed(op, error))
@@ -70,35 +55,10 @@ def commit(
     return group
 
 
-def store_offsets(
-    group: ClassicGroup | ConsumerGroup, op: OffsetCommitOp, waiter: int, fx: Effects
-) -> None:
-    """Commit a validated request's offsets (either group type), each within the metadata limit."""
-    results = []
-    for topic, partition, offset, epoch, metadata in op.offsets:
-        if metadata is not None and len(metadata.encode()) > fx.config.offset_metadata_max_bytes:
-            results.append((topic, partition, int(ErrorCode.offset_metadata_too_large)))
-            continue
-        metadata = metadata or ""  # Kafka stores a null metadata as "" (NO_METADATA)
-        group.offsets[(topic, partition)] = CommittedOffset(offset, epoch, metadata, fx.now)
-        fx.records.append(
-            OffsetCommitRecord(op.group_id, topic, partition, offset, epoch, metadata, fx.now)
-        )
-        results.append((topic, partition, _OK))
-    fx.reply(waiter, OffsetCommitOpResp(tuple(results)))
-
-
-def all_failed(op: OffsetCommitOp, error: int) -> OffsetCommitOpResp:
-    return OffsetCommitOpResp(tuple((t, p, int(error)) for t, p, *_ in op.offsets))
-
-
 def _validate_commit(group: ClassicGroup, op: OffsetCommitOp) -> int:
-    # group.state compared here, not through group.is_in: every commit passes, and a call
-    # of a method of state.py (not compiled) is a Python frame in the compiled build
-    state = group.state
-    if state is rb.D:
+    if group.is_in(rb.D):
         return ErrorCode.coordinator_not_available
-    if op.generation_id < 0 and state is rb.E:
+    if op.generation_id < 0 and group.is_in(rb.E):
         return ErrorCode.none  # admin tools and simple consumers
     if op.generation_id >= 0 or op.member_id or op.group_instance_id is not None:
         error = validate_member(group, op.member_id, op.group_instance_id)
@@ -106,34 +66,11 @@ def _validate_commit(group: ClassicGroup, op: OffsetCommitOp) -> int:
             return error
         if op.generation_id != group.generation:
             return ErrorCode.illegal_generation
-    elif state is not rb.E:
+    elif not group.is_in(rb.E):
         return ErrorCode.unknown_member_id
-    if state is rb.C:
+    if group.is_in(rb.C):
         return ErrorCode.rebalance_in_progress
     return ErrorCode.none
-
-
-def fetch(group: GroupT, op: OffsetFetchOp, waiter: int, fx: Effects) -> GroupT:
-    fx.reply(waiter, fetched(group.offsets if group is not None else {}, op.partitions))
-    return group
-
-
-def fetched(
-    offsets: Mapping[tuple[str, int], CommittedOffset],
-    partitions: tuple[tuple[str, int], ...] | None,
-) -> OffsetFetchOpResp:
-    """OffsetFetch's answer from a group's offsets: each partition asked for (None: every one
-    committed, in order), -1 where none is committed. Also answers from a published snapshot
-    (actors/snapshot.py)."""
-    wanted = sorted(offsets) if partitions is None else partitions
-    rows: list[tuple[str, int, int, int, str | None, int]] = []
-    for topic, partition in wanted:
-        found = offsets.get((topic, partition))
-        if found is None:
-            rows.append((topic, partition, NO_OFFSET, -1, "", _OK))
-        else:
-            rows.append((topic, partition, found.offset, found.leader_epoch, found.metadata, _OK))
-    return OffsetFetchOpResp(ErrorCode.none, tuple(rows))
 
 
 def delete_offsets(
@@ -151,32 +88,6 @@ def delete_offsets(
             subscribed |= subscribed_topics(member.metadata(group.protocol_name))
     delete_unsubscribed(group, op, subscribed, waiter, fx)
     return group
-
-
-def delete_unsubscribed(
-    group: ClassicGroup | ConsumerGroup,
-    op: OffsetDeleteOp,
-    subscribed: set[str],
-    waiter: int,
-    fx: Effects,
-) -> None:
-    """OffsetDelete's partitions, except those of topics the group subscribes to (86)."""
-    results = []
-    for topic, partition in op.partitions:
-        if topic in subscribed:
-            results.append((topic, partition, int(ErrorCode.group_subscribed_to_topic)))
-            continue
-        if group.offsets.pop((topic, partition), None) is not None:
-            fx.records.append(OffsetTombstone(op.group_id, topic, partition))
-        results.append((topic, partition, _OK))
-    fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
-
-
-def delete_group(group: ClassicGroup | ConsumerGroup, fx: Effects) -> None:
-    """The records of deleting an empty group: its offsets, then the group itself."""
-    for topic, partition in sorted(group.offsets):
-        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
-    fx.records.append(GroupTombstone(group.group_id))
 
 
 def expire_offsets(
@@ -198,22 +109,6 @@ def expire_offsets(
         if _retention_base(group, committed) + op.retention_ms <= fx.now
     ]
     return expire(group, expired, bool(group.pending_members), waiter, fx)
-
-
-def expire(
-    group: GroupT, expired: list[tuple[str, int]], keep: bool, waiter: int, fx: Effects
-) -> GroupT | None:
-    """Tombstone the expired offsets; delete the group too if none are left and not `keep`."""
-    assert group is not None
-    for topic, partition in expired:
-        del group.offsets[(topic, partition)]
-        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
-    if group.offsets or keep:
-        fx.reply(waiter, ExpireOffsetsOpResp(len(expired), False))
-        return group
-    fx.records.append(GroupTombstone(group.group_id))
-    fx.reply(waiter, ExpireOffsetsOpResp(len(expired), True))
-    return None
 
 
 def _retention_base(group: ClassicGroup, committed: CommittedOffset) -> int:

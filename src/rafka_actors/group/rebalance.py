@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from .effects import Effects, RebalanceCompleted
-from .ops import JoinGroupOpResp, SyncGroupOpResp
+from ..group_common.effects import Effects, RebalanceCompleted
+from ..group_common.ops import JoinGroupOpResp, SyncGroupOpResp
+from .records import store_group
 from .state import ClassicGroup, GroupState, Member
 
 P, C, S, E, D = (
@@ -134,7 +135,7 @@ def complete_join(group: ClassicGroup, fx: Effects) -> None:
         return
     _init_next_generation(group, fx)
     if group.is_in(E):
-        fx.store_group(group, group.rebalance_reason)
+        store_group(fx, group, group.rebalance_reason)
         return
     for member in group.members.values():
         fx.reply(member.awaiting_join, join_response(group, member))

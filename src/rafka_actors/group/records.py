@@ -1,37 +1,77 @@
-"""Coordinator records: what a group actor hands to the coordinator log.
+"""The classic group's coordinator record, and how a group becomes one.
 
-The shapes follow Kafka's `__consumer_offsets` records (design note 003, "Persistent record
-layouts"): one GroupMetadata record holds a whole classic group (written when a generation's
-assignment is settled, when a group becomes Empty, and when a static member is replaced), one
-OffsetCommit record per committed partition, and tombstones for deleted offsets and groups.
-Replaying them (replay.py) rebuilds what a restarted coordinator needs: members, generation,
-leader, assignments and offsets.
+One GroupMetadata record holds a whole classic group (Kafka's `__consumer_offsets` layout,
+design note 003, "Persistent record layouts"): written when a generation's assignment is
+settled, when a group becomes Empty, and when a static member is replaced. Offsets and
+tombstones are records every group type writes (group_common/records.py). Replaying them
+(replay.py) rebuilds what a restarted coordinator needs: members, generation, leader,
+assignments and offsets.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..consumer_group.records import ConsumerRecord
-from .hot_values import GroupMetadataRecord as GroupMetadataRecord  # made per new group
-from .hot_values import MemberRow as MemberRow
-from .hot_values import OffsetCommitRecord as OffsetCommitRecord  # made per commit
+from ..group_common.effects import Effects
+from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
+from .state import ClassicGroup
 
-# GroupMetadataRecord (a new group's first commit and every membership change write one) and
-# OffsetCommitRecord (one per committed partition): in hot_values.py (imported above).
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetTombstone:
-    group_id: str
-    topic: str
-    partition: int
+# (member id, instance id, client id, client host, rebalance timeout, session timeout,
+#  subscription metadata of the chosen protocol, assignment)
+MemberRow = tuple[str, str | None, str, str, int, int, bytes, bytes]
 
 
 @dataclass(frozen=True, slots=True)
-class GroupTombstone:
+class GroupMetadataRecord(Record):
     group_id: str
+    cgp_id: str
+    protocol_type: str | None
+    generation: int
+    protocol_name: str | None
+    leader_id: str | None
+    state_timestamp_ms: int
+    members: tuple[MemberRow, ...]
+    reason: str = ""  # why the group changed: kept for the rebalance-history pipeline
+    # version 1: when the rebalance this record settles began (-1: none), and the members
+    # that went away since the previous record, with why ("left", "session timeout", ...)
+    rebalance_started_ms: int = -1
+    departed: tuple[tuple[str, str], ...] = ()
 
 
 ClassicRecord = GroupMetadataRecord | OffsetCommitRecord | OffsetTombstone | GroupTombstone
-Record = ClassicRecord | ConsumerRecord
+
+
+def store_group(fx: Effects, group: ClassicGroup, reason: str) -> None:
+    """Write the group's record; the record told this rebalance's story, so the next one
+    starts afresh."""
+    fx.records.append(group_record(group, reason))
+    group.departed = None
+    group.rebalance_started_ms = -1
+
+
+def group_record(group: ClassicGroup, reason: str = "") -> GroupMetadataRecord:
+    return GroupMetadataRecord(
+        group_id=group.group_id,
+        cgp_id=group.cgp_id,
+        protocol_type=group.protocol_type,
+        generation=group.generation,
+        protocol_name=group.protocol_name,
+        leader_id=group.leader_id,
+        state_timestamp_ms=group.state_timestamp_ms,
+        members=tuple(
+            (
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata(group.protocol_name),
+                m.assignment,
+            )
+            for m in group.members.values()
+        ),
+        reason=reason,
+        rebalance_started_ms=group.rebalance_started_ms,
+        departed=tuple(group.departed or ()),
+    )

@@ -16,8 +16,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .hot_values import CommittedOffset as CommittedOffset  # made per commit
-from .ops import Protocols
+from ..group_common.committed import CommittedOffset
+from ..group_common.ops import Protocols
 
 
 class GroupState(enum.Enum):
@@ -82,9 +82,6 @@ class Member:
 
     def metadata(self, protocol: str | None) -> bytes:
         return next((meta for name, meta in self.protocols if name == protocol), b"")
-
-
-# CommittedOffset (one per committed partition): in hot_values.py (imported above).
 
 
 @dataclass(slots=True)

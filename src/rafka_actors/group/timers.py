@@ -10,8 +10,8 @@ that got their JoinGroup answer but never sent SyncGroup). The actor sleeps unti
 
 from __future__ import annotations
 
+from ..group_common.effects import Effects
 from . import rebalance as rb
-from .effects import Effects
 from .state import ClassicGroup
 
 

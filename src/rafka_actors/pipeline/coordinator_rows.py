@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from ..consumer_group.records import ConsumerGroupMetadataRecord
-from ..group.records import GroupMetadataRecord, GroupTombstone, OffsetCommitRecord, OffsetTombstone
+from ..group.records import GroupMetadataRecord
+from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 from ..storage.coordinator_records import decode_entry
 from ..storage.coordinator_segments import read_segment
 

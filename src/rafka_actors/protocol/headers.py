@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ._codegen import uvarint as write_uvarint  # one varint writer for the codec and headers
 from .errors import MalformedRequest
@@ -33,37 +33,16 @@ from .messages import is_flexible_request
 _FIXED = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 _MAX_VARINT_BYTES = 5  # Kafka's unsigned varints are at most 32 bits
 
-# A request frame: bytes from the gateway, any buffer from a test or a tool (the compiled
-# build checks these annotations at run time, so they must say what callers pass).
+# A request frame: bytes from the gateway, any buffer from a test or a tool.
 Frame = bytes | bytearray | memoryview
 
 
-@dataclass(init=False, slots=True)
-class RequestHeader:
-    """Every decoded request makes one. A written ``__init__`` in this compiled module: a
-    NamedTuple's ``__new__``, or a dataclass's generated ``__init__``, runs as Python even
-    when compiled code calls it, and the compiled build reads these fields directly instead
-    of through a generic attribute lookup (see group/hot_values.py)."""
-
+class RequestHeader(NamedTuple):
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
-    group_identities: bool  # the header carried GROUP_IDENTITY_TAG (our admin tool)
-
-    def __init__(
-        self,
-        api_key: int,
-        api_version: int,
-        correlation_id: int,
-        client_id: str | None,
-        group_identities: bool = False,
-    ) -> None:
-        self.api_key = api_key
-        self.api_version = api_version
-        self.correlation_id = correlation_id
-        self.client_id = client_id
-        self.group_identities = group_identities
+    group_identities: bool = False  # the header carried GROUP_IDENTITY_TAG (our admin tool)
 
 
 def read_uvarint(buf: Frame, offset: int) -> tuple[int, int]:

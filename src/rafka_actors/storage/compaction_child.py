@@ -1,9 +1,8 @@
 """The coordinator log's compaction, in a child process of the broker.
 
 Compaction reads every sealed entry: a 64 MiB segment of 1.2 million commits took 2.9 s.
-In a worker thread it held the GIL all along once compiled (mypyc's loops never hand it
-over), and the event loop stood still for those seconds; interpreted, the loop got the GIL
-back only every switch interval (5 ms). Here it runs beside the loop instead
+In a worker thread it would hold the GIL against the event loop for those seconds, which
+gets it back only every switch interval (5 ms). Here it runs beside the loop instead
 (`CoordinatorSegments.compact_sealed_in_child`), at a lower priority (NICENESS).
 
 The broker writes a JSON request to stdin (the directory, the sealed segments, the settings,

@@ -35,10 +35,10 @@ records, and a ConsumerStateTombstone ``(org, group, 0)`` all consumer-group rec
 
 The live view
 -------------
-`LatestRecords` (group/latest.py) is what a fully compacted log holds, in memory, with the
+`LatestRecords` (coordinator/latest.py) is what a fully compacted log holds, in memory, with the
 same keys: per group the latest group record, the latest consumer-group record per key and the
 latest committed offset per partition. ``records_of`` returns the group record first, then the
-consumer-group records, then the offsets, which `group.replay` turns back into the group.
+consumer-group records, then the offsets, which `coordinator.replay` turns back into the group.
 Tombstones are applied, not kept: replaying a deleted offset's absence is the same as replaying
 its tombstone, and the view then stays as small as the live state.
 """
@@ -51,7 +51,7 @@ import re
 from collections.abc import Callable, Iterable
 from enum import IntEnum
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any
 
 import cbor2
 
@@ -64,7 +64,7 @@ from ..consumer_group.records import (
     ConsumerTargetMemberRecord,
     ConsumerTargetMetadataRecord,
 )
-from ..group.latest import (
+from ..coordinator.latest import (
     MEMBER_KIND,
     TARGET_METADATA_TAIL,
     CompactionKey,
@@ -73,16 +73,10 @@ from ..group.latest import (
     is_tombstone,
     key_tail,
 )
-from ..group.records import (
-    GroupMetadataRecord,
-    GroupTombstone,
-    OffsetCommitRecord,
-    OffsetTombstone,
-    Record,
-)
+from ..group.records import GroupMetadataRecord
+from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
 from ..ids import GroupKey
 from .coordinator_segments import CoordinatorLogError
-from .entry_cbor import offset_commit_entry, plain_array
 
 __all__ = [
     "OFFSET_ENTRY_PATTERN",
@@ -188,7 +182,7 @@ def _field_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
 
 # An entry's head (type tag, schema version) and field getter per class: every commit
 # encodes one entry, so nothing here is looked up or converted per call.
-_ENCODING: Final[dict[type, tuple[int, int, Callable[[Any], tuple[Any, ...]]]]] = {
+_ENCODING: dict[type, tuple[int, int, Callable[[Any], tuple[Any, ...]]]] = {
     cls: (int(tag), len(schemas) - 1, _field_getter(cls))
     for cls, (tag, schemas) in _SCHEMAS.items()
 }
@@ -196,13 +190,6 @@ _ENCODING: Final[dict[type, tuple[int, int, Callable[[Any], tuple[Any, ...]]]]] 
 
 def encode_entry(key: GroupKey, record: Record) -> bytes:
     tag, version, fields = _ENCODING[type(record)]
-    # The same bytes as cbor2's, without its cost per call and item (entry_cbor.py)
-    if type(record) is OffsetCommitRecord:  # one a commit
-        entry = offset_commit_entry(tag, version, key.org_id, key.group_id, record)
-    else:
-        entry = plain_array((tag, version, key.org_id, key.group_id, *fields(record)))
-    if entry is not None:
-        return entry
     return cbor2.dumps((tag, version, key.org_id, key.group_id, *fields(record)))
 
 
@@ -244,9 +231,7 @@ def _checked(values: list[Any], schema: _Schema, what: str) -> list[Any]:
     """``values`` with their types checked against ``schema`` and arrays turned into tuples."""
     if len(values) != len(schema):
         raise CoordinatorRecordError(f"{what} has {len(values)} fields, not {len(schema)}")
-    # zip without strict= (the lengths are checked above): mypyc compiles a plain zip into
-    # the loop, and zip(strict=True) into a Python call (0.26 us a record at replay).
-    for i, (value, kinds) in enumerate(zip(values, schema)):  # noqa: B905
+    for i, (value, kinds) in enumerate(zip(values, schema, strict=True)):
         if kinds is _MEMBERS:
             if type(value) is not list:
                 raise CoordinatorRecordError(f"{what}: members are {_preview(value)}")
@@ -383,7 +368,7 @@ def decode_trusted(payloads: list[bytes]) -> list[Record]:
     ]
 
 
-_OFFSET_COMMIT: Final = int(RecordType.OFFSET_COMMIT)
+_OFFSET_COMMIT = int(RecordType.OFFSET_COMMIT)
 
 
 def _preview(value: Any) -> str:

@@ -75,9 +75,9 @@ Only sealed segments are read, so compaction runs beside the appends: `compact_s
 worker thread, where the list of segments is the only shared state and is changed under a
 lock, or `compact_sealed_in_child` in a child process (storage/compaction_child.py), after
 which this process takes the sealed segments the child reports. The broker uses the child:
-a 64 MiB segment takes seconds to compact, and a thread of a mypyc-compiled module holds the
-GIL for all of them (a client's committed() took up to 2.2 s during one; 9-17 ms with the
-child).
+a 64 MiB segment takes seconds to compact, and a thread would contend with the event loop
+for the GIL all that time (with the mypyc build of the time, which held it throughout, a
+client's committed() took up to 2.2 s during one; 9-17 ms with the child).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ from array import array
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from crc32c import crc32c
 
@@ -117,8 +117,8 @@ DEFAULT_SEGMENT_BYTES = 64 << 20
 DEFAULT_PREALLOCATE_BYTES = 1 << 20
 SUFFIX = ".log"
 TEMP_SUFFIX = ".compacting"
-_HEADER: Final = struct.Struct(">II")
-_HEADER_SIZE: Final = _HEADER.size
+_HEADER = struct.Struct(">II")
+_HEADER_SIZE = _HEADER.size
 _WRITE_FLAGS = os.O_WRONLY | os.O_CLOEXEC  # no O_APPEND: writes go to the end of the frames
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
 

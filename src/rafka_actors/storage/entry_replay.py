@@ -1,6 +1,6 @@
 """Start-up replay of the coordinator log into a view of encoded entries, offsets in bulk.
 
-The durable log keeps what a compacted log holds (`LatestRecords`, group/latest.py) as the
+The durable log keeps what a compacted log holds (`LatestRecords`, coordinator/latest.py) as the
 payloads the records were written as: about a third of the memory of record objects, and
 nothing to build at start-up for the many entries a later one supersedes. A group's payloads
 are decoded when its actor starts (`decode_trusted`: they were checked when read or written).
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import cbor2
 
-from ..group.latest import LatestRecords
-from ..group.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
+from ..coordinator.latest import LatestRecords
+from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
 from ..ids import GroupKey
 from .coordinator_records import OFFSET_ENTRY_PATTERN, RecordType, offset_key_bytes
 from .coordinator_segments import Bulk

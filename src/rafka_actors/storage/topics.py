@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..consumer_group.topic_image import TopicImage, TopicInfo
+from ..group_common.topic_image import TopicImage, TopicInfo
 from .fsutil import fsync_dir
 from .partition_log import PartitionLog
 

@@ -47,7 +47,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...group.ops import (
+from ...group_common.ops import (
     LEAVE_GROUP_MEMBER_EPOCH,
     ConsumerGroupDescribeOp,
     ConsumerGroupDescribeOpResp,

@@ -20,7 +20,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...actors.data_plane import PartitionKey
+from ...storage.data_plane import PartitionKey
 from ...storage.topics import Topic, TopicStore
 from ..context import BrokerContext, ConnectionInfo
 from ..steps import AwaitAppend

@@ -39,7 +39,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...group.ops import (
+from ...group_common.ops import (
     DeleteGroupOp,
     DeleteGroupOpResp,
     DescribeGroupOp,

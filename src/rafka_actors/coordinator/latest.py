@@ -18,7 +18,7 @@ record itself, or what the caller stores in its place (the durable log: its enco
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Final, Generic, TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 from ..consumer_group.records import (
     MEMBER_RECORDS,
@@ -27,24 +27,14 @@ from ..consumer_group.records import (
     ConsumerStateTombstone,
     ConsumerTargetMetadataRecord,
 )
+from ..group.records import GroupMetadataRecord
+from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
 from ..ids import GroupKey
-from .records import (
-    GroupMetadataRecord,
-    GroupTombstone,
-    OffsetCommitRecord,
-    OffsetTombstone,
-    Record,
-)
 
 CompactionKey = tuple[Hashable, ...]
-MEMBER_KIND: Final = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
+MEMBER_KIND = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
 TARGET_METADATA_TAIL: CompactionKey = (0, 0)
-_TOMBSTONES: Final = (
-    GroupTombstone,
-    OffsetTombstone,
-    ConsumerMemberTombstone,
-    ConsumerStateTombstone,
-)
+_TOMBSTONES = (GroupTombstone, OffsetTombstone, ConsumerMemberTombstone, ConsumerStateTombstone)
 V = TypeVar("V")
 
 
@@ -52,11 +42,11 @@ def key_tail(record: Record) -> CompactionKey:
     """The key of a record below its group's ``(org, group)``."""
     cls = type(record)
     if cls is OffsetCommitRecord or cls is OffsetTombstone:
-        return (record.topic, record.partition)  # type: ignore[union-attr]
+        return (record.topic, record.partition)  # type: ignore[attr-defined]
     if cls in MEMBER_KIND:
-        return (0, 1, record.member_id, MEMBER_KIND[cls])  # type: ignore[union-attr]
+        return (0, 1, record.member_id, MEMBER_KIND[cls])  # type: ignore[attr-defined]
     if cls is ConsumerMemberTombstone:
-        return (0, 1, record.member_id)  # type: ignore[union-attr]
+        return (0, 1, record.member_id)  # type: ignore[attr-defined]
     if cls is ConsumerTargetMetadataRecord:
         return TARGET_METADATA_TAIL
     if cls is ConsumerStateTombstone:
@@ -81,14 +71,12 @@ class GroupRecords(Generic[V]):
     def apply(self, records: Sequence[Record], stored: Sequence[V] | None = None) -> None:
         """Apply ``records`` in order, keeping ``stored[i]`` for ``records[i]`` (default: it)."""
         kept = cast(Sequence[V], records) if stored is None else stored
-        assert len(kept) == len(records)
-        # zip without strict=: mypyc compiles zip(strict=True) into a Python call (0.26 us).
-        for record, value in zip(records, kept):  # noqa: B905
+        for record, value in zip(records, kept, strict=True):
             cls = type(record)
             if cls is OffsetCommitRecord:
-                self.offsets[(record.topic, record.partition)] = value  # type: ignore[union-attr]
+                self.offsets[(record.topic, record.partition)] = value  # type: ignore[attr-defined]
             elif cls is OffsetTombstone:
-                tp = (record.topic, record.partition)  # type: ignore[union-attr]
+                tp = (record.topic, record.partition)  # type: ignore[attr-defined]
                 if tp in self.offsets:
                     del self.offsets[tp]
             elif cls is GroupTombstone:

@@ -4,10 +4,7 @@ The gateway turns each Kafka group request into one Op, sends it to the group's 
 turns the OpResp it gets back into the Kafka response of the client's version. Ops are frozen
 dataclasses of plain values (str, int, bytes, None, tuples), so they are CBOR-encodable as
 `[op_code, *fields]` (see `encode_op` / `decode_op`): the same rail a separate gateway process
-would speak. Op codes 0x06-0x0B are the ones of the design note; the rest follow them. The
-ops and responses of a commit, a fetch and a heartbeat are the exception to frozen: one of
-each is made per request, so they live in hot_values.py, with written __init__s that the
-compiled build compiles.
+would speak. Op codes 0x06-0x0B are the ones of the design note; the rest follow them.
 
 Fields beyond the design note's minimum are the ones Kafka's semantics need: instance ids for
 static membership, rebalance timeouts, client id and host for DescribeGroups, and a member id
@@ -22,13 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import cbor2
-
-from .hot_values import HeartbeatOp as HeartbeatOp  # made per heartbeat
-from .hot_values import HeartbeatOpResp as HeartbeatOpResp
-from .hot_values import OffsetCommitOp as OffsetCommitOp  # made per commit
-from .hot_values import OffsetCommitOpResp as OffsetCommitOpResp
-from .hot_values import OffsetFetchOp as OffsetFetchOp  # made per fetch
-from .hot_values import OffsetFetchOpResp as OffsetFetchOpResp
 
 Protocols = tuple[tuple[str, bytes], ...]
 NO_GENERATION = -1
@@ -83,6 +73,19 @@ class SyncGroupOpResp:
 
 
 @dataclass(frozen=True, slots=True)
+class HeartbeatOp:
+    group_id: str
+    member_id: str
+    generation_id: int
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatOpResp:
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
 class LeaveGroupOp:
     group_id: str
     members: tuple[tuple[str, str | None, str | None], ...]  # (member id, instance id, reason)
@@ -94,9 +97,36 @@ class LeaveGroupOpResp:
     members: tuple[tuple[str, str | None, int], ...] = ()  # (member id, instance id, error)
 
 
-# HeartbeatOp, OffsetCommitOp, OffsetFetchOp and their responses are in hot_values.py
-# (imported above): one of each is made per heartbeat, commit or fetch, so they have written
-# __init__s, compiled with the hot path.
+@dataclass(frozen=True, slots=True)
+class OffsetCommitOp:
+    group_id: str
+    # (topic, partition, offset, leader epoch, metadata)
+    offsets: tuple[tuple[str, int, int, int, str | None], ...]
+    member_id: str = UNKNOWN_MEMBER
+    generation_id: int = NO_GENERATION
+    group_instance_id: str | None = None
+    api_version: int = 9  # v9+ answers an unknown group with GROUP_ID_NOT_FOUND
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitOpResp:
+    results: tuple[tuple[str, int, int], ...]  # (topic, partition, error)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchOp:
+    group_id: str
+    partitions: tuple[tuple[str, int], ...] | None  # None: every committed offset
+    require_stable: bool = False
+    member_id: str | None = None  # v9+: a consumer-group member fetching (checked by epoch)
+    member_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchOpResp:
+    error_code: int
+    # (topic, partition, offset (-1: none), leader epoch, metadata, error)
+    offsets: tuple[tuple[str, int, int, int, str | None, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

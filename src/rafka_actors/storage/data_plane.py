@@ -28,11 +28,11 @@ from pathlib import Path
 
 import trio
 
-from ..consumer_group.topic_image import TopicImage
-from ..storage.partition_log import PartitionLog
-from ..storage.producer_ids import ProducerIdAllocator
-from ..storage.record_batch import BatchHeader, parse_header
-from ..storage.topics import Topic, TopicStore, stored_orgs, topics_dir
+from ..group_common.topic_image import TopicImage
+from .partition_log import PartitionLog
+from .producer_ids import ProducerIdAllocator
+from .record_batch import BatchHeader, parse_header
+from .topics import Topic, TopicStore, stored_orgs, topics_dir
 
 log = logging.getLogger(__name__)
 

@@ -8,13 +8,11 @@ keyed by waiter token, and events for telemetry (e.g. a completed rebalance).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..consumer_group.topic_image import EMPTY_IMAGE, TopicImage
-from .hot_values import GroupMetadataRecord
 from .records import Record
-from .state import ClassicGroup
+from .topic_image import EMPTY_IMAGE, TopicImage
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,35 +60,17 @@ class MemberFenced:
     group_epoch: int
 
 
-# init=False and a written __init__: every command makes one, and mypyc compiles a written
-# __init__ (0.03 us) but runs the dataclass's generated one as Python (0.27 us).
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Effects:
     now: int
     config: GroupConfig
-    fresh_cgp_id: str
-    topics: TopicImage
-    records: list[Record]
-    replies: list[tuple[int, Any]]
-    events: list[Any]
+    fresh_cgp_id: str = ""
+    topics: TopicImage = EMPTY_IMAGE
+    records: list[Record] = field(default_factory=list)
+    replies: list[tuple[int, Any]] = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
     # The earliest deadline this command set (see `deadline_in`), or None.
-    earliest_deadline: int | None
-
-    def __init__(
-        self,
-        now: int,
-        config: GroupConfig,
-        fresh_cgp_id: str = "",
-        topics: TopicImage = EMPTY_IMAGE,
-    ) -> None:
-        self.now = now
-        self.config = config
-        self.fresh_cgp_id = fresh_cgp_id
-        self.topics = topics
-        self.records = []
-        self.replies = []
-        self.events = []
-        self.earliest_deadline = None
+    earliest_deadline: int | None = None
 
     def deadline_in(self, ms: int) -> int:
         """The deadline `ms` from now. Every classic deadline is set through here, so the
@@ -103,37 +83,3 @@ class Effects:
     def reply(self, waiter: int | None, response: Any) -> None:
         if waiter is not None:
             self.replies.append((waiter, response))
-
-    def store_group(self, group: ClassicGroup, reason: str) -> None:
-        self.records.append(group_record(group, reason))
-        # The record told this rebalance's story; the next one starts afresh.
-        group.departed = None
-        group.rebalance_started_ms = -1
-
-
-def group_record(group: ClassicGroup, reason: str = "") -> GroupMetadataRecord:
-    return GroupMetadataRecord(
-        group_id=group.group_id,
-        cgp_id=group.cgp_id,
-        protocol_type=group.protocol_type,
-        generation=group.generation,
-        protocol_name=group.protocol_name,
-        leader_id=group.leader_id,
-        state_timestamp_ms=group.state_timestamp_ms,
-        members=tuple(
-            (
-                m.member_id,
-                m.instance_id,
-                m.client_id,
-                m.client_host,
-                m.rebalance_timeout_ms,
-                m.session_timeout_ms,
-                m.metadata(group.protocol_name),
-                m.assignment,
-            )
-            for m in group.members.values()
-        ),
-        reason=reason,
-        rebalance_started_ms=group.rebalance_started_ms,
-        departed=tuple(group.departed or ()),
-    )

@@ -1,0 +1,55 @@
+"""Rebuild a group of either type from its records: start-up, and the restart of a failed actor.
+
+This is a coordinator failover in Kafka's sense. The records are folded into the live view
+(latest.py) first, so a replay of the whole history and of a compacted log agree. The group
+record says which type the group is: a classic group is rebuilt by group/replay.py, a
+consumer group assembled by consumer_group/replay.py; OffsetCommit records and tombstones give
+the offsets of either. Offsets with no group record are a simple group's (a classic group
+with no protocol), written before any group record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import cast
+
+from ..consumer_group.records import ConsumerGroupMetadataRecord, ConsumerRecord
+from ..consumer_group.replay import assemble
+from ..consumer_group.state import ConsumerGroup
+from ..group.records import GroupMetadataRecord
+from ..group.replay import from_metadata
+from ..group.state import ClassicGroup
+from ..group_common.committed import CommittedOffset
+from ..group_common.records import OffsetCommitRecord, Record
+from .latest import GroupRecords
+
+CONSUMER_SESSION_TIMEOUT_MS = 45_000  # group.consumer.session.timeout.ms's default
+
+
+def replay(
+    records: Iterable[Record],
+    now_ms: int,
+    *,
+    consumer_session_timeout_ms: int = CONSUMER_SESSION_TIMEOUT_MS,
+) -> ClassicGroup | ConsumerGroup | None:
+    """The group its records describe (in log order; the live view's order is one)."""
+    latest: GroupRecords[Record] = GroupRecords()
+    latest.apply(list(records))
+    head = latest.group
+    group: ClassicGroup | ConsumerGroup
+    if isinstance(head, ConsumerGroupMetadataRecord):
+        consumer: list[ConsumerRecord] = list(latest.consumer.values())  # type: ignore[arg-type]
+        group = assemble(head, consumer, now_ms, consumer_session_timeout_ms)
+    elif isinstance(head, GroupMetadataRecord):
+        group = from_metadata(head, now_ms)
+    elif latest.offsets:  # offsets of a simple group, written before any group record
+        first = next(iter(latest.offsets.values()))
+        group = ClassicGroup(first.group_id, "", state_timestamp_ms=now_ms)
+    else:
+        return None
+    offsets = cast(dict[tuple[str, int], OffsetCommitRecord], latest.offsets)
+    group.offsets = {
+        tp: CommittedOffset(r.offset, r.leader_epoch, r.metadata, r.commit_timestamp_ms)
+        for tp, r in offsets.items()
+    }
+    return group

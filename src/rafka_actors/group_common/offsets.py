@@ -1,0 +1,120 @@
+"""The steps of OffsetCommit, OffsetFetch, OffsetDelete and expiry that every group type
+shares once its own protocol has validated the request.
+
+A group of either type keeps its offsets (committed.py) in `offsets`; each protocol decides
+who may commit, fetch, delete or expire (group/offsets.py for classic and simple groups,
+consumer_group/offsets.py for KIP-848 groups) and then calls these, which change the offsets,
+write their records and reply. Each partition's metadata is limited to
+`offset.metadata.max.bytes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeVar
+
+from kio.schema.errors import ErrorCode
+
+from .committed import CommittedOffset, OffsetHolder
+from .effects import Effects
+from .ops import (
+    ExpireOffsetsOpResp,
+    OffsetCommitOp,
+    OffsetCommitOpResp,
+    OffsetDeleteOp,
+    OffsetDeleteOpResp,
+    OffsetFetchOp,
+    OffsetFetchOpResp,
+)
+from .records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
+
+NO_OFFSET = -1
+_OK = int(ErrorCode.none)  # the error of every stored or fetched partition, as an int
+
+
+GroupT = TypeVar("GroupT", bound="OffsetHolder | None")
+
+
+def store_offsets(group: OffsetHolder, op: OffsetCommitOp, waiter: int, fx: Effects) -> None:
+    """Commit a validated request's offsets, each within the metadata limit."""
+    results = []
+    for topic, partition, offset, epoch, metadata in op.offsets:
+        if metadata is not None and len(metadata.encode()) > fx.config.offset_metadata_max_bytes:
+            results.append((topic, partition, int(ErrorCode.offset_metadata_too_large)))
+            continue
+        metadata = metadata or ""  # Kafka stores a null metadata as "" (NO_METADATA)
+        group.offsets[(topic, partition)] = CommittedOffset(offset, epoch, metadata, fx.now)
+        fx.records.append(
+            OffsetCommitRecord(op.group_id, topic, partition, offset, epoch, metadata, fx.now)
+        )
+        results.append((topic, partition, _OK))
+    fx.reply(waiter, OffsetCommitOpResp(tuple(results)))
+
+
+def all_failed(op: OffsetCommitOp, error: int) -> OffsetCommitOpResp:
+    return OffsetCommitOpResp(tuple((t, p, int(error)) for t, p, *_ in op.offsets))
+
+
+def fetch(group: GroupT, op: OffsetFetchOp, waiter: int, fx: Effects) -> GroupT:
+    fx.reply(waiter, fetched(group.offsets if group is not None else {}, op.partitions))
+    return group
+
+
+def fetched(
+    offsets: Mapping[tuple[str, int], CommittedOffset],
+    partitions: tuple[tuple[str, int], ...] | None,
+) -> OffsetFetchOpResp:
+    """OffsetFetch's answer from a group's offsets: each partition asked for (None: every one
+    committed, in order), -1 where none is committed. Also answers from a published snapshot
+    (actors/snapshot.py)."""
+    wanted = sorted(offsets) if partitions is None else partitions
+    rows: list[tuple[str, int, int, int, str | None, int]] = []
+    for topic, partition in wanted:
+        found = offsets.get((topic, partition))
+        if found is None:
+            rows.append((topic, partition, NO_OFFSET, -1, "", _OK))
+        else:
+            rows.append((topic, partition, found.offset, found.leader_epoch, found.metadata, _OK))
+    return OffsetFetchOpResp(ErrorCode.none, tuple(rows))
+
+
+def delete_unsubscribed(
+    group: OffsetHolder,
+    op: OffsetDeleteOp,
+    subscribed: set[str],
+    waiter: int,
+    fx: Effects,
+) -> None:
+    """OffsetDelete's partitions, except those of topics the group subscribes to (86)."""
+    results = []
+    for topic, partition in op.partitions:
+        if topic in subscribed:
+            results.append((topic, partition, int(ErrorCode.group_subscribed_to_topic)))
+            continue
+        if group.offsets.pop((topic, partition), None) is not None:
+            fx.records.append(OffsetTombstone(op.group_id, topic, partition))
+        results.append((topic, partition, _OK))
+    fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
+
+
+def delete_group(group: OffsetHolder, fx: Effects) -> None:
+    """The records of deleting an empty group: its offsets, then the group itself."""
+    for topic, partition in sorted(group.offsets):
+        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
+    fx.records.append(GroupTombstone(group.group_id))
+
+
+def expire(
+    group: GroupT, expired: list[tuple[str, int]], keep: bool, waiter: int, fx: Effects
+) -> GroupT | None:
+    """Tombstone the expired offsets; delete the group too if none are left and not `keep`."""
+    assert group is not None
+    for topic, partition in expired:
+        del group.offsets[(topic, partition)]
+        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
+    if group.offsets or keep:
+        fx.reply(waiter, ExpireOffsetsOpResp(len(expired), False))
+        return group
+    fx.records.append(GroupTombstone(group.group_id))
+    fx.reply(waiter, ExpireOffsetsOpResp(len(expired), True))
+    return None
