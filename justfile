@@ -26,7 +26,8 @@ test-bench *ARGS:
 
 # ruff and mypy.
 lint:
-    {{venv}}/bin/ruff check src tests bench
+    {{venv}}/bin/ruff check src tests bench examples
+    {{venv}}/bin/ruff format --check src tests bench examples
     {{venv}}/bin/mypy
 
 # The benchmark against peer brokers: workloads (a)-(h), one table (docs/performance.md).

@@ -20,11 +20,13 @@ def on_assign(consumer: confluent_kafka.Consumer, partitions: list) -> None:
     print("assigned:", sorted(p.partition for p in partitions))
 
 
-consumer = confluent_kafka.Consumer({
-    "bootstrap.servers": opts.bootstrap,
-    "group.id": opts.group,
-    "auto.offset.reset": "earliest",
-})
+consumer = confluent_kafka.Consumer(
+    {
+        "bootstrap.servers": opts.bootstrap,
+        "group.id": opts.group,
+        "auto.offset.reset": "earliest",
+    }
+)
 consumer.subscribe([opts.topic], on_assign=on_assign)
 try:
     while True:

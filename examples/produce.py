@@ -1,6 +1,6 @@
 """Produce N records to a topic (created with 6 partitions if missing).
 
-    .venv/bin/python examples/produce.py [--bootstrap 127.0.0.1:9092] [--topic demo] [-n 1000]
+.venv/bin/python examples/produce.py [--bootstrap 127.0.0.1:9092] [--topic demo] [-n 1000]
 """
 
 import argparse
