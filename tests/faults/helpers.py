@@ -7,6 +7,7 @@ fault is in the log, and everything above it (actor, registry, machine) is the r
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -197,3 +198,19 @@ class SlowLog(MemoryCoordinatorLog):
         await trio.sleep(self.delay_s)
         await super().append(key, records)
         self.appends.append((key.group_id, len(records)))
+
+
+def pwrite_fails_once(errno: int = 28) -> Any:
+    """A stand-in for ``os.pwrite`` (how the durable log writes its frames) that fails once,
+    with ENOSPC by default, before writing anything; then writes as usual."""
+    real = os.pwrite
+    failed = False
+
+    def pwrite(fd: int, data: bytes, offset: int) -> int:
+        nonlocal failed
+        if failed:
+            return real(fd, data, offset)
+        failed = True
+        raise OSError(errno, os.strerror(errno))
+
+    return pwrite
