@@ -8,6 +8,8 @@ fault is in the log, and everything above it (actor, registry, machine) is the r
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -214,3 +216,26 @@ def pwrite_fails_once(errno: int = 28) -> Any:
         raise OSError(errno, os.strerror(errno))
 
     return pwrite
+
+
+class SlowFsync:
+    """A stand-in for ``os.fsync`` that sleeps `seconds` first; it counts its calls and
+    knows whether one is running."""
+
+    def __init__(self, seconds: float) -> None:
+        self._real = os.fsync
+        self._seconds = seconds
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.running = 0
+
+    def __call__(self, fd: int) -> None:
+        with self._lock:
+            self.calls += 1
+            self.running += 1
+        try:
+            time.sleep(self._seconds)
+            self._real(fd)
+        finally:
+            with self._lock:
+                self.running -= 1

@@ -14,8 +14,6 @@ past the fsync instead.
 from __future__ import annotations
 
 import os
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from rafka_actors.actors.durable_log import DurableCoordinatorLog
 
 from .helpers import (
     OK,
+    SlowFsync,
     commit_error,
     commit_op,
     describe_op,
@@ -40,29 +39,6 @@ from .helpers import (
 )
 
 FSYNC_S = 0.5
-
-
-class SlowFsync:
-    """A stand-in for ``os.fsync`` that sleeps `seconds` first; it counts its calls and
-    knows whether one is running."""
-
-    def __init__(self, seconds: float) -> None:
-        self._real = os.fsync
-        self._seconds = seconds
-        self._lock = threading.Lock()
-        self.calls = 0
-        self.running = 0
-
-    def __call__(self, fd: int) -> None:
-        with self._lock:
-            self.calls += 1
-            self.running += 1
-        try:
-            time.sleep(self._seconds)
-            self._real(fd)
-        finally:
-            with self._lock:
-                self.running -= 1
 
 
 async def test_a_slow_fsync_delays_only_the_writes_and_is_shared_by_them(
