@@ -42,9 +42,10 @@ INITIAL_DELAY_S = 3
 
 
 @asynccontextmanager
-async def serving(tmp_path: Path) -> AsyncIterator[BrokerContext]:
+async def serving(tmp_path: Path, in_flight: int) -> AsyncIterator[BrokerContext]:
     """The gateway's view of a broker: topic "t" and a registry with Kafka's default initial
-    rebalance delay (3 s) on a MemoryCoordinatorLog."""
+    rebalance delay (3 s) on a MemoryCoordinatorLog; connections read `in_flight` requests
+    ahead (`max.in.flight.requests.per.connection`; 1: none)."""
     data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
     data.create_topic("t", 2, org_id=0)
     config = GroupConfig(initial_rebalance_delay_ms=INITIAL_DELAY_S * 1000)
@@ -52,7 +53,11 @@ async def serving(tmp_path: Path) -> AsyncIterator[BrokerContext]:
         async with running_registry(
             MemoryCoordinatorLog(), config, topics=data.image_of
         ) as registry:
-            broker = BrokerConfig(data_dir=tmp_path, socket_request_max_bytes=1 << 20)
+            broker = BrokerConfig(
+                data_dir=tmp_path,
+                socket_request_max_bytes=1 << 20,
+                max_in_flight_requests_per_connection=in_flight,
+            )
             yield BrokerContext(broker, data, "127.0.0.1", 9092, API_TABLE, groups=registry)
     finally:
         data.close()
@@ -194,13 +199,19 @@ async def connect(nursery: trio.Nursery, ctx: BrokerContext, port: int) -> Clien
 
 
 # -- the tests ------------------------------------------------------------------------------
+# Each with the connection answering one request at a time, and reading 5 ahead (its reader
+# then sees the drop while the JoinGroup is still parked).
+IN_FLIGHT = pytest.mark.parametrize("in_flight", [1, 5], ids=["one-at-a-time", "read-ahead"])
+
+
+@IN_FLIGHT
 async def test_a_member_dropped_in_the_initial_delay_holds_the_other_only_until_it_expires(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock
+    in_flight: int, tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     # (b's arrival extends the initial delay once, as Kafka's InitialDelayedJoin does)
     delay = 2 * INITIAL_DELAY_S
     with trio.fail_after(delay + REBALANCE_MS / 1000 + 10):
-        async with serving(tmp_path) as ctx, trio.open_nursery() as nursery:
+        async with serving(tmp_path, in_flight) as ctx, trio.open_nursery() as nursery:
             a, b = await connect(nursery, ctx, 1001), await connect(nursery, ctx, 1002)
             start = trio.current_time()
             await a.start_joining()  # the first to join: the leader-to-be
@@ -223,11 +234,12 @@ async def test_a_member_dropped_in_the_initial_delay_holds_the_other_only_until_
             nursery.cancel_scope.cancel()
 
 
+@IN_FLIGHT
 async def test_a_new_member_dropped_mid_rebalance_is_cleaned_up_and_the_other_carries_on(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock
+    in_flight: int, tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     with trio.fail_after(INITIAL_DELAY_S + REBALANCE_MS / 1000 + 10):
-        async with serving(tmp_path) as ctx, trio.open_nursery() as nursery:
+        async with serving(tmp_path, in_flight) as ctx, trio.open_nursery() as nursery:
             a, b = await connect(nursery, ctx, 1001), await connect(nursery, ctx, 1002)
             await a.rejoin()  # alone, after the initial delay: Stable
             await b.start_joining()  # parks: the rebalance waits for a to rejoin

@@ -123,7 +123,7 @@ async def test_a_write_refused_by_a_full_disk_is_not_acknowledged(
     thread, which a mock clock would jump past)."""
     g, other = key("g"), key("other")
     log = DurableCoordinatorLog.open(tmp_path, fsync_policy=fsync_policy)
-    with trio.fail_after(30):
+    with trio.fail_after(10):
         async with trio.open_nursery() as storage:
             await storage.start(log.run)
             async with running_registry(log, passivate_after_s=10) as registry:

@@ -136,7 +136,7 @@ async def test_a_durable_log_whose_fsync_hangs_fails_writes_in_time_and_serves_r
     commit_timeout_s = 0.5
     log = DurableCoordinatorLog.open(tmp_path, fsync_policy="always")
     stuck = StuckFsync()
-    with trio.fail_after(30):
+    with trio.fail_after(10):
         async with trio.open_nursery() as storage:
             await storage.start(log.run)
             async with running_registry(

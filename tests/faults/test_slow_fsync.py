@@ -47,7 +47,7 @@ async def test_a_slow_fsync_delays_only_the_writes_and_is_shared_by_them(
     writers = [f"w{i}" for i in range(5)]
     reader = key("reader")
     log = DurableCoordinatorLog.open(tmp_path, fsync_policy="always")
-    with trio.fail_after(30):
+    with trio.fail_after(10):
         async with trio.open_nursery() as storage:
             await storage.start(log.run)
             async with running_registry(log, passivate_after_s=10) as registry:
