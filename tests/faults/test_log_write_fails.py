@@ -47,20 +47,20 @@ async def test_a_failed_write_acknowledges_nothing_of_its_batch(
 ) -> None:
     log = FailingLog()
     g, j, other = key("g"), key("j"), key("other")
-    joins: dict[str, Any] = {}
-    synced: dict[str, Any] = {}
-    commits: list[Any] = []
-
-    async def join(name: str, new_id: str = "", member: str = "") -> None:
-        joins[name] = await registry.ask(j, join_op("j", new_id=new_id, member=member))
-
-    async def sync(name: str) -> None:
-        synced[name] = await registry.ask(j, sync_op("j", joins[name]))
-
-    async def commit(partition: int) -> None:
-        commits.append(await registry.ask(g, commit_op("g", partition, 2)))
-
     async with running_registry(log, passivate_after_s=10) as registry:
+        joins: dict[str, Any] = {}
+        synced: dict[str, Any] = {}
+        commits: list[Any] = []
+
+        async def join(name: str, new_id: str = "", member: str = "") -> None:
+            joins[name] = await registry.ask(j, join_op("j", new_id=new_id, member=member))
+
+        async def sync(name: str) -> None:
+            synced[name] = await registry.ask(j, sync_op("j", joins[name]))
+
+        async def commit(partition: int) -> None:
+            commits.append(await registry.ask(g, commit_op("g", partition, 2)))
+
         assert commit_error(await registry.ask(g, commit_op("g", 0, 1))) == OK
         a = await join_and_sync(registry, "j", "a")
         o = await join_and_sync(registry, "other", "o")

@@ -58,6 +58,7 @@ async def test_a_hung_write_is_answered_at_the_commit_timeout_and_reads_go_on(
         start = trio.current_time()
         answers: dict[str, Any] = {}
         answered_after: dict[str, float] = {}
+        beats: list[tuple[float, float, int]] = []  # (sent, answered, error) of o's
 
         async def ask(name: str, group: str, op: Any) -> None:
             answers[name] = await registry.ask(key(group), op)
@@ -70,7 +71,6 @@ async def test_a_hung_write_is_answered_at_the_commit_timeout_and_reads_go_on(
                 beats.append((sent, trio.current_time() - start, beat.error_code))
                 await trio.sleep(3)
 
-        beats: list[tuple[float, float, int]] = []
         with trio.fail_after(60):
             async with trio.open_nursery() as callers:
                 callers.start_soon(ask, "commit", "g", commit_op("g", 0, 2, a))
