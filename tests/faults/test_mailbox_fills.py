@@ -6,6 +6,10 @@ answered; one caller's requests take effect in the order it made them, even whil
 for room; other groups are unaffected (their actors and mailboxes are their own); nothing
 acknowledged is lost. When the actor stops with its mailbox full (the registry's nursery is
 cancelled), everyone queued in it or waiting for room in it is answered too.
+
+It does not hold for a mailbox of 0 (an unbuffered channel, which GroupRegistry accepts):
+senders waiting to hand over their request get a spurious COORDINATOR_NOT_AVAILABLE when the
+actor goes idle (the xfail case).
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ whole batch the raising op came in, and members parked from earlier batches -- i
 with COORDINATOR_NOT_AVAILABLE at once; nothing of that batch is stored or becomes visible;
 the group is rebuilt from its log and works again once the fault is gone; other groups never
 notice; and what was acknowledged is still there for a fresh registry on the same log.
+
+It does not hold yet for the requests queued behind the raising op in its batch: they are
+never answered (the xfail test at the end).
 """
 
 from __future__ import annotations
@@ -42,12 +45,8 @@ from .helpers import (
 G = key("g")
 
 
-def describe_of_g_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From now on, stepping a DescribeGroup of group "g" raises; every other op steps."""
-    step_raises(monkeypatch, lambda op: isinstance(op, DescribeGroupOp) and op.group_id == "g")
-
-
 def step_raises(monkeypatch: pytest.MonkeyPatch, raises_on: Any) -> None:
+    """From now on, stepping an op for which `raises_on(op)` holds raises; the others step."""
     real_handle = machine.handle
 
     def handle(group: Any, op: Any, *args: Any, **kw: Any) -> Any:
@@ -56,6 +55,10 @@ def step_raises(monkeypatch: pytest.MonkeyPatch, raises_on: Any) -> None:
         return real_handle(group, op, *args, **kw)
 
     monkeypatch.setattr(machine, "handle", handle)
+
+
+def describe_of_g_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    step_raises(monkeypatch, lambda op: isinstance(op, DescribeGroupOp) and op.group_id == "g")
 
 
 async def test_a_raising_step_fails_its_whole_batch_and_nothing_else(
