@@ -1,0 +1,66 @@
+"""Fault injection into a running registry (and, for a dropped connection, the gateway).
+
+One module per fault; each module's docstring states the guarantee it checks. The fakes
+(logs that fail, hang or crawl; an fsync that sleeps or blocks; a raising state machine) are
+in helpers.py and in the modules that use them. Tests that need timers run on trio's
+autojumping MockClock; the ones on the real DurableCoordinatorLog under `always` run on the
+real clock, because a mock clock jumps while the log's fsync runs in a worker thread.
+
+Each test was seen to fail with its guarantee broken: the mutation was applied to src, the
+module run, and src restored (`git checkout src`); never committed.
+
+- test_step_raises::test_a_raising_step_fails_its_whole_batch_and_nothing_else
+  mutation: GroupActor._recover no longer calls _fail_all_waiters -> fails (TooSlowError:
+  the failed batch's callers are never answered); mutation: _recover keeps the group as the
+  failed batch left it instead of rebuilding it from the log -> fails (the unstored offset
+  is visible: {0: 2, 1: 7} != {0: 2})
+- test_step_raises::test_a_raising_step_answers_the_members_parked_in_the_rebalance
+  same two mutations -> fails (TooSlowError: the parked JoinGroup is never answered; with
+  no rebuild, a's heartbeat gets REBALANCE_IN_PROGRESS from a rebalance the log never saw)
+- test_step_raises::test_requests_queued_behind_the_raising_step_in_its_batch_are_answered
+  xfail(strict): a real bug (see its reason); with a trial fix (every envelope of a batch
+  registered in _waiters before any is stepped) both cases pass
+- test_log_write_fails::test_a_failed_write_acknowledges_nothing_of_its_batch
+  mutation: GroupActor._store swallows CoordinatorLogError -> fails (the five commits are
+  acknowledged: [0, 0, 0, 0, 0] != [15] * 5)
+- test_log_write_fails::test_a_write_refused_by_a_full_disk_is_not_acknowledged[always,never]
+  same mutation -> both fail (the ENOSPC commit is answered 0 instead of 15)
+- test_log_write_hangs::test_a_hung_write_is_answered_at_the_commit_timeout_and_reads_go_on
+  mutation: GroupActor._store without its move_on_after(commit_timeout_s) -> fails
+  (TooSlowError: the hung commit's caller is never answered)
+- test_log_write_hangs::test_a_durable_log_whose_fsync_hangs_fails_writes_in_time_and_...
+  same mutation -> fails (TooSlowError after 10 s)
+- test_slow_fsync::test_a_slow_fsync_delays_only_the_writes_and_is_shared_by_them
+  mutation: DurableCoordinatorLog._write_and_sync fsyncs on the event loop instead of in
+  trio.to_thread.run_sync -> fails ("not answered while the fsync ran"); mutation: the
+  flusher takes one append per batch -> fails (5 fsyncs and batches instead of 2)
+- test_connection_drops_mid_join::test_a_member_dropped_in_the_initial_delay_...[1, 5 ahead]
+  mutation: GroupActor._next_batch never wakes at the group's deadline -> fails
+  (TooSlowError); mutation: timers.fire_due expires no session and _expire_pending_sync
+  drops nobody -> fails (TooSlowError: b's SyncGroup waits forever for the gone leader)
+- test_connection_drops_mid_join::test_a_new_member_dropped_mid_rebalance_...[1, 5 ahead]
+  same two mutations -> fails (TooSlowError: b's slot is never cleaned up)
+  (not a useful mutation: serve_connection no longer catching BrokenResourceError -- still
+  passes, as sending to a closed memory stream succeeds and the broker's side ends on EOF)
+- test_nursery_cancelled_mid_rebalance::test_cancelling_the_registry_answers_every_...
+  mutation: GroupActor._drain no longer calls _fail_all_waiters -> fails (TooSlowError: the
+  parked JoinGroup, SyncGroup and the commit mid-fsync are never answered); mutation: the
+  flusher abandons its fsync thread when cancelled (abandon_on_cancel=True) -> fails (the
+  order: the log starts closing before the fsync under way is done)
+- test_mailbox_fills::test_a_full_mailbox_makes_callers_wait_and_answers_every_one_in_order
+  [1, 2] mutation: GroupRegistry.ask posts with send_nowait (no waiting for room) -> fails
+  (trio.WouldBlock raised to callers); mutation: GroupActor._next_batch reverses the batch
+  -> fails (the posting caller's last offset does not hold); [0] is xfail(strict): a real
+  bug, see its reason; with a trial fix (_queued() also counting tasks_waiting_send) it
+  passes
+- test_mailbox_fills::test_an_actor_stopping_with_a_full_mailbox_answers_everyone_waiting
+  mutation: GroupActor._drain answers nothing queued (its loop over the mailbox skipped)
+  -> fails (RuntimeError: the refused senders retry into the closed nursery); the
+  send_nowait mutation above -> fails (WouldBlock)
+
+Not seen through these tests: GroupActor._drain leaving the mailbox open (no
+`self._inbox.close()`). Every sender waiting for room is drained before the close, and a
+stopped actor is out of the registry before anyone can look it up again, so only a sender
+holding the actor itself notices; tests/actors/test_group_actor.py's
+test_stopping_actor_answers_everything_it_holds does.
+"""
