@@ -18,8 +18,9 @@ module run, and src restored (`git checkout src`); never committed.
   same two mutations -> fails (TooSlowError: the parked JoinGroup is never answered; with
   no rebuild, a's heartbeat gets REBALANCE_IN_PROGRESS from a rebalance the log never saw)
 - test_step_raises::test_requests_queued_behind_the_raising_step_in_its_batch_are_answered
-  xfail(strict): a real bug (see its reason); with a trial fix (every envelope of a batch
-  registered in _waiters before any is stepped) both cases pass
+  found a real bug (the envelopes after a raising step were never answered), fixed by
+  holding every envelope of a batch before any is stepped; mutation: _step_batch holds each
+  envelope only as it steps it (the old code) -> both cases fail
 - test_log_write_fails::test_a_failed_write_acknowledges_nothing_of_its_batch
   mutation: GroupActor._store swallows CoordinatorLogError -> fails (the five commits are
   acknowledged: [0, 0, 0, 0, 0] != [15] * 5)
@@ -50,9 +51,10 @@ module run, and src restored (`git checkout src`); never committed.
 - test_mailbox_fills::test_a_full_mailbox_makes_callers_wait_and_answers_every_one_in_order
   [1, 2] mutation: GroupRegistry.ask posts with send_nowait (no waiting for room) -> fails
   (trio.WouldBlock raised to callers); mutation: GroupActor._next_batch reverses the batch
-  -> fails (the posting caller's last offset does not hold); [0] is xfail(strict): a real
-  bug, see its reason; with a trial fix (_queued() also counting tasks_waiting_send) it
-  passes
+  -> fails (the posting caller's last offset does not hold); [0] found a real bug (an idle
+  actor stopped while senders waited on its unbuffered mailbox), fixed since: an idle actor
+  takes what is queued or waiting before it stops; mutation: an idle actor stops without
+  looking -> [0], [1], [2] and the test below fail
 - test_mailbox_fills::test_an_actor_stopping_with_a_full_mailbox_answers_everyone_waiting
   mutation: GroupActor._drain answers nothing queued (its loop over the mailbox skipped)
   -> fails (RuntimeError: the refused senders retry into the closed nursery); the

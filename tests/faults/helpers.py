@@ -20,8 +20,8 @@ from kio.schema.errors import ErrorCode
 from rafka_actors.actors.coordinator_log import CoordinatorLog, MemoryCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.group.consumer_protocol import encode_subscription
-from rafka_actors.group.effects import GroupConfig
-from rafka_actors.group.ops import (
+from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.group_common.ops import (
     DescribeGroupOp,
     HeartbeatOp,
     JoinGroupOp,

@@ -7,9 +7,8 @@ for room; other groups are unaffected (their actors and mailboxes are their own)
 acknowledged is lost. When the actor stops with its mailbox full (the registry's nursery is
 cancelled), everyone queued in it or waiting for room in it is answered too.
 
-It does not hold for a mailbox of 0 (an unbuffered channel, which GroupRegistry accepts):
-senders waiting to hand over their request get a spurious COORDINATOR_NOT_AVAILABLE when the
-actor goes idle (the xfail case).
+It holds for a mailbox of 0 too (an unbuffered channel, which GroupRegistry accepts): an
+idle actor takes a waiting sender's request before it stops.
 """
 
 from __future__ import annotations
@@ -51,19 +50,7 @@ def mailbox_of(registry: GroupRegistry, group: str) -> Any:
 @pytest.mark.parametrize(
     "mailbox_size",
     [
-        pytest.param(
-            0,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason=(
-                    "BUG (mailbox_size=0 only, which GroupRegistry accepts but the broker "
-                    "never configures): GroupActor.run stops an idle actor when _queued() "
-                    "(the channel's current_buffer_used) is 0, but an unbuffered channel's "
-                    "senders wait outside the buffer; _drain then takes their envelopes and "
-                    "answers COORDINATOR_NOT_AVAILABLE without stepping them"
-                ),
-            ),
-        ),
+        0,
         1,
         2,
     ],

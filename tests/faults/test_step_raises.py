@@ -6,8 +6,7 @@ with COORDINATOR_NOT_AVAILABLE at once; nothing of that batch is stored or becom
 the group is rebuilt from its log and works again once the fault is gone; other groups never
 notice; and what was acknowledged is still there for a fresh registry on the same log.
 
-It does not hold yet for the requests queued behind the raising op in its batch: they are
-never answered (the xfail test at the end).
+That includes the requests queued behind the raising op in its batch (the test at the end).
 """
 
 from __future__ import annotations
@@ -18,8 +17,8 @@ import pytest
 import trio
 import trio.testing
 
-from rafka_actors.group import machine
-from rafka_actors.group.ops import DescribeGroupOp, TimerFired
+from rafka_actors.coordinator import machine
+from rafka_actors.group_common.ops import DescribeGroupOp, TimerFired
 
 from .helpers import (
     NOT_AVAILABLE,
@@ -92,7 +91,7 @@ async def test_a_raising_step_fails_its_whole_batch_and_nothing_else(
                     await trio.testing.wait_all_tasks_blocked()
                 await log.recover()
         # the batch before the fault is acknowledged; every caller of the failed one gets a
-        # retriable error (what was queued behind the raising op: see the xfail test below)
+        # retriable error (what was queued behind the raising op too: see the test below)
         assert commit_error(answers["first commit"]) == OK
         assert commit_error(answers["second commit"]) == NOT_AVAILABLE
         assert answers["describe"].error_code == NOT_AVAILABLE
@@ -164,16 +163,6 @@ async def test_a_raising_step_answers_the_members_parked_in_the_rebalance(
         assert member_ids(await registry.ask(G, describe_op("g"))) == {"a", "b"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: GroupActor._step_batch registers each envelope's reply in _waiters only as it "
-        "steps it; when a step raises, the envelopes of the batch after it (taken out of the "
-        "mailbox already) are in neither _waiters nor the mailbox, so neither _recover nor "
-        "_drain answers them and their callers wait forever. A due timer stepped first "
-        "(TimerFired) that raises drops the whole batch."
-    ),
-)
 @pytest.mark.parametrize("raising", ["describe", "timer"])
 async def test_requests_queued_behind_the_raising_step_in_its_batch_are_answered(
     raising: str, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock

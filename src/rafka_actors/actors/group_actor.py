@@ -195,6 +195,9 @@ class GroupActor:
 
     async def _step_batch(self, timer_due: bool, envelopes: list[Envelope]) -> None:
         """Step the batch, store its records, then publish and answer."""
+        # Every envelope is held from the start: if a step fails, everything it took out of
+        # the mailbox is answered, stepped or not.
+        tokens = [self._hold(envelope) for envelope in envelopes]
         now = now_ms()
         group = self.group
         records: list[Any] = []
@@ -209,11 +212,8 @@ class GroupActor:
                     group = self._handle(group, op, -1, max(now, due), records, replies, events)
                 else:
                     self._deadline = due
-            for envelope in envelopes:
+            for envelope, token in zip(envelopes, tokens, strict=True):
                 op = envelope.op
-                token = self._next_token
-                self._next_token += 1
-                self._waiters[token] = (envelope.reply, op)
                 group = self._handle(group, op, token, now, records, replies, events)
             if records:
                 await self._store(records)
@@ -228,6 +228,13 @@ class GroupActor:
             self._recover(now)
             return
         self._settle(group, bool(records), replies, events)
+
+    def _hold(self, envelope: Envelope) -> int:
+        """A waiter token for the envelope's reply, held until answered."""
+        token = self._next_token
+        self._next_token += 1
+        self._waiters[token] = (envelope.reply, envelope.op)
+        return token
 
     def _handle(
         self,
