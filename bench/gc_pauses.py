@@ -3,8 +3,8 @@
 In process and in one trio task, as `handler_cost.py` does (the gateway's `answer`, the group
 registry, the durable coordinator log in a temp dir under fsync `never`): commit once to each
 of --groups new groups, then --rounds rounds of 5 000 OffsetFetches of random groups, 0.7 s
-apart, so that the passivation sweep (`group.passivation.idle.ms`, here 2 s) drops dormant
-actors and the fetches rebuild them, as in (g) of `bench/run.py`. `gc.callbacks` time
+apart, so that the passivation sweep (`group.passivation.idle.ms`, here 2 s) drops resting
+groups and the fetches rebuild them, as in (g) of `bench/run.py`. `gc.callbacks` time
 every collection. Each thresholds setting runs in a fresh child process (the collector's
 state is the process's), one after another; the first is the broker's (`gc_policy.py`).
 

@@ -80,14 +80,14 @@ def test_broker_variants_carry_their_settings() -> None:
 
 
 def test_broker_list_splits_outside_brackets() -> None:
-    listed = "rafka-actors,rafka-actors[coordinator.log.fsync=never,idle.poll.time.us=0],noida-db"
+    listed = "rafka-actors,rafka-actors[coordinator.log.fsync=never,num.partitions=2],noida-db"
     assert brokers.split_broker_list(listed) == [
         "rafka-actors",
-        "rafka-actors[coordinator.log.fsync=never,idle.poll.time.us=0]",
+        "rafka-actors[coordinator.log.fsync=never,num.partitions=2]",
         "noida-db",
     ]
     variant = brokers.parse_brokers(brokers.split_broker_list(listed), [])[1]
-    assert variant.settings == ("coordinator.log.fsync=never", "idle.poll.time.us=0")
+    assert variant.settings == ("coordinator.log.fsync=never", "num.partitions=2")
 
 
 def test_a_broker_can_be_named_and_run_by_another_interpreter() -> None:

@@ -17,7 +17,7 @@ x;_reply (rafka_actors/gateway/connection.py:105);_decode (rafka_actors/protocol
 x;check (<generated guard kio.schema.offset_commit.v8.request.OffsetCommitRequest>) 4
 x;_fill_to (rafka_actors/gateway/frames.py:90) 1
 x;answer (rafka_actors/gateway/connection.py:140) 9
-x;GroupActor.answer_inline (rafka_actors/actors/group_actor.py:220) 3
+x;GroupActor._step_batch (rafka_actors/actors/group_actor.py:220) 3
 x;handle (rafka_actors/group/machine.py:80) 2
 x;_write_all (rafka_actors/storage/coordinator_segments.py:700) 4
 x;DurableCoordinatorLog.append_now (rafka_actors/actors/durable_log.py:240) 1

@@ -351,9 +351,9 @@ def test_new_aiokafka_consumer_resumes_from_committed_offsets(broker: BrokerProc
 
 
 def test_committed_follows_every_commit_of_another_client(broker: BrokerProcess) -> None:
-    """A watcher's repeated committed() calls (the same OffsetFetch again and again, which
-    the broker may answer from its last reply: gateway/fetch_repeat.py) see each commit of
-    another client at once, an admin's change, and the group's deletion."""
+    """A watcher's repeated committed() calls (the same OffsetFetch again and again, answered
+    from the group's published snapshot: actors/snapshot.py) see each commit of another
+    client at once, an admin's change, and the group's deletion."""
     topic, group = _topic(broker, "watch", 2)
     settings = {"bootstrap.servers": broker.bootstrap, "group.id": group}
     committer = confluent_kafka.Consumer({**settings, "enable.auto.commit": False})

@@ -1,7 +1,7 @@
 """200 random garbage frames and 300 half-open connections leave the broker serving a real
 client, and bad connections are closed with log lines (up to a budget per interval) rather than
 crashing anything. So do peers that reset their connection mid-frame or before reading their
-reply: the gateway reads and writes plain sockets itself (gateway/plain_socket.py)."""
+reply."""
 
 from __future__ import annotations
 

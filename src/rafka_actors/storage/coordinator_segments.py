@@ -573,28 +573,14 @@ class CoordinatorSegments:
             self._file_size = self._active.size
 
     def fsync(self) -> None:
-        """Make everything appended so far durable."""
+        """Make everything appended so far durable. If it fails, raise, and refuse every
+        later append: after a failed fsync the kernel may have dropped the dirty pages."""
         self._check_usable()
         try:
             os.fsync(self._fd)
         except OSError as exc:
-            self.fsynced(exc)  # raises
-        else:
-            self.fsynced(None)
-
-    def fd_to_sync(self) -> int:
-        """The active segment's descriptor, for an fsync made elsewhere (the fsync worker
-        process); report its outcome with `fsynced`."""
-        self._check_usable()
-        return self._fd
-
-    def fsynced(self, error: OSError | None) -> None:
-        """The outcome of an fsync of `fd_to_sync()`, here or elsewhere: counted if it
-        succeeded; if it failed, raises, and the log refuses every later append (after a
-        failed fsync the kernel may have dropped the dirty pages)."""
-        if error is not None:
-            self._failed = error
-            raise CoordinatorLogFailed(f"{self._active.path}: fsync failed: {error}") from error
+            self._failed = exc
+            raise CoordinatorLogFailed(f"{self._active.path}: fsync failed: {exc}") from exc
         self.fsyncs += 1
 
     def _roll(self) -> None:
