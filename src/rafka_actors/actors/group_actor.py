@@ -80,8 +80,8 @@ class Envelope:
     reply: ReplyTo
 
 
-class StepFailed(Exception):
-    """A batch could not be stored in time; its replies must not go out."""
+class StoreTimedOut(Exception):
+    """A batch was not stored within offsets.commit.timeout.ms; its replies must not go out."""
 
 
 _SPANS: Final = {
@@ -112,10 +112,12 @@ class GroupActor:
         publish: Callable[[GroupKey, GroupSnapshot], None] = lambda _key, _snapshot: None,
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         linger_s: float = 0.0,
+        published: GroupSnapshot | None = None,
     ) -> None:
         """`publish(key, snapshot)` is called with each new snapshot (the registry keeps it
-        for readers); `topics(org_id)` is the image of that org's topics; an idle actor stops
-        once its mailbox is empty, or after waiting `linger_s` for more mail."""
+        for readers; `published`, the group's latest if it has one); `topics(org_id)` is the
+        image of that org's topics; an idle actor stops once its mailbox is empty, or after
+        waiting `linger_s` for more mail."""
         self.key = key
         self.rrl = rrl(key.org_id, key.group_id)
         self.config = config
@@ -129,8 +131,10 @@ class GroupActor:
         self._waiters: dict[int, tuple[ReplyTo, Any]] = {}  # token -> (reply to, its op)
         self._next_token = 1
         self._deadline = machine.next_deadline(group)  # or earlier (machine.deadline_after)
-        self._snapshot = snapshot_of(key.group_id, group)
-        publish(key, self._snapshot)
+        if published is None:
+            published = snapshot_of(key.group_id, group)
+            publish(key, published)
+        self._snapshot = published
 
     @property
     def cgp_id(self) -> str:
@@ -217,7 +221,7 @@ class GroupActor:
                 group = self._handle(group, op, token, now, records, replies, events)
             if records:
                 await self._store(records)
-        except (CoordinatorLogError, StepFailed) as exc:
+        except (CoordinatorLogError, StoreTimedOut) as exc:
             log.error("group %s: %s; restarting from its log", self._name(), exc)
             self._recover(now)
             return
@@ -270,7 +274,7 @@ class GroupActor:
         with trio.move_on_after(self._commit_timeout_s) as scope:
             await self.log.append(self.key, records)
         if scope.cancelled_caught:
-            raise StepFailed(f"coordinator log append took over {self._commit_timeout_s:g}s")
+            raise StoreTimedOut(f"coordinator log append took over {self._commit_timeout_s:g}s")
 
     def _settle(
         self,

@@ -111,11 +111,11 @@ class GroupRegistry:
     def _start(self, key: GroupKey) -> GroupActor:
         resting = self._resting.pop(key, None)
         if resting is not None:
-            group = resting.group
+            group, published = resting.group, self._published.get(key)
             # in use a moment ago: likely again soon (a consumer committing in a loop)
             recently = trio.current_time() - resting.since < IDLE_LINGER_S
         else:
-            group = stored_group(self._log, key, now_ms(), self._config)
+            group, published = stored_group(self._log, key, now_ms(), self._config), None
             recently = False
         actor = GroupActor(
             key,
@@ -127,6 +127,7 @@ class GroupRegistry:
             publish=self._publish,
             commit_timeout_s=self._commit_timeout_s,
             linger_s=IDLE_LINGER_S if recently else 0.0,
+            published=published,
         )
         self._running[key] = actor
         self._nursery.start_soon(self._supervise, actor)
