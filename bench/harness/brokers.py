@@ -146,12 +146,15 @@ def running(broker: Broker, data_dir: Path | None = None) -> Iterator[Target]:
             )
             try:
                 _wait_ready(proc, bootstrap, log_path)
+                ours = broker.kind == "rafka-actors"
                 yield Target(
                     broker.name,
                     bootstrap,
                     pid=proc.pid,
-                    kip848=broker.kind == "rafka-actors",
+                    kip848=ours,
                     data_dir=str(data_dir),
+                    python=_interpreter(broker) if ours else None,
+                    settings=broker.settings if ours else (),
                 )
             finally:
                 stop(proc)

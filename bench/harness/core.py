@@ -20,6 +20,10 @@ class Target:
     pid: int | None = None  # the broker process, for memory figures (None: not ours to see)
     kip848: bool = False  # serves ConsumerGroupHeartbeat (group.protocol=consumer)
     data_dir: str | None = None  # where its data lives, when we started it
+    # For a rafka-actors we started: its interpreter (`PYTHON -m rafka_actors serve`) and its
+    # settings (-o KEY=VALUE), so that a workload can start it again, e.g. on a given log.
+    python: str | None = None
+    settings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ import time
 import uuid
 from array import array
 from collections.abc import Callable, Coroutine
+from functools import partial
 from multiprocessing.connection import Connection as Connection_
 from pathlib import Path
 from typing import Any
@@ -495,11 +496,18 @@ def _written_log(records: int) -> Path:
     return Path(_LOGS[records].name)
 
 
-def time_to_listening(data_dir: Path, timeout: float = 300.0) -> tuple[float, int | None]:
-    """Start `rafka-actors serve` on `data_dir`: (seconds from spawn to `listening on`, groups
-    it says it replayed). Stops the broker again; raises TimeoutError if it never listens."""
-    args = [sys.executable, "-m", "rafka_actors", "serve", "--listen", "127.0.0.1:0"]
-    args += ["--data-dir", str(data_dir)]
+def time_to_listening(
+    data_dir: Path,
+    timeout: float = 300.0,
+    *,
+    python: str | None = None,
+    settings: tuple[str, ...] = (),
+) -> tuple[float, int | None]:
+    """Start `rafka-actors serve` (under `python`, this interpreter by default, with
+    `settings`) on `data_dir`: (seconds from spawn to `listening on`, groups it says it
+    replayed). Stops the broker again; raises TimeoutError if it never listens."""
+    args = [python or sys.executable, "-m", "rafka_actors", "serve", "--listen", "127.0.0.1:0"]
+    args += ["--data-dir", str(data_dir), *(arg for item in settings for arg in ("-o", item))]
     ready, seen = threading.Event(), dict[str, float]()
     start = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -538,8 +546,9 @@ def recovery(target: Target, opts: Options, *, records: int | None = None) -> li
         with tempfile.TemporaryDirectory(prefix="rafka-bench-h-") as tmp:
             (Path(tmp) / "empty").mkdir()
             shutil.copytree(source / "coordinator", Path(tmp) / "full" / "coordinator")
-            empty, _ = time_to_listening(Path(tmp) / "empty")
-            full, groups = time_to_listening(Path(tmp) / "full")
+            start = partial(time_to_listening, python=target.python, settings=target.settings)
+            empty, _ = start(Path(tmp) / "empty")
+            full, groups = start(Path(tmp) / "full")
         if groups != 1000:
             log.warning("(h) the broker says it replayed %s groups, expected 1000", groups)
         if full > empty:
@@ -563,6 +572,6 @@ WORKLOADS: dict[str, Workload] = {
         "h",
         "recovery of a 1 000 000-record coordinator log",
         recovery,
-        needs=lambda target: target.name.startswith("rafka-actors"),
+        needs=lambda target: target.python is not None,  # a rafka-actors started here
     ),
 }
