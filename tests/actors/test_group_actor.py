@@ -802,3 +802,27 @@ async def test_an_actor_stops_once_idle(
         await trio.testing.wait_all_tasks_blocked()
         assert K not in registry._running
         nursery.cancel_scope.cancel()
+
+
+async def test_a_read_of_a_group_never_stored_starts_no_actor(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A consumer's committed() before its group's first commit, or a lag exporter asking
+    about groups that do not exist: nothing is stored and no actor runs, so there is nothing
+    to read and nobody changing it. A describe still goes to the actor (a step of the
+    machine), and a group that exists is read from its snapshot."""
+    started: list[GroupKey] = []
+    start = GroupRegistry._start
+
+    def counting_start(self: GroupRegistry, key: GroupKey) -> GroupActor:
+        started.append(key)
+        return start(self, key)
+
+    monkeypatch.setattr(GroupRegistry, "_start", counting_start)
+    for i in range(3):
+        key = GroupKey(0, f"nobody-{i}")
+        fetched = await registry.ask(key, OffsetFetchOp(key.group_id, (("t", 0),)))
+        assert fetched.offsets == (("t", 0, -1, -1, "", 0),)
+    assert started == []
+    await registry.ask(K, DescribeGroupOp("g"))
+    assert started == [K]

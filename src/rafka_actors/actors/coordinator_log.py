@@ -43,6 +43,10 @@ class CoordinatorLog(Protocol):
         """Every group with stored records."""
         ...
 
+    def stores(self, key: GroupKey) -> bool:
+        """Whether the group has stored records."""
+        ...
+
 
 def stored_group(
     log: CoordinatorLog, key: GroupKey, now_ms: int, config: GroupConfig | None = None
@@ -106,3 +110,6 @@ class MemoryCoordinatorLog:
 
     def keys(self) -> list[GroupKey]:
         return self._latest.keys()
+
+    def stores(self, key: GroupKey) -> bool:
+        return key in self._latest

@@ -245,6 +245,9 @@ class DurableCoordinatorLog:
         """Every group with stored state (for ListGroups and start-up)."""
         return self._view.keys()
 
+    def stores(self, key: GroupKey) -> bool:
+        return key in self._view
+
     @property
     def fsyncs(self) -> int:
         return self._segments.fsyncs

@@ -3,7 +3,9 @@
 `ask(key, op)` is the one way in: it posts the op with a one-shot reply to the group's actor,
 starting one in the registry's nursery if none runs, and waits for the answer. A pure read
 (an OffsetFetch that names no KIP-848 member) is answered from the snapshot the actor last
-published, when there is one (snapshot.py), without the mailbox.
+published, when there is one (snapshot.py), without the mailbox; and so is a pure read of a
+group the log has never stored, while no actor runs for it (a lag exporter's or a new
+consumer's committed() before any commit): there is nothing to read, and nobody changing it.
 
 Passivation keeps memory with the groups in use, not every group ever seen. An actor stops as
 soon as it is idle (actors/group_actor.py); its group, exactly what its stored records say,
@@ -89,6 +91,8 @@ class GroupRegistry:
         """The answer of the group's actor to `op` (or of its latest snapshot, for a pure
         read). Waits for room in a full mailbox (backpressure)."""
         published = self._published.get(key)
+        if published is None and key not in self._running and not self._log.stores(key):
+            published = snapshot.NO_GROUP  # nothing stored, nobody changing it: nothing to read
         if published is not None:
             answer = snapshot.read(published, op)
             if answer is not None:

@@ -44,6 +44,9 @@ class GroupSnapshot:
     offsets: Mapping[tuple[str, int], CommittedOffset]
 
 
+NO_GROUP = GroupSnapshot(None, NO_OFFSETS)  # what a group with no stored records reads as
+
+
 def summary_of(group_id: str, group: AnyGroup) -> GroupSummary | None:
     if group is None:
         return None

@@ -151,5 +151,8 @@ class LatestRecords(Generic[V]):
     def keys(self) -> list[GroupKey]:
         return cast(list[GroupKey], list(self._groups))
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._groups
+
     def __len__(self) -> int:
         return len(self._groups)
