@@ -408,7 +408,6 @@ async def test_describing_groups_nobody_uses_keeps_no_actor_running(
         assert (classic.error_code, classic.state, classic.members) == (0, "Empty", ())
         assert consumer.error_code == ErrorCode.group_id_not_found  # not a consumer group
         assert (unknown.error_code, unknown.state) == (0, "Dead")
-        await trio.sleep(1)  # past an actor's linger after a commit a moment before
         assert registry.running() == 0
         assert list(registry._resting) == [K]  # nothing kept of a group that does not exist
         nursery.cancel_scope.cancel()

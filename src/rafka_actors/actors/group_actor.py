@@ -23,8 +23,8 @@ actor stops, for whatever reason, everything still queued is answered the same w
 caller waits forever.
 
 An actor with nothing to do (no waiter, an Empty group with no deadline: `machine.passivable`)
-stops once no mail came for `IDLE_LINGER_S`; its group is then exactly what its stored
-records say, and `run` returns it for the registry to keep or drop (passivation, registry.py).
+stops as soon as its mailbox is empty; its group is then exactly what its stored records say,
+and `run` returns it for the registry to keep or drop (passivation, registry.py).
 
 Every log line and span that names the group also carries its identity: the `cgp_` id
 (attribute `rafka.group.cgp_id`; empty while the group does not exist) and the RRL
@@ -63,11 +63,6 @@ log = logging.getLogger(__name__)
 CGP_ID_ATTRIBUTE = "rafka.group.cgp_id"
 RRL_ATTRIBUTE = "rafka.group.rrl"
 
-# How long an idle actor whose group was in use a moment ago waits for more mail before it
-# stops (registry.py decides, `linger_s`): a consumer committing in a loop keeps one actor
-# instead of starting a task per commit, while a group touched once (a retention sweep, a lag
-# exporter's describe) costs no task beyond its answer.
-IDLE_LINGER_S: Final = 0.5
 # Ops stepped together at most: their replies wait for the batch's one append, so a long
 # queue is served in slices and the first callers are not held back by the last.
 BATCH_LIMIT: Final = 256
@@ -111,13 +106,11 @@ class GroupActor:
         topics: Callable[[int], TopicImage] = lambda _org: EMPTY_IMAGE,
         publish: Callable[[GroupKey, GroupSnapshot], None] = lambda _key, _snapshot: None,
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
-        linger_s: float = 0.0,
         published: GroupSnapshot | None = None,
     ) -> None:
         """`publish(key, snapshot)` is called with each new snapshot (the registry keeps it
         for readers; `published`, the group's latest if it has one); `topics(org_id)` is the
-        image of that org's topics; an idle actor stops once its mailbox is empty, or after
-        waiting `linger_s` for more mail."""
+        image of that org's topics."""
         self.key = key
         self.rrl = rrl(key.org_id, key.group_id)
         self.config = config
@@ -127,7 +120,6 @@ class GroupActor:
         self._topics = topics
         self._publish = publish
         self._commit_timeout_s = commit_timeout_s
-        self._linger_s = linger_s
         self._waiters: dict[int, tuple[ReplyTo, Any]] = {}  # token -> (reply to, its op)
         self._next_token = 1
         self._deadline = machine.next_deadline(group)  # or earlier (machine.deadline_after)
@@ -152,9 +144,8 @@ class GroupActor:
         return not self._waiters and machine.passivable(self.group)
 
     async def run(self) -> AnyGroup:
-        """Serve the mailbox until idle with nothing queued (see `linger_s`); return the
-        group then. Whatever ends it (idle, cancelled, a bug), every request still held or
-        queued is answered."""
+        """Serve the mailbox until idle with nothing queued; return the group then. Whatever
+        ends it (idle, cancelled, a bug), every request still held or queued is answered."""
         try:
             while True:
                 batch = await self._next_batch()
@@ -172,15 +163,10 @@ class GroupActor:
         if self._due():
             await trio.lowlevel.checkpoint()  # a group whose timers keep firing still yields
         elif self.idle:
-            try:
+            try:  # (what is queued, or a sender waiting on a full mailbox)
                 envelopes.append(self._inbox.receive_nowait())
             except trio.WouldBlock:
-                if not self._linger_s:
-                    return None
-                with trio.move_on_after(self._linger_s):
-                    envelopes.append(await self._inbox.receive())
-                if not envelopes:
-                    return None
+                return None
         elif self._deadline is None:
             envelopes.append(await self._inbox.receive())
         else:

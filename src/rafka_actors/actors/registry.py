@@ -11,9 +11,7 @@ Passivation keeps memory with the groups in use, not every group ever seen. An a
 soon as it is idle (actors/group_actor.py); its group, exactly what its stored records say,
 rests here with its snapshot for `group.passivation.idle.ms`, so that its next request starts a
 new actor without replaying the log, and a read finds the snapshot. The passivation sweep then
-drops it; the next request rebuilds it from the log. With a delay of 0 nothing rests. An actor
-started for a group that came to rest less than `IDLE_LINGER_S` ago lingers that long when
-idle before it stops: a group in constant use keeps its actor.
+drops it; the next request rebuilds it from the log. With a delay of 0 nothing rests.
 
 Supervision: an actor that dies stays dead alone. Its siblings (this nursery) never notice; it
 has answered everything it held (group_actor.py), and the next request for its group starts a
@@ -41,7 +39,7 @@ from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey
 from . import snapshot
 from .coordinator_log import CoordinatorLog, now_ms, stored_group, stored_membership
-from .group_actor import DEFAULT_COMMIT_TIMEOUT_S, IDLE_LINGER_S, Envelope, GroupActor
+from .group_actor import DEFAULT_COMMIT_TIMEOUT_S, Envelope, GroupActor
 from .reply import ReplySlot
 from .snapshot import GroupSnapshot, GroupSummary, summary_of
 
@@ -116,11 +114,8 @@ class GroupRegistry:
         resting = self._resting.pop(key, None)
         if resting is not None:
             group, published = resting.group, self._published.get(key)
-            # in use a moment ago: likely again soon (a consumer committing in a loop)
-            recently = trio.current_time() - resting.since < IDLE_LINGER_S
         else:
             group, published = stored_group(self._log, key, now_ms(), self._config), None
-            recently = False
         actor = GroupActor(
             key,
             self._config,
@@ -130,7 +125,6 @@ class GroupRegistry:
             topics=self._topics,
             publish=self._publish,
             commit_timeout_s=self._commit_timeout_s,
-            linger_s=IDLE_LINGER_S if recently else 0.0,
             published=published,
         )
         self._running[key] = actor
