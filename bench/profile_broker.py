@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,7 +96,8 @@ def aggregate(lines: Iterable[str]) -> Profile:
 
 
 def sample(pid: int, seconds: float, rate: int, out: Path) -> subprocess.Popen[bytes]:
-    command = ["py-spy", "record", "--format", "raw", "--output", str(out)]
+    py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+    command = [py_spy, "record", "--format", "raw", "--output", str(out)]
     command += ["--pid", str(pid), "--rate", str(rate), "--duration", str(max(1, round(seconds)))]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

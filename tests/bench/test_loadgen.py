@@ -80,9 +80,13 @@ def test_percentile_is_nearest_rank() -> None:
 
 
 def test_workloads_are_registered_and_h_is_ours_only() -> None:
+    """(h) restarts the broker on a written log: only a rafka-actors the runner started (it
+    knows the interpreter), whatever its column is named; not a peer, nor --bootstrap's."""
     assert sorted(WORKLOADS) == ["e", "f", "g", "h"]
-    assert WORKLOADS["h"].needs(Target("rafka-actors", "x:1"))
+    assert WORKLOADS["h"].needs(Target("rafka-actors", "x:1", python="python3"))
+    assert WORKLOADS["h"].needs(Target("old", "x:1", python="/old/.venv/bin/python"))
     assert not WORKLOADS["h"].needs(Target("noida-db", "x:1"))
+    assert not WORKLOADS["h"].needs(Target("external", "x:1"))
     assert WORKLOADS["g"].needs(Target("tansu", "x:1"))
 
 
