@@ -825,3 +825,27 @@ async def test_a_read_of_a_group_never_stored_starts_no_actor(
     assert started == []
     await registry.ask(K, DescribeGroupOp("g"))
     assert started == [K]
+
+
+async def test_a_group_whose_actor_died_is_listed_as_the_log_has_it(
+    registry: GroupRegistry, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ListGroups keeps a summary of a group read from the log while it had no actor; an
+    actor that dies (a bug outside its steps) must not leave that old summary to be listed."""
+    await registry.ask(K, OffsetCommitOp("g", (("t", 0, 1, -1, ""),)))
+    assert [(s.group_id, s.state, s.protocol_type) for s in registry.summaries(0)] == [
+        ("g", "Empty", "")
+    ]
+    await join_and_sync(registry)
+
+    def dying(self: GroupActor) -> None:
+        raise RuntimeError("injected: the actor's loop itself fails")
+
+    monkeypatch.setattr(GroupActor, "_drain", dying)  # runs as the actor stops, for any reason
+    monkeypatch.setattr(machine, "passivable", lambda _group: True)  # so it stops now
+    await registry.ask(K, DescribeGroupOp("g"))
+    await trio.testing.wait_all_tasks_blocked()
+    assert registry.running() == 0
+    assert [(s.group_id, s.state, s.protocol_type) for s in registry.summaries(0)] == [
+        ("g", "Stable", "consumer")
+    ]

@@ -140,7 +140,9 @@ class GroupRegistry:
             group = await actor.run()
         except Exception:
             log.exception("group %s: actor died; it restarts on the next request", key.group_id)
+            # what was said of it may be stale now: read from the log when next asked or listed
             self._published.pop(key, None)
+            self._summaries.pop(key, None)
             return
         finally:  # stopped, died or cancelled (the registry shuts down): no longer running
             if self._running.get(key) is actor:
