@@ -101,7 +101,6 @@ class ConnectionInfo:
     sasl: SaslSession | None = None  # the exchange in progress, on a SASL listener
     gate: frozenset[int] | None = None  # api keys served before authentication; None: all
     close_after_reply: str | None = None  # why, when the reply being sent is the last
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def may_use_group(self, group_id: str) -> bool:
         return self.user is None or self.user.may_use_group(group_id)
