@@ -202,22 +202,6 @@ class SlowLog(MemoryCoordinatorLog):
         self.appends.append((key.group_id, len(records)))
 
 
-def pwrite_fails_once(errno: int = 28) -> Any:
-    """A stand-in for ``os.pwrite`` (how the durable log writes its frames) that fails once,
-    with ENOSPC by default, before writing anything; then writes as usual."""
-    real = os.pwrite
-    failed = False
-
-    def pwrite(fd: int, data: bytes, offset: int) -> int:
-        nonlocal failed
-        if failed:
-            return real(fd, data, offset)
-        failed = True
-        raise OSError(errno, os.strerror(errno))
-
-    return pwrite
-
-
 class SlowFsync:
     """A stand-in for ``os.fsync`` that sleeps `seconds` first; it counts its calls and
     knows whether one is running."""

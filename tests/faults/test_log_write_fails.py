@@ -20,6 +20,7 @@ import trio.testing
 
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
 
+from ..disk_faults import failing_pwrite
 from .helpers import (
     NOT_AVAILABLE,
     OK,
@@ -35,7 +36,6 @@ from .helpers import (
     key,
     member_ids,
     offsets_of,
-    pwrite_fails_once,
     reread,
     running_registry,
     sync_op,
@@ -131,7 +131,7 @@ async def test_a_write_refused_by_a_full_disk_is_not_acknowledged(
                 o = await join_and_sync(registry, "other", "o")
                 assert commit_error(await registry.ask(other, commit_op("other", 0, 1, o))) == OK
 
-                monkeypatch.setattr(os, "pwrite", pwrite_fails_once())  # ENOSPC, once
+                monkeypatch.setattr(os, "pwrite", failing_pwrite(once=True))  # ENOSPC, once
                 assert commit_error(await registry.ask(g, commit_op("g", 0, 2))) == NOT_AVAILABLE
                 assert offsets_of(await registry.ask(g, fetch_op("g"))) == {0: 1}
                 assert log.stats.failed_batches == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,8 @@ from rafka_actors.group_common.records import (
     Record,
 )
 from rafka_actors.ids import GroupKey
+
+from ..disk_faults import failing_pwrite
 
 
 def commit(group: str, topic: str, offset: int, partition: int = 0) -> OffsetCommitRecord:
@@ -95,27 +97,13 @@ async def test_group_commit_shares_fsyncs_between_groups(tmp_path: Path) -> None
     reopened.close()
 
 
-def failing(errno: int, once: bool = False) -> Callable[..., Any]:
-    """A stand-in for ``os.pwrite`` (how the log writes its frames) that fails."""
-    real = os.pwrite
-    state = {"failed": False}
-
-    def pwrite(fd: int, data: bytes, offset: int) -> int:
-        if once and state["failed"]:
-            return real(fd, data, offset)
-        state["failed"] = True
-        raise OSError(errno, os.strerror(errno))
-
-    return pwrite
-
-
 async def test_a_failed_write_makes_append_raise(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = GroupKey(1, "g")
     async with running(tmp_path) as log:
         await log.append(key, [commit("g", "t", 1)])
-        monkeypatch.setattr(os, "pwrite", failing(28, once=True))
+        monkeypatch.setattr(os, "pwrite", failing_pwrite(28, once=True))
         with pytest.raises(CoordinatorLogError, match="not stored") as info:
             await log.append(key, [commit("g", "t", 2)])
         assert "No space left" in str(info.value.__cause__)
