@@ -20,6 +20,9 @@ from rafka_actors.gateway.apis._build import make
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.steps import Ask, AwaitAppend
 from rafka_actors.group_common.ops import (
+    ConsumerGroupDescribeOpResp,
+    DeleteGroupOpResp,
+    DescribeGroupOpResp,
     HeartbeatOp,
     HeartbeatOpResp,
     OffsetCommitOp,
@@ -151,3 +154,50 @@ def test_a_fetch_that_finds_too_little_waits_for_an_append_and_reads_again(
     assert not isinstance(after_the_wait, AwaitAppend)
     [answered] = after_the_wait.responses
     assert answered.partitions[0].records in (b"", None)
+
+
+def test_batch_apis_ask_each_named_group_and_answer_a_null_id_in_its_place(
+    ctx: BrokerContext,
+) -> None:
+    """DescribeGroups, DeleteGroups and ConsumerGroupDescribe name several groups: each is
+    asked of its actor in turn (DescribeGroups and DeleteGroups accept an empty id, Kafka's
+    ConsumerGroupDescribe does not), and a null id is answered INVALID_GROUP_ID in its own
+    place, without an actor (kio can't put a null on the wire, but the handlers hold)."""
+    conn = ConnectionInfo("10.0.0.7", 4242, org_id=7)
+    groups = ("a", None, "")
+    describe = make(request_class(15, 5), groups=groups, include_authorized_operations=False)
+    step = API_TABLE[15].handler(ctx, conn, 5, describe)
+    assert isinstance(step, Ask)
+    assert [key for key, _ in step.asks] == [GroupKey(7, "a"), GroupKey(7, "")]
+    response = step.then(
+        [DescribeGroupOpResp(ErrorCode.none, "Empty"), DescribeGroupOpResp(ErrorCode.none, "Dead")]
+    ).response
+    assert [(g.group_id, g.error_code, g.group_state) for g in response.groups] == [
+        ("a", ErrorCode.none, "Empty"),
+        ("", ErrorCode.invalid_group_id, ""),
+        ("", ErrorCode.none, "Dead"),
+    ]
+
+    delete = make(request_class(42, 2), groups_names=groups)
+    step = API_TABLE[42].handler(ctx, conn, 2, delete)
+    assert isinstance(step, Ask)
+    assert [key for key, _ in step.asks] == [GroupKey(7, "a"), GroupKey(7, "")]
+    response = step.then(
+        [DeleteGroupOpResp(ErrorCode.none), DeleteGroupOpResp(ErrorCode.group_id_not_found)]
+    )
+    assert [(r.group_id, r.error_code) for r in response.results] == [
+        ("a", ErrorCode.none),
+        ("", ErrorCode.invalid_group_id),
+        ("", ErrorCode.group_id_not_found),
+    ]
+
+    consumer = make(request_class(69, 1), group_ids=groups, include_authorized_operations=False)
+    step = API_TABLE[69].handler(ctx, conn, 1, consumer)
+    assert isinstance(step, Ask)
+    assert [key for key, _ in step.asks] == [GroupKey(7, "a")]
+    response = step.then([ConsumerGroupDescribeOpResp(ErrorCode.group_id_not_found)]).response
+    assert [(g.group_id, g.error_code) for g in response.groups] == [
+        ("a", ErrorCode.group_id_not_found),
+        ("", ErrorCode.invalid_group_id),
+        ("", ErrorCode.invalid_group_id),
+    ]

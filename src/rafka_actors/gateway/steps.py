@@ -51,12 +51,25 @@ def ask(org_id: int, group_id: str, op: Any, then: Callable[[Any], Any]) -> Ask:
 
 
 def ask_each(
-    org_id: int, ops: Sequence[tuple[str, Any]], then: Callable[[list[Any]], Any]
+    org_id: int, ops: Sequence[tuple[str | None, Any]], then: Callable[[list[Any]], Any]
 ) -> Ask | Any:
-    """Ask each (group id, op) in turn; `then` gets the answers. Nothing to ask: `then([])`."""
-    if not ops:
-        return then([])
-    return Ask(tuple((GroupKey(org_id, group_id), op) for group_id, op in ops), then)
+    """Ask each (group id, op) in turn, but for the pairs without an op (a null or refused
+    id, answered without an actor); `then` gets one answer per pair, None for those."""
+    asked = [
+        (GroupKey(org_id, group_id), op)
+        for group_id, op in ops
+        if group_id is not None and op is not None
+    ]
+    if not asked:
+        return then([None] * len(ops))
+
+    def answered(answers: list[Any]) -> Any:
+        each = iter(answers)
+        return then(
+            [None if group_id is None or op is None else next(each) for group_id, op in ops]
+        )
+
+    return Ask(tuple(asked), answered)
 
 
 @dataclass(frozen=True, slots=True)

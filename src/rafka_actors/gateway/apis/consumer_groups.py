@@ -169,18 +169,15 @@ def consumer_group_describe(
         if denied(conn, group_id)
     ]
     allowed = [group_id for group_id in request.group_ids if not denied(conn, group_id)]
-    asked = [(group_id, ConsumerGroupDescribeOp(group_id)) for group_id in allowed if group_id]
+    asked = [(g, ConsumerGroupDescribeOp(g) if g else None) for g in allowed]
 
-    def described(answers: list[ConsumerGroupDescribeOpResp]) -> Any:
-        answered = iter(answers)
+    def described(answers: list[ConsumerGroupDescribeOpResp | None]) -> Any:
         groups, cgp_ids = [], {}
-        for group_id in allowed:
-            if not group_id:
+        for group_id, group in zip(allowed, answers, strict=True):
+            if group is None:  # an empty or null id
                 group = ConsumerGroupDescribeOpResp(ErrorCode.invalid_group_id)
-            else:
-                group = next(answered)
-                if group.cgp_id:
-                    cgp_ids[group_id] = group.cgp_id
+            elif group.cgp_id and group_id:
+                cgp_ids[group_id] = group.cgp_id
             groups.append(_described(ctx, org_id, mod, group_id or "", group, wanted))
         response = make(
             mod.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=(*refused, *groups)

@@ -76,18 +76,15 @@ def describe_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
         if denied(conn, group_id)
     ]
     allowed = [group_id for group_id in request.groups if not denied(conn, group_id)]
-    asked = [(group_id, DescribeGroupOp(group_id)) for group_id in allowed if group_id is not None]
+    asked = [(g, None if g is None else DescribeGroupOp(g)) for g in allowed]
 
-    def described(answers: list[DescribeGroupOpResp]) -> Any:
-        answered = iter(answers)
+    def described(answers: list[DescribeGroupOpResp | None]) -> Any:
         groups, cgp_ids = [], {}
-        for group_id in allowed:
-            if group_id is None:
+        for group_id, group in zip(allowed, answers, strict=True):
+            if group is None:  # a null id
                 group = DescribeGroupOpResp(ErrorCode.invalid_group_id, "")
-            else:
-                group = next(answered)
-                if group.cgp_id:
-                    cgp_ids[group_id] = group.cgp_id
+            elif group.cgp_id and group_id is not None:
+                cgp_ids[group_id] = group.cgp_id
             groups.append(_described(mod, group_id or "", group, operations))
         response = make(
             mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=(*refused, *groups)
@@ -163,13 +160,12 @@ def delete_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, reques
         if denied(conn, group_id)
     ]
     allowed = [group_id for group_id in request.groups_names if not denied(conn, group_id)]
-    asked = [(group_id, DeleteGroupOp(group_id)) for group_id in allowed if group_id is not None]
+    asked = [(g, None if g is None else DeleteGroupOp(g)) for g in allowed]
 
-    def deleted(answers: list[DeleteGroupOpResp]) -> Any:
-        answered = iter(answers)
+    def deleted(answers: list[DeleteGroupOpResp | None]) -> Any:
         results = []
-        for group_id in allowed:
-            code = ErrorCode.invalid_group_id if group_id is None else next(answered).error_code
+        for group_id, answer in zip(allowed, answers, strict=True):
+            code = ErrorCode.invalid_group_id if answer is None else answer.error_code
             results.append(
                 make(mod.DeletableGroupResult, group_id=group_id or "", error_code=ErrorCode(code))
             )

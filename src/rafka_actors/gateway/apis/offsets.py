@@ -213,12 +213,10 @@ def offset_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request
     wanted = (request,) if version < 8 else request.groups  # v1-v7 name one group, v8+ a batch
     mod = schema(FETCH_KEY, version)
     fetches = [_group_fetch(conn, group, _member(version, group), stable) for group in wanted]
-    asked = [(group_id, op) for group_id, op, _answer in fetches if op is not None]
 
-    def fetched(responses: list[OffsetFetchOpResp]) -> Any:
-        answered = iter(responses)
+    def fetched(responses: list[OffsetFetchOpResp | None]) -> Any:
         answers = tuple(
-            answer(next(answered) if op is not None else None) for _group_id, op, answer in fetches
+            answer(response) for (*_, answer), response in zip(fetches, responses, strict=True)
         )
         # (the rows are the response's partitions: every one asked for, or found)
         if sum(len(rows) for *_, rows in answers) > SHARED_PARTITIONS:
@@ -229,7 +227,7 @@ def offset_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request
             (FETCH_KEY, mod, answers), lambda: _build_fetch_response(mod, version, answers)
         )
 
-    return ask_each(conn.org_id, asked, fetched)
+    return ask_each(conn.org_id, [(group_id, op) for group_id, op, _ in fetches], fetched)
 
 
 def _member(version: int, group: Any) -> Member:
