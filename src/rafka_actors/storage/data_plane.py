@@ -12,32 +12,69 @@ in the watch set of every partition it reads; an append sets and clears the watc
 partition. No polling loop; a fetch wakes on the first append that concerns it, or at its
 deadline.
 
-Idempotent producers: the last few batches per (producer id, partition) are remembered, so a
-retried batch (same producer epoch and base sequence) gets its original offset instead of
-being appended twice. This memory is not rebuilt at start-up (Kafka rebuilds it from producer
-snapshots); a retry that straddles a restart can duplicate.
+Producers and transactions: every partition has its producer state (producer_state.py:
+epochs, the last five batches per producer, open and aborted transactions). A producer's
+batch is checked against it as Kafka checks it (INVALID_PRODUCER_EPOCH,
+OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_TXN_STATE); a retried batch gets its original offset
+instead of being appended twice. The transaction coordinator ends a transaction with
+`write_txn_markers`, which appends COMMIT/ABORT control batches (control_batches.py). The
+state is rebuilt at start-up from the partition logs' producer batches, so duplicate
+detection, sequence checks, the last stable offset and the aborted transactions hold across a
+restart or a SIGKILL exactly as far as the log does.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
-from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import trio
+from kio.schema.errors import ErrorCode
 
 from ..group_common.topic_image import TopicImage
+from .control_batches import ABORT, COMMIT, CONTROL_PREFIX, marker_batch, read_marker
 from .partition_log import PartitionLog
 from .producer_ids import ProducerIdAllocator
+from .producer_state import AbortedTxn, PartitionProducers
 from .record_batch import BatchHeader, parse_header
 from .topics import Topic, TopicStore, stored_orgs, topics_dir
 
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[uuid.UUID, int]
-_DEDUP_DEPTH = 5  # Kafka keeps the last five batches per producer
+
+
+class AppendResult(NamedTuple):
+    error: ErrorCode
+    base_offset: int  # -1 unless appended (or a duplicate of a batch appended before)
+    message: str = ""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def rebuild_producers(partition: PartitionLog) -> PartitionProducers:
+    """A partition's producer state, replayed from the producer batches of its log."""
+    producers = PartitionProducers()
+    for raw, records in partition.producer_batches(CONTROL_PREFIX):
+        header = BatchHeader._make(raw)
+        if header.is_control:
+            marker = read_marker(records)
+            if marker is not None:
+                kind, coordinator_epoch = marker
+                producers.marker_written(
+                    header.producer_id, header.producer_epoch, coordinator_epoch, kind,
+                    header.base_offset,
+                )  # fmt: skip
+        else:
+            producers.appended(header, header.base_offset)
+    producers.forget_below(partition.log_start_offset)
+    return producers
 
 
 class DataPlane:
@@ -55,8 +92,13 @@ class DataPlane:
         self.topics = self.topics_for(0)  # org 0's: a listener without SASL sees only these
         self.producer_ids = producer_ids
         self._watchers: dict[PartitionKey, set[trio.Event]] = {}
-        self._recent: dict[tuple[int, PartitionKey], deque[tuple[int, int, int]]] = {}
         self._dirty: set[PartitionLog] = set()
+        # Producer state per partition that has seen a producer batch (see producer_state.py).
+        self._producers: dict[PartitionKey, PartitionProducers] = {}
+        for org_id in list(self._stores):
+            for topic in self._stores[org_id]:
+                for index, partition in enumerate(topic.partitions):
+                    self._producers[(topic.topic_id, index)] = rebuild_producers(partition)
 
     @classmethod
     def open(cls, data_dir: Path, *, segment_bytes: int) -> DataPlane:
@@ -99,36 +141,132 @@ class DataPlane:
         if topic is not None:
             for index, partition in enumerate(topic.partitions):
                 self._dirty.discard(partition)
+                self._producers.pop((topic.topic_id, index), None)
                 self._wake((topic.topic_id, index))
         return topic
 
     # -- appends --------------------------------------------------------------------------
-    def append(self, topic: Topic, index: int, batches: list[memoryview]) -> int:
-        """Append validated batches; returns the base offset of the first one."""
+    def append(self, topic: Topic, index: int, batches: list[memoryview]) -> AppendResult:
+        """Append a Produce request's validated batches to one partition.
+
+        Batches of a producer (id >= 0) are checked against the partition's producer state
+        first; such a request must hold exactly one batch, as Kafka demands from Produce v3.
+        """
         key = (topic.topic_id, index)
         partition = topic.partitions[index]
-        header = parse_header(batches[0]) if len(batches) == 1 else None
-        if header is not None and header.producer_id >= 0:
-            duplicate = self._duplicate_of(header, key)
-            if duplicate is not None:
-                return duplicate
+        header = parse_header(batches[0])
+        if header.producer_id < 0 and len(batches) > 1:
+            header = next((h for h in map(parse_header, batches) if h.producer_id >= 0), header)
+        producers = None
+        if header.producer_id >= 0:
+            if len(batches) != 1:
+                return AppendResult(ErrorCode.invalid_record, -1, "one batch per partition")
+            producers = self._producers_of(key, partition)
+            verdict = producers.check(header)
+            if verdict.duplicate_of is not None:
+                log.info(
+                    "duplicate batch from producer %d seq %d: answered with offset %d",
+                    header.producer_id,
+                    header.base_sequence,
+                    verdict.duplicate_of,
+                )
+                return AppendResult(ErrorCode.none, verdict.duplicate_of)
+            if verdict.error is not ErrorCode.none:
+                return AppendResult(verdict.error, -1, verdict.message)
+        elif header.is_transactional:
+            return AppendResult(ErrorCode.invalid_record, -1, "transactional batch, no producer")
         base_offset = partition.append(batches)
-        if header is not None and header.producer_id >= 0:
-            self._remember(header, key, base_offset)
+        if producers is not None:
+            producers.appended(header, base_offset)
         self._dirty.add(partition)
         self._wake(key)
-        return base_offset
+        return AppendResult(ErrorCode.none, base_offset)
 
-    def _duplicate_of(self, header: BatchHeader, key: PartitionKey) -> int | None:
-        for epoch, sequence, offset in self._recent.get((header.producer_id, key), ()):
-            if epoch == header.producer_epoch and sequence == header.base_sequence:
-                log.info("duplicate batch from producer %d seq %d", header.producer_id, sequence)
-                return offset
-        return None
+    async def write_txn_markers(
+        self,
+        org_id: int,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        partitions: Iterable[tuple[str, int]],
+        coordinator_epoch: int = 0,
+    ) -> dict[tuple[str, int], int]:
+        """End producer `producer_id`'s transaction in each of org `org_id`'s `partitions`
+        with one COMMIT or ABORT marker; a Kafka error code per (topic, partition).
 
-    def _remember(self, header: BatchHeader, key: PartitionKey, base_offset: int) -> None:
-        recent = self._recent.setdefault((header.producer_id, key), deque(maxlen=_DEDUP_DEPTH))
-        recent.append((header.producer_epoch, header.base_sequence, base_offset))
+        A marker is in the partition log before this returns, which is as durable as an
+        acknowledged Produce (the OS page cache, fsynced per `log.flush.interval.ms`).
+        Idempotent: a repeated marker of a transaction already ended here, at the same epoch,
+        writes nothing. UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist (for
+        instance a topic deleted since it joined the transaction): nothing is left to end.
+        """
+        kind = COMMIT if committed else ABORT
+        store = self.topics_for(org_id)
+        answers: dict[tuple[str, int], int] = {}
+        for name, index in partitions:
+            topic = store.by_name(name)
+            if topic is None or not 0 <= index < len(topic.partitions):
+                answers[(name, index)] = ErrorCode.unknown_topic_or_partition.value
+                continue
+            answers[(name, index)] = self._write_marker(
+                topic, index, producer_id, producer_epoch, kind, coordinator_epoch
+            ).value
+        await trio.lowlevel.checkpoint()
+        return answers
+
+    def _write_marker(
+        self,
+        topic: Topic,
+        index: int,
+        producer_id: int,
+        epoch: int,
+        kind: int,
+        coordinator_epoch: int,
+    ) -> ErrorCode:
+        key = (topic.topic_id, index)
+        partition = topic.partitions[index]
+        producers = self._producers_of(key, partition)
+        code = producers.check_marker(producer_id, epoch, coordinator_epoch)
+        if code is not ErrorCode.none or producers.marker_changes_nothing(producer_id, epoch):
+            return code
+        batch = marker_batch(producer_id, epoch, kind == COMMIT, coordinator_epoch, _now_ms())
+        offset = partition.append([batch])
+        producers.marker_written(producer_id, epoch, coordinator_epoch, kind, offset)
+        self._dirty.add(partition)
+        self._wake(key)
+        return ErrorCode.none
+
+    # -- transactions' view of a partition -------------------------------------------------
+    def _producers_of(self, key: PartitionKey, partition: PartitionLog) -> PartitionProducers:
+        producers = self._producers.get(key)
+        if producers is None:
+            producers = self._producers[key] = rebuild_producers(partition)
+        return producers
+
+    def last_stable_offset(self, topic: Topic, index: int) -> int:
+        partition = topic.partitions[index]
+        producers = self._producers.get((topic.topic_id, index))
+        if producers is None:
+            return partition.log_end_offset
+        return producers.last_stable_offset(partition.log_end_offset)
+
+    def read_committed(
+        self, topic: Topic, index: int, offset: int, max_bytes: int
+    ) -> tuple[bytes, list[AbortedTxn]]:
+        """Whole batches from `offset` below the last stable offset (as PartitionLog.read),
+        and the aborted transactions that overlap what was read (Kafka's read_committed)."""
+        partition = topic.partitions[index]
+        producers = self._producers.get((topic.topic_id, index))
+        if producers is None:
+            return partition.read(offset, max_bytes), []
+        lso = producers.last_stable_offset(partition.log_end_offset)
+        records, end = partition.read_until(offset, max_bytes, lso)
+        return records, producers.aborted_between(offset, end) if records else []
+
+    def open_transactions(self, topic: Topic, index: int) -> dict[int, int]:
+        """Producer id -> first offset of each transaction open in this partition."""
+        producers = self._producers.get((topic.topic_id, index))
+        return {} if producers is None else producers.open_transactions()
 
     def flush(self) -> None:
         """fsync every partition written since the last flush."""

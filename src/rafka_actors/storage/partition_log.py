@@ -37,13 +37,15 @@ import logging
 import mmap
 import os
 import shutil
+import struct
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rafka_actors.storage.record_batch import (
     BATCH_OVERHEAD,
+    HEADER_SIZE,
     InvalidRecordError,
     check_batch,
     stamp_offsets,
@@ -59,7 +61,11 @@ _SUFFIX = ".log"
 _READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
 # Header tuple indices (see record_batch.BatchHeader).
-_BASE, _LENGTH, _DELTA, _MAX_TS = 0, 1, 6, 8
+_BASE, _LENGTH, _ATTRIBUTES, _DELTA, _MAX_TS = 0, 1, 5, 6, 8
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_PRODUCER_ID = struct.Struct(">q")
+_PRODUCER_ID_AT = 43
+_CONTROL_BIT = 0x20
 
 
 def _segment_name(base_offset: int) -> str:
@@ -99,6 +105,16 @@ class _Segment:
         self.positions.append(position)
         running.append(max(running[-1], max_ts) if running else max_ts)
         self.end_offset = next_offset
+
+    def position_of(self, offset: int) -> int:
+        """File position of the first batch that starts at or after ``offset``."""
+        i = bisect_left(self.offsets, offset)
+        return self.positions[i] if i < len(self.positions) else self.size
+
+    def offset_at(self, position: int) -> int:
+        """Base offset of the batch that starts at ``position`` (the end offset at the end)."""
+        i = bisect_left(self.positions, position)
+        return self.offsets[i] if i < len(self.offsets) else self.end_offset
 
     def batch_end(self, i: int) -> int:
         return self.positions[i + 1] if i + 1 < len(self.positions) else self.size
@@ -312,11 +328,18 @@ class PartitionLog:
         always makes progress. Empty at or past the log end. Offsets below the log start are
         the caller's to reject (OFFSET_OUT_OF_RANGE): they raise ValueError here.
         """
+        return self.read_until(offset, max_bytes, self._end)[0]
+
+    def read_until(self, offset: int, max_bytes: int, stop_offset: int) -> tuple[bytes, int]:
+        """As `read`, but only batches that start below ``stop_offset`` (a read_committed
+        fetch stops at the last stable offset); also returns the offset that follows the
+        last batch returned (``offset`` itself when nothing is)."""
         self._check_open()
         if offset < self.log_start_offset:
             raise ValueError(f"offset {offset} < log start offset {self.log_start_offset}")
-        if offset >= self._end:
-            return b""
+        stop_offset = min(stop_offset, self._end)
+        if offset >= stop_offset:
+            return b"", offset
         si = bisect_right(self._bases, offset) - 1
         seg = self._segments[si]
         i = bisect_right(seg.offsets, offset) - 1
@@ -324,7 +347,10 @@ class PartitionLog:
         budget = max_bytes
         while True:
             start = seg.positions[i]
-            stop = seg.span(i, budget)
+            limit = seg.size
+            if seg.end_offset > stop_offset:  # the stop is inside this segment
+                limit = seg.position_of(stop_offset)
+            stop = min(seg.span(i, budget), limit)
             if stop == start:
                 if chunks:
                     break
@@ -337,7 +363,30 @@ class PartitionLog:
             seg, i = self._segments[si], 0
             if not seg.offsets:
                 break
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return data, seg.offset_at(stop)
+
+    def producer_batches(self, records_prefix: int) -> Iterator[tuple[tuple[int, ...], bytes]]:
+        """Every batch written by a producer (producer id >= 0), in offset order: its raw
+        header (field order as record_batch.BatchHeader) and, for a control batch, the first
+        ``records_prefix`` bytes of its records (a marker's type is in its record's key).
+
+        One pass over mapped segments reading eight bytes per batch, for the producer state
+        rebuilt at start-up (producer_state.py).
+        """
+        self._check_open()
+        for seg in self._segments:
+            if not seg.size:
+                continue
+            with mmap.mmap(seg.fd, seg.size, access=mmap.ACCESS_READ) as mm:
+                for pos in seg.positions:
+                    if _PRODUCER_ID.unpack_from(mm, pos + _PRODUCER_ID_AT)[0] < 0:
+                        continue
+                    header = _HEADER.unpack_from(mm, pos)
+                    body = b""
+                    if header[_ATTRIBUTES] & _CONTROL_BIT:
+                        body = mm[pos + HEADER_SIZE : pos + HEADER_SIZE + records_prefix]
+                    yield header, body
 
     def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
         """First batch whose max timestamp is >= ``ts``: (its base offset, its max timestamp).

@@ -9,6 +9,10 @@ and returns at least one whole batch even when it exceeds the limits (KIP-74). I
 Fetch sessions (KIP-227) are not kept: we answer session id 0, which tells the client to send
 full fetch requests, as a broker whose session cache is full does.
 
+With isolation_level=1 (read_committed) a partition is read only below its last stable
+offset, and the aborted transactions overlapping what was read go with it (the data plane
+keeps both; storage/producer_state.py). Every answer carries the last stable offset.
+
 Names and ids resolve in the connection's org only (an id of another org's topic is unknown
 here). A topic outside the user's prefixes gets TOPIC_AUTHORIZATION_FAILED per partition, after
 an unknown id's UNKNOWN_TOPIC_ID and before any other check, in the order of Kafka's KafkaApis.
@@ -16,17 +20,19 @@ an unknown id's UNKNOWN_TOPIC_ID and before any other check, in the order of Kaf
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
 
-from ...storage.data_plane import PartitionKey
+from ...storage.data_plane import DataPlane, PartitionKey
+from ...storage.producer_state import AbortedTxn
 from ...storage.topics import Topic, TopicStore
 from ..context import BrokerContext, ConnectionInfo
 from ..steps import AwaitAppend
 from ._build import NO_THROTTLE, make, schema, to_ms
 
 KEY = 1
+READ_COMMITTED = 1
 
 
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
@@ -57,22 +63,23 @@ def _read(
     budget = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
     total, errors, keys, topics = 0, False, [], []
     store = ctx.data.topics_for(conn.org_id)
+    committed = request.isolation_level == READ_COMMITTED
     for wanted in request.topics:
         topic = _find(store, wanted, version)
         refusal = _refusal(conn, topic, wanted, version)
         parts = []
         for p in wanted.partitions:
             if refusal is None:
-                code, records, hw, start = _read_partition(
-                    topic, p, budget - total, first=total == 0
+                read = _read_partition(
+                    ctx.data, topic, p, budget - total, first=total == 0, committed=committed
                 )
             else:
-                code, records, hw, start = refusal, b"", -1, -1
-            total += len(records)
-            errors = errors or code is not ErrorCode.none
-            if code is ErrorCode.none and topic is not None:
+                read = _Read(refusal)
+            total += len(read.records)
+            errors = errors or read.code is not ErrorCode.none
+            if read.code is ErrorCode.none and topic is not None:
                 keys.append((topic.topic_id, p.partition))
-            parts.append(_partition_data(mod, p.partition, code, records, hw, start))
+            parts.append(_partition_data(mod, p.partition, read, committed))
         topics.append(
             make(
                 mod.FetchableTopicResponse,
@@ -100,34 +107,51 @@ def _refusal(
     return None if conn.may_use_topic(name) else ErrorCode.topic_authorization_failed
 
 
+class _Read(NamedTuple):
+    code: ErrorCode
+    records: bytes = b""
+    hw: int = -1
+    lso: int = -1
+    start: int = -1
+    aborted: tuple[AbortedTxn, ...] = ()
+
+
 def _read_partition(
-    topic: Topic | None, p: Any, budget: int, *, first: bool
-) -> tuple[ErrorCode, bytes, int, int]:
+    data: DataPlane, topic: Topic | None, p: Any, budget: int, *, first: bool, committed: bool
+) -> _Read:
     if topic is None:
-        return ErrorCode.unknown_topic_or_partition, b"", -1, -1
+        return _Read(ErrorCode.unknown_topic_or_partition)
     if not 0 <= p.partition < len(topic.partitions):
-        return ErrorCode.unknown_topic_or_partition, b"", -1, -1
+        return _Read(ErrorCode.unknown_topic_or_partition)
     log = topic.partitions[p.partition]
     hw, start = log.log_end_offset, log.log_start_offset
+    lso = data.last_stable_offset(topic, p.partition)
     if not start <= p.fetch_offset <= hw:
-        return ErrorCode.offset_out_of_range, b"", hw, start
+        return _Read(ErrorCode.offset_out_of_range, b"", hw, lso, start)
     limit = min(p.partition_max_bytes, budget)
     if limit <= 0 and not first:
-        return ErrorCode.none, b"", hw, start
-    return ErrorCode.none, log.read(p.fetch_offset, max(limit, 1)), hw, start
+        return _Read(ErrorCode.none, b"", hw, lso, start)
+    if not committed:
+        return _Read(ErrorCode.none, log.read(p.fetch_offset, max(limit, 1)), hw, lso, start)
+    records, aborted = data.read_committed(topic, p.partition, p.fetch_offset, max(limit, 1))
+    return _Read(ErrorCode.none, records, hw, lso, start, tuple(aborted))
 
 
-def _partition_data(
-    mod: Any, index: int, code: ErrorCode, records: bytes, hw: int, start: int
-) -> Any:
+def _partition_data(mod: Any, index: int, read: _Read, committed: bool) -> Any:
+    aborted = None
+    if committed and read.code is ErrorCode.none:
+        aborted = tuple(
+            make(mod.AbortedTransaction, producer_id=t.producer_id, first_offset=t.first_offset)
+            for t in read.aborted
+        )
     return make(
         mod.PartitionData,
         partition_index=index,
-        error_code=code,
-        high_watermark=hw,
-        last_stable_offset=hw,
-        log_start_offset=start,
-        aborted_transactions=None,
+        error_code=read.code,
+        high_watermark=read.hw,
+        last_stable_offset=read.lso,
+        log_start_offset=read.start,
+        aborted_transactions=aborted,
         preferred_read_replica=-1,
-        records=records,
+        records=read.records,
     )

@@ -1,8 +1,9 @@
 """ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3) or the first by timestamp.
 
-Without transactions the last stable offset equals the high watermark, so read_committed and
-read_uncommitted get the same answer. Timestamps resolve at batch granularity: the first batch
-whose max timestamp reaches the asked one (clients then skip earlier records themselves).
+With isolation_level=1 (read_committed) the last fetchable offset is the partition's last
+stable offset instead of the high watermark, as in Kafka: latest answers it, and a timestamp's
+offset at or past it is not found (-1). Timestamps resolve at batch granularity: the first
+batch whose max timestamp reaches the asked one (clients then skip earlier records themselves).
 Topics are the connection's org's; one outside the user's prefixes gets
 TOPIC_AUTHORIZATION_FAILED per partition, whether or not it exists (Kafka: DESCRIBE denied).
 """
@@ -19,11 +20,13 @@ from ._build import NO_THROTTLE, make, schema
 
 KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+READ_COMMITTED = 1
 
 
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     store = ctx.data.topics_for(conn.org_id)
+    committed = version >= 2 and request.isolation_level == READ_COMMITTED
     topics = []
     for wanted in request.topics:
         allowed = conn.may_use_topic(wanted.name)
@@ -36,7 +39,13 @@ def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any)
                 code, timestamp, offset = ErrorCode.unknown_topic_or_partition, -1, -1
             else:
                 code = ErrorCode.none
-                timestamp, offset = _resolve(topic.partitions[p.partition_index], p.timestamp)
+                log = topic.partitions[p.partition_index]
+                fetchable = (
+                    ctx.data.last_stable_offset(topic, p.partition_index)
+                    if committed
+                    else log.log_end_offset
+                )
+                timestamp, offset = _resolve(log, p.timestamp, fetchable)
             results.append(
                 make(
                     mod.ListOffsetsPartitionResponse,
@@ -53,16 +62,17 @@ def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any)
     return make(mod.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def _resolve(log: PartitionLog, timestamp: int) -> tuple[int, int]:
-    """(timestamp, offset) as Kafka answers them."""
+def _resolve(log: PartitionLog, timestamp: int, fetchable: int) -> tuple[int, int]:
+    """(timestamp, offset) as Kafka answers them; `fetchable` is the last offset a reader of
+    the request's isolation level may fetch up to (the high watermark or the LSO)."""
     if timestamp == LATEST:
-        return -1, log.log_end_offset
+        return -1, fetchable
     if timestamp == EARLIEST:
         return -1, log.log_start_offset
     found = (
         log.max_timestamp() if timestamp == MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
     )
-    if found is None:
+    if found is None or found[0] >= fetchable:
         return -1, -1
     offset, found_timestamp = found
     return found_timestamp, offset

@@ -5,6 +5,10 @@ compression is opaque to it. acks=0 gets no response at all (the client expects 
 acks=1 and acks=-1 mean the same here (one replica) and are answered once the batches are in
 the OS page cache, which survives a kill of the broker process.
 
+Idempotent and transactional batches are checked against the partition's producer state by
+the data plane (storage/producer_state.py), which answers Kafka's errors or, for a retried
+batch, the offset it was first written at.
+
 Topics are the connection's org's; a topic outside the user's prefixes gets
 TOPIC_AUTHORIZATION_FAILED on each of its partitions, before anything else is checked (Kafka's
 answer when WRITE is denied).
@@ -26,13 +30,10 @@ KEY = 0
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     acks_ok = request.acks in (-1, 0, 1)
-    txn_id = request.transactional_id
-    if txn_id is not None:
-        acks_ok = False  # transactions are not served; see init_producer_id
     topics = []
     for topic_data in request.topic_data:
         partitions = tuple(
-            _produce_partition(ctx, conn, mod, topic_data.name, p, acks_ok, txn_id)
+            _produce_partition(ctx, conn, mod, topic_data.name, p, acks_ok)
             for p in topic_data.partition_data
         )
         topics.append(
@@ -50,9 +51,8 @@ def _produce_partition(
     name: str,
     data: Any,
     acks_ok: bool,
-    txn_id: str | None,
 ) -> Any:
-    code, base_offset, log_start = _append(ctx, conn, name, data, acks_ok, txn_id)
+    code, base_offset, log_start, message = _append(ctx, conn, name, data, acks_ok)
     return make(
         mod.PartitionProduceResponse,
         index=data.index,
@@ -61,40 +61,32 @@ def _produce_partition(
         log_append_time=None,
         log_start_offset=log_start,
         record_errors=(),
-        error_message=None,
+        error_message=message or None,
     )
 
 
 def _append(
-    ctx: BrokerContext,
-    conn: ConnectionInfo,
-    name: str,
-    data: Any,
-    acks_ok: bool,
-    txn_id: str | None,
-) -> tuple[ErrorCode, int, int]:
+    ctx: BrokerContext, conn: ConnectionInfo, name: str, data: Any, acks_ok: bool
+) -> tuple[ErrorCode, int, int, str]:
     if not conn.may_use_topic(name):
-        return ErrorCode.topic_authorization_failed, -1, -1
+        return ErrorCode.topic_authorization_failed, -1, -1, ""
     if not acks_ok:
-        code = (
-            ErrorCode.invalid_txn_state if txn_id is not None else ErrorCode.invalid_required_acks
-        )
-        return code, -1, -1
+        return ErrorCode.invalid_required_acks, -1, -1, ""
     topic = ctx.data.topics_for(conn.org_id).by_name(name)
     if topic is None or not 0 <= data.index < len(topic.partitions):
-        return ErrorCode.unknown_topic_or_partition, -1, -1
+        return ErrorCode.unknown_topic_or_partition, -1, -1, ""
     log_start = topic.partitions[data.index].log_start_offset
     if not data.records:
-        return ErrorCode.invalid_record, -1, log_start
+        return ErrorCode.invalid_record, -1, log_start, ""
     try:
         batches = split_batches(data.records)
     except InvalidRecordError as exc:
         code = ErrorCode.corrupt_message if exc.corrupt else ErrorCode.invalid_record
-        return code, -1, log_start
+        return code, -1, log_start, ""
     for batch in batches:
         if len(batch) > ctx.config.message_max_bytes:
-            return ErrorCode.message_too_large, -1, log_start
-        header = parse_header(batch)
-        if header.is_control or header.is_transactional:
-            return ErrorCode.invalid_record, -1, log_start
-    return ErrorCode.none, ctx.data.append(topic, data.index, batches), log_start
+            return ErrorCode.message_too_large, -1, log_start, ""
+        if parse_header(batch).is_control:
+            return ErrorCode.invalid_record, -1, log_start, "clients may not write control batches"
+    result = ctx.data.append(topic, data.index, batches)
+    return result.error, result.base_offset, log_start, result.message
