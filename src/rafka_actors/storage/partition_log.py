@@ -331,9 +331,9 @@ class PartitionLog:
         return self.read_until(offset, max_bytes, self._end)[0]
 
     def read_until(self, offset: int, max_bytes: int, stop_offset: int) -> tuple[bytes, int]:
-        """As `read`, but only batches that start below ``stop_offset`` (a read_committed
-        fetch stops at the last stable offset); also returns the offset that follows the
-        last batch returned (``offset`` itself when nothing is)."""
+        """As `read`, but only batches that start below ``stop_offset``, a batch's base offset
+        or the log end (a read_committed fetch stops at the last stable offset); also returns
+        the offset that follows the last batch returned (``offset`` itself when nothing is)."""
         self._check_open()
         if offset < self.log_start_offset:
             raise ValueError(f"offset {offset} < log start offset {self.log_start_offset}")
