@@ -40,12 +40,13 @@ from .control_batches import ABORT, COMMIT, CONTROL_PREFIX, marker_batch, read_m
 from .partition_log import PartitionLog
 from .producer_ids import ProducerIdAllocator
 from .producer_state import AbortedTxn, PartitionProducers
-from .record_batch import BatchHeader, parse_header
+from .record_batch import parse_header
 from .topics import Topic, TopicStore, stored_orgs, topics_dir
 
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[uuid.UUID, int]
+_TRANSACTIONAL_BIT, _CONTROL_BIT = 0x10, 0x20
 
 
 class AppendResult(NamedTuple):
@@ -61,18 +62,15 @@ def _now_ms() -> int:
 def rebuild_producers(partition: PartitionLog) -> PartitionProducers:
     """A partition's producer state, replayed from the producer batches of its log."""
     producers = PartitionProducers()
+    replay = producers.replay_batch
     for raw, records in partition.producer_batches(CONTROL_PREFIX):
-        header = BatchHeader._make(raw)
-        if header.is_control:
+        # raw: the header's fields, in record_batch.BatchHeader's order
+        if raw[5] & _CONTROL_BIT:
             marker = read_marker(records)
             if marker is not None:
-                kind, coordinator_epoch = marker
-                producers.marker_written(
-                    header.producer_id, header.producer_epoch, coordinator_epoch, kind,
-                    header.base_offset,
-                )  # fmt: skip
+                producers.marker_written(raw[9], raw[10], marker[1], marker[0], raw[0])
         else:
-            producers.appended(header, header.base_offset)
+            replay(raw[9], raw[10], raw[11], raw[6], raw[0], bool(raw[5] & _TRANSACTIONAL_BIT))
     producers.forget_below(partition.log_start_offset)
     return producers
 

@@ -163,16 +163,28 @@ class PartitionProducers:
         return ACCEPT
 
     def appended(self, header: BatchHeader, base_offset: int) -> None:
-        """Record a producer batch now in the log at `base_offset` (also used by replay)."""
-        entry = self.entries.get(header.producer_id)
+        """Record a producer batch now in the log at `base_offset`."""
+        self.replay_batch(
+            header.producer_id, header.producer_epoch, header.base_sequence,
+            header.last_offset_delta, base_offset, header.is_transactional,
+        )  # fmt: skip
+
+    def replay_batch(
+        self, pid: int, epoch: int, first_seq: int, delta: int, offset: int, txn: bool
+    ) -> None:
+        """`appended`, from a batch header's fields (the start-up replay's hot loop)."""
+        entry = self.entries.get(pid)
         if entry is None:
-            entry = self.entries[header.producer_id] = ProducerEntry(header.producer_epoch)
-        else:
-            entry.set_epoch(header.producer_epoch)
-        entry.batches.append(BatchMeta(header.base_sequence, _last_seq_of(header), base_offset))
-        if header.is_transactional and entry.txn_first_offset < 0:
-            entry.txn_first_offset = base_offset
-            self._open[header.producer_id] = base_offset
+            entry = self.entries[pid] = ProducerEntry(epoch)
+        elif epoch != entry.epoch:
+            entry.set_epoch(epoch)
+        last = first_seq + delta
+        if last > _MAX_SEQUENCE:
+            last -= _MAX_SEQUENCE + 1
+        entry.batches.append(BatchMeta(first_seq, last, offset))
+        if txn and entry.txn_first_offset < 0:
+            entry.txn_first_offset = offset
+            self._open[pid] = offset
 
     # -- markers ------------------------------------------------------------------------------
     def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> ErrorCode:
