@@ -42,10 +42,9 @@ DEDUP_DEPTH = 5  # Kafka remembers the last five batches per producer (max.in.fl
 _MAX_SEQUENCE = 2**31 - 1
 
 
-class BatchMeta(NamedTuple):
-    first_seq: int
-    last_seq: int
-    first_offset: int
+# A remembered batch: (first sequence, last sequence, first offset). A plain tuple: the
+# start-up replay makes one per producer batch of the log.
+BatchMeta = tuple[int, int, int]
 
 
 class AbortedTxn(NamedTuple):
@@ -63,7 +62,7 @@ class ProducerEntry:
     txn_first_offset: int = -1  # -1: no open transaction
 
     def last_seq(self) -> int:
-        return self.batches[-1].last_seq if self.batches else -1
+        return self.batches[-1][1] if self.batches else -1
 
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
@@ -137,9 +136,9 @@ class PartitionProducers:
             return ACCEPT  # unknown producer (or state gone with the log): any sequence goes
         first, last = header.base_sequence, _last_seq_of(header)
         if header.producer_epoch == entry.epoch:
-            for meta in entry.batches:
-                if meta.first_seq == first and meta.last_seq == last:
-                    return AppendVerdict(ErrorCode.none, duplicate_of=meta.first_offset)
+            for first_seq, last_seq, first_offset in entry.batches:
+                if first_seq == first and last_seq == last:
+                    return AppendVerdict(ErrorCode.none, duplicate_of=first_offset)
         if header.producer_epoch < entry.epoch:
             return AppendVerdict(
                 ErrorCode.invalid_producer_epoch,
@@ -181,7 +180,7 @@ class PartitionProducers:
         last = first_seq + delta
         if last > _MAX_SEQUENCE:
             last -= _MAX_SEQUENCE + 1
-        entry.batches.append(BatchMeta(first_seq, last, offset))
+        entry.batches.append((first_seq, last, offset))
         if txn and entry.txn_first_offset < 0:
             entry.txn_first_offset = offset
             self._open[pid] = offset
