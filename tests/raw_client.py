@@ -1,6 +1,6 @@
 """A blocking raw-wire client for the tests that must send exactly the batches they built
-(idempotent and transactional ones, retries with the same sequence): Produce v9 and Fetch v11
-over one TCP connection, encoded and decoded with kio."""
+(idempotent and transactional ones, retries with the same sequence): Produce v9, Fetch v11
+and DescribeProducers v0 over one TCP connection, encoded and decoded with kio."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import socket
 import struct
 from typing import Any
 
+from kio.schema.describe_producers.v0 import request as producers_req
+from kio.schema.describe_producers.v0 import response as producers_resp
 from kio.schema.fetch.v11 import request as fetch_req
 from kio.schema.fetch.v11 import response as fetch_resp
 from kio.schema.produce.v9 import request as produce_req
@@ -83,3 +85,11 @@ class RawClient:
         )
         response = self._call(request, fetch_resp.FetchResponse, header_version=0)
         return response.responses[0].partitions[0]
+
+    def describe_producers(self, topic: str, partition: int) -> Any:
+        """The PartitionResponse of one partition."""
+        request = producers_req.DescribeProducersRequest(
+            topics=(producers_req.TopicRequest(name=topic, partition_indexes=(partition,)),)
+        )
+        response = self._call(request, producers_resp.DescribeProducersResponse, header_version=1)
+        return response.topics[0].partitions[0]

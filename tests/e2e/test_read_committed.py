@@ -203,6 +203,10 @@ def test_an_open_transaction_holds_read_committed_readers_back(broker: InProcess
         for _ in range(5):  # a second of polling: nothing past the open transaction
             msg = consumer.poll(0.2)
             assert msg is None or msg.error() is not None, msg.value()
+        (producer,) = [
+            p for p in raw.describe_producers("held", 0).active_producers if p.producer_id == 6
+        ]
+        assert (producer.current_txn_start_offset, producer.last_sequence) == (1, 0)
         end_txn(broker, "held", 6, committed=True)
         deadline = time.monotonic() + DEADLINE
         while len(got) < 3 and time.monotonic() < deadline:
@@ -211,6 +215,9 @@ def test_an_open_transaction_holds_read_committed_readers_back(broker: InProcess
                 got.append(msg.value().decode())
         assert got == ["before", "open1", "after"]
         assert consumer.get_watermark_offsets(tp, timeout=DEADLINE, cached=False) == (0, 4)
+        described = raw.describe_producers("held", 0).active_producers
+        starts = [(p.producer_id, p.current_txn_start_offset) for p in described]
+        assert starts == [(5, -1), (6, -1)]
     finally:
         consumer.close()
         raw.close()

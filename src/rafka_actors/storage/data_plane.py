@@ -39,7 +39,7 @@ from ..group_common.topic_image import TopicImage
 from .control_batches import ABORT, COMMIT, CONTROL_PREFIX, marker_batch, read_marker
 from .partition_log import PartitionLog
 from .producer_ids import ProducerIdAllocator
-from .producer_state import AbortedTxn, PartitionProducers
+from .producer_state import AbortedTxn, PartitionProducers, ProducerEntry
 from .record_batch import parse_header
 from .topics import Topic, TopicStore, stored_orgs, topics_dir
 
@@ -70,7 +70,8 @@ def rebuild_producers(partition: PartitionLog) -> PartitionProducers:
             if marker is not None:
                 producers.marker_written(raw[9], raw[10], marker[1], marker[0], raw[0])
         else:
-            replay(raw[9], raw[10], raw[11], raw[6], raw[0], bool(raw[5] & _TRANSACTIONAL_BIT))
+            txn = bool(raw[5] & _TRANSACTIONAL_BIT)
+            replay(raw[9], raw[10], raw[11], raw[6], raw[0], txn, raw[8])
     producers.forget_below(partition.log_start_offset)
     return producers
 
@@ -260,6 +261,11 @@ class DataPlane:
         lso = producers.last_stable_offset(partition.log_end_offset)
         records, end = partition.read_until(offset, max_bytes, lso)
         return records, producers.aborted_between(offset, end) if records else []
+
+    def producers(self, topic: Topic, index: int) -> list[tuple[int, ProducerEntry]]:
+        """(producer id, its state) of each producer known in this partition (DescribeProducers);
+        the entries are live: read them, never change them."""
+        return self._producers_of((topic.topic_id, index), topic.partitions[index]).describe()
 
     def open_transactions(self, topic: Topic, index: int) -> dict[int, int]:
         """Producer id -> first offset of each transaction open in this partition."""

@@ -60,6 +60,7 @@ class ProducerEntry:
     batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=DEDUP_DEPTH))
     coordinator_epoch: int = -1
     txn_first_offset: int = -1  # -1: no open transaction
+    last_timestamp: int = -1  # max timestamp of its last batch (DescribeProducers shows it)
 
     def last_seq(self) -> int:
         return self.batches[-1][1] if self.batches else -1
@@ -110,6 +111,10 @@ class PartitionProducers:
     def last_stable_offset(self, high_watermark: int) -> int:
         first = self.first_unstable_offset()
         return high_watermark if first is None else min(first, high_watermark)
+
+    def describe(self) -> list[tuple[int, ProducerEntry]]:
+        """(producer id, entry) of every producer known here, by producer id (read only)."""
+        return sorted(self.entries.items())
 
     def open_transactions(self) -> dict[int, int]:
         """Producer id -> first offset of each open transaction (a copy)."""
@@ -165,11 +170,11 @@ class PartitionProducers:
         """Record a producer batch now in the log at `base_offset`."""
         self.replay_batch(
             header.producer_id, header.producer_epoch, header.base_sequence,
-            header.last_offset_delta, base_offset, header.is_transactional,
+            header.last_offset_delta, base_offset, header.is_transactional, header.max_timestamp,
         )  # fmt: skip
 
     def replay_batch(
-        self, pid: int, epoch: int, first_seq: int, delta: int, offset: int, txn: bool
+        self, pid: int, epoch: int, first_seq: int, delta: int, offset: int, txn: bool, ts: int
     ) -> None:
         """`appended`, from a batch header's fields (the start-up replay's hot loop)."""
         entry = self.entries.get(pid)
@@ -181,6 +186,7 @@ class PartitionProducers:
         if last > _MAX_SEQUENCE:
             last -= _MAX_SEQUENCE + 1
         entry.batches.append((first_seq, last, offset))
+        entry.last_timestamp = ts
         if txn and entry.txn_first_offset < 0:
             entry.txn_first_offset = offset
             self._open[pid] = offset

@@ -11,6 +11,7 @@ from ..context import Api
 from . import (
     api_versions,
     consumer_groups,
+    describe_producers,
     fetch,
     find_coordinator,
     group_admin,
@@ -51,6 +52,7 @@ API_TABLE: dict[int, Api] = {
         Api(36, "SaslAuthenticate", 0, 2, sasl.sasl_authenticate),
         Api(42, "DeleteGroups", 0, 2, group_admin.delete_groups, G + "delete"),
         Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete, G + "offset-delete"),
+        Api(61, "DescribeProducers", 0, 0, describe_producers.handle),
         Api(
             68,
             "ConsumerGroupHeartbeat",
