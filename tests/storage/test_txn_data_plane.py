@@ -4,14 +4,18 @@ when the data dir is opened again (without a clean close, as after a SIGKILL).""
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
+import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.storage.control_batches import marker_batch, read_marker
 from rafka_actors.storage.data_plane import DataPlane
+from rafka_actors.storage.partition_log import PartitionLog
+from rafka_actors.storage.producer_recovery import SNAPSHOT_NAME, rebuild_producers
 from rafka_actors.storage.producer_state import AbortedTxn
 from rafka_actors.storage.record_batch import HEADER_SIZE, parse_header, split_batches
 
@@ -132,3 +136,72 @@ def test_read_until_stops_before_the_given_offset(tmp_path: Path) -> None:
     blob, end = log.read_until(0, 1, 20)  # KIP-74: one whole batch
     assert [r.offset for r in decode_batches(blob)] == [0, 1] and end == 2
     data.close()
+
+
+def state(plane: DataPlane, name: str = "t") -> object:
+    topic = plane.topics.by_name(name)
+    assert topic is not None
+    producers = plane._producers_of((topic.topic_id, 0), topic.partitions[0])
+    return producers.to_rows()
+
+
+def fill(data: DataPlane) -> None:
+    topic = data.topics.by_name("t") or data.create_topic("t", 1)
+    data.append(topic, 0, batch(1, 0, txn=False))
+    data.append(topic, 0, batch(2, 0))
+    trio.run(data.write_txn_markers, 0, 2, 0, False, [("t", 0)])
+    data.append(topic, 0, batch(3, 0))  # left open
+
+
+def test_a_clean_shutdown_leaves_a_snapshot_the_next_start_replays_nothing_after(
+    tmp_path: Path,
+) -> None:
+    data = open_plane(tmp_path)
+    fill(data)
+    live = state(data)
+    data.close()
+    snapshot = tmp_path / "topics" / "t" / "0" / SNAPSHOT_NAME
+    assert snapshot.exists()
+    log = PartitionLog.open(snapshot.parent)
+    producers, covered = rebuild_producers(log)
+    assert covered == log.log_end_offset == 7 and producers.to_rows() == live
+    log.close()
+    # After more appends and a SIGKILL: the snapshot, then the batches after it.
+    again = open_plane(tmp_path)
+    t2 = again.topics.by_name("t")
+    assert t2 is not None
+    again.append(t2, 0, batch(1, 2, txn=False))
+    trio.run(again.write_txn_markers, 0, 3, 0, True, [("t", 0)])
+    live = state(again)
+    third = open_plane(tmp_path)  # `again` not closed
+    assert state(third) == live and snapshot.exists()
+    third.close()
+    again.close()
+
+
+def test_a_snapshot_that_does_not_match_the_log_is_dropped_for_a_full_replay(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    data = open_plane(tmp_path)
+    fill(data)
+    data.close()
+    snapshot = tmp_path / "topics" / "t" / "0" / SNAPSHOT_NAME
+    raw = bytearray(snapshot.read_bytes())
+    raw[-1] ^= 1
+    snapshot.write_bytes(bytes(raw))
+    again = open_plane(tmp_path)
+    assert "damaged (CRC)" in caplog.text and not snapshot.exists()
+    live = state(again)
+    again.close()  # writes a good one
+    # The log cut below the snapshot (a torn tail after power loss): the snapshot describes
+    # a batch the log no longer has.
+    (segment,) = snapshot.parent.glob("*.log")
+    os.truncate(segment, segment.stat().st_size - 10)
+    third = open_plane(tmp_path)
+    assert "no longer holds the batch ending at offset 7" in caplog.text
+    assert not snapshot.exists()
+    assert state(third) != live  # the open transaction's batch is gone with the tail
+    t3 = third.topics.by_name("t")
+    assert t3 is not None
+    assert third.open_transactions(t3, 0) == {} and third.last_stable_offset(t3, 0) == 5
+    third.close()

@@ -2,7 +2,8 @@
 markers on a real data plane, against a model: a read_committed reader that filters with
 the returned aborted transactions, as Kafka's consumer does, sees exactly the records of
 committed transactions and of plain batches below the last stable offset; and reopening the
-data dir rebuilds the same producer state from the log."""
+data dir rebuilds the same producer state from the log, after an unclean stop (a full
+replay) and after a clean one (its snapshot)."""
 
 from __future__ import annotations
 
@@ -133,5 +134,11 @@ def test_read_committed_matches_the_model_and_survives_reopening(
         assert state_of(again._producers_of((t2.topic_id, 0), t2.partitions[0])) == before
         assert again.last_stable_offset(t2, 0) == lso
         assert read(again) == expected
-        again.close()
         data.close()
+        again.close()  # a clean shutdown: the next start-up begins from its snapshot
+        third = DataPlane.open(Path(tmp), segment_bytes=600)
+        t3 = third.topics.by_name("t")
+        assert t3 is not None
+        assert state_of(third._producers_of((t3.topic_id, 0), t3.partitions[0])) == before
+        assert read(third) == expected
+        third.close()

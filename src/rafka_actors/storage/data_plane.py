@@ -18,9 +18,10 @@ batch is checked against it as Kafka checks it (INVALID_PRODUCER_EPOCH,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_TXN_STATE); a retried batch gets its original offset
 instead of being appended twice. The transaction coordinator ends a transaction with
 `write_txn_markers`, which appends COMMIT/ABORT control batches (control_batches.py). The
-state is rebuilt at start-up from the partition logs' producer batches, so duplicate
-detection, sequence checks, the last stable offset and the aborted transactions hold across a
-restart or a SIGKILL exactly as far as the log does.
+state is rebuilt at start-up from the partition logs' producer batches (after the snapshot a
+clean shutdown leaves, producer_recovery.py), so duplicate detection, sequence checks, the
+last stable offset and the aborted transactions hold across a restart or a SIGKILL exactly as
+far as the log does.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from ..group_common.topic_image import TopicImage
-from .control_batches import ABORT, COMMIT, CONTROL_PREFIX, marker_batch, read_marker
+from .control_batches import ABORT, COMMIT, marker_batch
 from .partition_log import PartitionLog
 from .producer_ids import ProducerIdAllocator
+from .producer_recovery import rebuild_producers, write_snapshot
 from .producer_state import AbortedTxn, PartitionProducers, ProducerEntry
 from .record_batch import parse_header
 from .topics import Topic, TopicStore, stored_orgs, topics_dir
@@ -46,7 +48,6 @@ from .topics import Topic, TopicStore, stored_orgs, topics_dir
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[uuid.UUID, int]
-_TRANSACTIONAL_BIT, _CONTROL_BIT = 0x10, 0x20
 
 
 class AppendResult(NamedTuple):
@@ -57,23 +58,6 @@ class AppendResult(NamedTuple):
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def rebuild_producers(partition: PartitionLog) -> PartitionProducers:
-    """A partition's producer state, replayed from the producer batches of its log."""
-    producers = PartitionProducers()
-    replay = producers.replay_batch
-    for raw, records in partition.producer_batches(CONTROL_PREFIX):
-        # raw: the header's fields, in record_batch.BatchHeader's order
-        if raw[5] & _CONTROL_BIT:
-            marker = read_marker(records)
-            if marker is not None:
-                producers.marker_written(raw[9], raw[10], marker[1], marker[0], raw[0])
-        else:
-            txn = bool(raw[5] & _TRANSACTIONAL_BIT)
-            replay(raw[9], raw[10], raw[11], raw[6], raw[0], txn, raw[8])
-    producers.forget_below(partition.log_start_offset)
-    return producers
 
 
 class DataPlane:
@@ -92,12 +76,15 @@ class DataPlane:
         self.producer_ids = producer_ids
         self._watchers: dict[PartitionKey, set[trio.Event]] = {}
         self._dirty: set[PartitionLog] = set()
-        # Producer state per partition that has seen a producer batch (see producer_state.py).
+        # Producer state per partition (producer_state.py), rebuilt from the logs
+        # (producer_recovery.py); the offset each partition's snapshot on disk covers.
         self._producers: dict[PartitionKey, PartitionProducers] = {}
+        self._snapshot_ends: dict[PartitionKey, int] = {}
         for org_id in list(self._stores):
             for topic in self._stores[org_id]:
                 for index, partition in enumerate(topic.partitions):
-                    self._producers[(topic.topic_id, index)] = rebuild_producers(partition)
+                    key = (topic.topic_id, index)
+                    self._producers[key], self._snapshot_ends[key] = rebuild_producers(partition)
 
     @classmethod
     def open(cls, data_dir: Path, *, segment_bytes: int) -> DataPlane:
@@ -239,7 +226,8 @@ class DataPlane:
     def _producers_of(self, key: PartitionKey, partition: PartitionLog) -> PartitionProducers:
         producers = self._producers.get(key)
         if producers is None:
-            producers = self._producers[key] = rebuild_producers(partition)
+            producers, self._snapshot_ends[key] = rebuild_producers(partition)
+            self._producers[key] = producers
         return producers
 
     def last_stable_offset(self, topic: Topic, index: int) -> int:
@@ -279,8 +267,26 @@ class DataPlane:
             partition.flush()
 
     def close(self) -> None:
+        """Snapshot the producer state that changed (the next start-up replays nothing),
+        then flush and close every partition log."""
+        for store in self._stores.values():
+            for topic in store:
+                for index, partition in enumerate(topic.partitions):
+                    self._snapshot(topic, index, partition)
         for store in self._stores.values():
             store.close()
+
+    def _snapshot(self, topic: Topic, index: int, partition: PartitionLog) -> None:
+        key = (topic.topic_id, index)
+        producers = self._producers.get(key)
+        if not producers or not producers.entries:
+            return
+        if self._snapshot_ends.get(key) == partition.log_end_offset:
+            return
+        try:
+            write_snapshot(partition, producers)
+        except OSError as exc:  # the next start-up replays the log instead
+            log.warning("%s: producer-state snapshot not written: %s", partition.directory, exc)
 
     # -- long-poll wake-ups ---------------------------------------------------------------
     def _wake(self, key: PartitionKey) -> None:

@@ -366,20 +366,24 @@ class PartitionLog:
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         return data, seg.offset_at(stop)
 
-    def producer_batches(self, records_prefix: int) -> Iterator[tuple[tuple[int, ...], bytes]]:
-        """Every batch written by a producer (producer id >= 0), in offset order: its raw
-        header (field order as record_batch.BatchHeader) and, for a control batch, the first
-        ``records_prefix`` bytes of its records (a marker's type is in its record's key).
+    def producer_batches(
+        self, records_prefix: int, start_offset: int = 0
+    ) -> Iterator[tuple[tuple[int, ...], bytes]]:
+        """Every batch written by a producer (producer id >= 0) that starts at or after
+        ``start_offset``, in offset order: its raw header (field order as
+        record_batch.BatchHeader) and, for a control batch, the first ``records_prefix`` bytes
+        of its records (a marker's type is in its record's key).
 
         One pass over mapped segments reading eight bytes per batch, for the producer state
-        rebuilt at start-up (producer_state.py).
+        rebuilt at start-up (producer_recovery.py).
         """
         self._check_open()
         for seg in self._segments:
-            if not seg.size:
+            if not seg.size or seg.end_offset <= start_offset:
                 continue
+            first = bisect_left(seg.offsets, start_offset)
             with mmap.mmap(seg.fd, seg.size, access=mmap.ACCESS_READ) as mm:
-                for pos in seg.positions:
+                for pos in seg.positions[first:]:
                     if _PRODUCER_ID.unpack_from(mm, pos + _PRODUCER_ID_AT)[0] < 0:
                         continue
                     header = _HEADER.unpack_from(mm, pos)
@@ -387,6 +391,21 @@ class PartitionLog:
                     if header[_ATTRIBUTES] & _CONTROL_BIT:
                         body = mm[pos + HEADER_SIZE : pos + HEADER_SIZE + records_prefix]
                     yield header, body
+
+    def crc_of_batch_ending_at(self, end_offset: int) -> int | None:
+        """The CRC of the batch whose last offset is ``end_offset - 1``; None if no batch
+        ends there (a snapshot taken at ``end_offset`` checks with it that the log it
+        describes is still this one)."""
+        self._check_open()
+        if not self.log_start_offset < end_offset <= self._end:
+            return None
+        seg = self._segments[bisect_right(self._bases, end_offset - 1) - 1]
+        i = bisect_right(seg.offsets, end_offset - 1) - 1
+        next_offset = seg.offsets[i + 1] if i + 1 < len(seg.offsets) else seg.end_offset
+        if i < 0 or next_offset != end_offset:
+            return None
+        header = _HEADER.unpack(os.pread(seg.fd, HEADER_SIZE, seg.positions[i]))
+        return int(header[4])
 
     def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
         """First batch whose max timestamp is >= ``ts``: (its base offset, its max timestamp).

@@ -14,14 +14,10 @@ From these follow:
 
 Durable form: the partition log itself. Every fact above is in the batch headers (producer id,
 epoch, sequences, the transactional bit) and in the markers' control records, so the state is
-rebuilt at start-up by `replay`ing the log's producer batches in order (data_plane.py). Kafka
-keeps .txnindex files and producer snapshots beside each segment because it must not scan a
-terabyte of log at start-up; our partition logs already scan every batch header at open to
-rebuild their offset index, so a second, cheaper pass over the producer batches costs a
-fraction of that (bench/producer_state_rebuild.py measures it) and there is no second file
-whose crash consistency with the log would need its own recovery. Markers are appended like
-any batch, so a marker acknowledged to the transaction coordinator is in the log (and so in
-the rebuilt state) exactly when the log keeps it.
+rebuilt at start-up by replaying the log's producer batches in order (producer_recovery.py),
+from a snapshot written at the last clean shutdown when there is a valid one. Markers are
+appended like any batch, so a marker acknowledged to the transaction coordinator is in the
+log (and so in the rebuilt state) exactly when the log keeps it.
 
 Pure: no I/O, no trio. Error answers are Kafka's, decided as its ProducerAppendInfo does.
 """
@@ -228,6 +224,39 @@ class PartitionProducers:
             lso = offset + 1 if stable is None else stable
             self._aborted.append(AbortedTxn(producer_id, first, offset, lso))
             self._aborted_ends.append(offset)
+
+    # -- snapshot form (producer_recovery.py stores it) -----------------------------------
+    def to_rows(self) -> list[list[int]]:
+        """The whole state as rows of ints: one per producer, then one per aborted
+        transaction (after a row [-1])."""
+        rows: list[list[int]] = []
+        for pid, e in self.entries.items():
+            row = [pid, e.epoch, e.coordinator_epoch, e.txn_first_offset, e.last_timestamp]
+            for meta in e.batches:
+                row.extend(meta)
+            rows.append(row)
+        rows.append([-1])
+        rows.extend(list(t) for t in self._aborted)
+        return rows
+
+    @classmethod
+    def from_rows(cls, rows: list[list[int]]) -> PartitionProducers:
+        """The state `to_rows` gave (ValueError if the rows are not such a state)."""
+        state = cls()
+        split = rows.index([-1])
+        for row in rows[:split]:
+            pid, epoch, coordinator_epoch, txn_first, last_ts, *flat = row
+            if len(flat) % 3 or len(flat) > 3 * DEDUP_DEPTH:
+                raise ValueError(f"producer row {row!r}")
+            entry = state.entries[pid] = ProducerEntry(epoch)
+            entry.coordinator_epoch, entry.last_timestamp = coordinator_epoch, last_ts
+            entry.batches.extend(zip(flat[0::3], flat[1::3], flat[2::3], strict=True))
+            if txn_first >= 0:
+                entry.txn_first_offset = state._open[pid] = txn_first
+        for producer_id, first, last, lso in rows[split + 1 :]:
+            state._aborted.append(AbortedTxn(producer_id, first, last, lso))
+            state._aborted_ends.append(last)
+        return state
 
     def forget_below(self, log_start_offset: int) -> None:
         """Drop aborted transactions wholly below the log start (their records are gone)."""
