@@ -128,6 +128,7 @@ class DataPlane:
             for index, partition in enumerate(topic.partitions):
                 self._dirty.discard(partition)
                 self._producers.pop((topic.topic_id, index), None)
+                self._snapshot_ends.pop((topic.topic_id, index), None)
                 self._wake((topic.topic_id, index))
         return topic
 
@@ -141,12 +142,12 @@ class DataPlane:
         key = (topic.topic_id, index)
         partition = topic.partitions[index]
         header = parse_header(batches[0])
-        if header.producer_id < 0 and len(batches) > 1:
-            header = next((h for h in map(parse_header, batches) if h.producer_id >= 0), header)
+        if len(batches) > 1 and any(
+            h.producer_id >= 0 or h.is_transactional for h in map(parse_header, batches)
+        ):
+            return AppendResult(ErrorCode.invalid_record, -1, "one producer batch per partition")
         producers = None
         if header.producer_id >= 0:
-            if len(batches) != 1:
-                return AppendResult(ErrorCode.invalid_record, -1, "one batch per partition")
             producers = self._producers_of(key, partition)
             verdict = producers.check(header)
             if verdict.duplicate_of is not None:
@@ -285,8 +286,10 @@ class DataPlane:
             return
         try:
             write_snapshot(partition, producers)
-        except OSError as exc:  # the next start-up replays the log instead
+        except (OSError, ValueError) as exc:  # the next start-up replays the log instead
             log.warning("%s: producer-state snapshot not written: %s", partition.directory, exc)
+        else:
+            self._snapshot_ends[key] = partition.log_end_offset
 
     # -- long-poll wake-ups ---------------------------------------------------------------
     def _wake(self, key: PartitionKey) -> None:
