@@ -20,6 +20,7 @@ an unknown id's UNKNOWN_TOPIC_ID and before any other check, in the order of Kaf
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
@@ -137,11 +138,18 @@ def _read_partition(
     return _Read(ErrorCode.none, records, hw, lso, start, tuple(aborted))
 
 
+@functools.lru_cache(maxsize=4096)
+def _aborted_entry(cls: type, producer_id: int, first_offset: int) -> Any:
+    """An aborted transaction's kio entry: immutable, and sent again to every read_committed
+    reader of its range, so built once."""
+    return make(cls, producer_id=producer_id, first_offset=first_offset)
+
+
 def _partition_data(mod: Any, index: int, read: _Read, committed: bool) -> Any:
     aborted = None
     if committed and read.code is ErrorCode.none:
         aborted = tuple(
-            make(mod.AbortedTransaction, producer_id=t.producer_id, first_offset=t.first_offset)
+            _aborted_entry(mod.AbortedTransaction, t.producer_id, t.first_offset)
             for t in read.aborted
         )
     return make(
