@@ -1,13 +1,14 @@
 """read_committed with real consumers, before any transaction coordinator: transactional
 batches are produced over the raw wire and their transactions ended with the data plane's
 `write_txn_markers`, called in-process on the broker's own trio thread (the call the
-transaction coordinator makes). confluent-kafka and kafka-python consumers with
+transaction coordinator makes). confluent-kafka, kafka-python and aiokafka consumers with
 isolation.level=read_committed never see an aborted transaction's records, which
 read_uncommitted consumers see; and an open transaction holds read_committed readers (and
 ListOffsets) at its first offset until its marker is written."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -15,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+import aiokafka
 import confluent_kafka
 import kafka
 import pytest
@@ -146,7 +148,36 @@ def kafka_python_read(broker: InProcessBroker, topic: str, isolation: str, count
         consumer.close()
 
 
-READERS = {"confluent": confluent_read, "kafka-python": kafka_python_read}
+def aiokafka_read(broker: InProcessBroker, topic: str, isolation: str, count: int) -> list[str]:
+    async def run() -> list[str]:
+        consumer = aiokafka.AIOKafkaConsumer(
+            bootstrap_servers=broker.bootstrap,
+            isolation_level=isolation,
+            enable_auto_commit=False,
+            group_id=None,
+        )
+        await consumer.start()
+        try:
+            tp = aiokafka.TopicPartition(topic, 0)
+            consumer.assign([tp])
+            consumer.seek(tp, 0)
+            got: list[str] = []
+            deadline = time.monotonic() + DEADLINE
+            while len(got) < count and time.monotonic() < deadline:
+                for records in (await consumer.getmany(timeout_ms=200)).values():
+                    got.extend(r.value.decode() for r in records if r.value is not None)
+            return got
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(run())
+
+
+READERS = {
+    "confluent": confluent_read,
+    "kafka-python": kafka_python_read,
+    "aiokafka": aiokafka_read,
+}
 
 
 @pytest.fixture(scope="module")
