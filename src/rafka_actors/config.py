@@ -58,6 +58,14 @@ class BrokerConfig:
         metadata=_doc("fsync partition logs at least this often (0 = every append)"),
     )
     message_max_bytes: int = field(default=1048588, metadata=_doc("largest record batch"))
+    # Idempotent and transactional producers' state in the partition logs (issue 43 §3).
+    producer_id_expiration_ms: int = field(
+        default=86_400_000,
+        metadata=_doc("forget a producer idle this long, without an open transaction"),
+    )
+    producer_id_expiration_check_interval_ms: int = field(
+        default=600_000, metadata=_doc("how often idle producers are looked for")
+    )
     # Network.
     socket_request_max_bytes: int = field(default=104857600, metadata=_doc("largest frame"))
     connections_max_idle_ms: int = field(default=600000, metadata=_doc("idle conn close"))

@@ -130,3 +130,16 @@ def test_aborted_between_returns_the_overlapping_transactions_only() -> None:
     assert state.aborted_between(9, 20) == []
     state.forget_below(3)
     assert state.aborted_between(0, 9) == [three]
+
+
+def test_idle_producers_without_an_open_transaction_expire() -> None:
+    state = PartitionProducers()
+    state.replay_batch(1, 0, 0, 0, 0, False, 1_000)  # idle since 1 000
+    state.replay_batch(2, 0, 0, 0, 1, True, 1_000)  # idle too, but its transaction is open
+    state.replay_batch(3, 0, 0, 0, 2, False, 5_000)
+    state.marker_written(4, 0, 0, COMMIT, 3, 5_000)  # known from a marker only
+    assert state.expire(2_000) == 1
+    assert sorted(state.entries) == [2, 3, 4]
+    assert state.check(header(1, 0, 9)).error is ErrorCode.none  # unknown again: any sequence
+    state.marker_written(2, 0, 0, ABORT, 4, 1_500)
+    assert state.expire(2_000) == 1 and sorted(state.entries) == [3, 4]

@@ -54,6 +54,11 @@ async def run_broker(
             await storage.start(coordinator.run)
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
+                services.start_soon(
+                    data.expire_producers_periodically,
+                    config.producer_id_expiration_ms,
+                    config.producer_id_expiration_check_interval_ms,
+                )
                 registry = GroupRegistry(
                     services,
                     group_config(config),

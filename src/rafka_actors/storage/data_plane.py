@@ -216,9 +216,10 @@ class DataPlane:
         code = producers.check_marker(producer_id, epoch, coordinator_epoch)
         if code is not ErrorCode.none or producers.marker_changes_nothing(producer_id, epoch):
             return code
-        batch = marker_batch(producer_id, epoch, kind == COMMIT, coordinator_epoch, _now_ms())
+        now = _now_ms()
+        batch = marker_batch(producer_id, epoch, kind == COMMIT, coordinator_epoch, now)
         offset = partition.append([batch])
-        producers.marker_written(producer_id, epoch, coordinator_epoch, kind, offset)
+        producers.marker_written(producer_id, epoch, coordinator_epoch, kind, offset, now)
         self._dirty.add(partition)
         self._wake(key)
         return ErrorCode.none
@@ -260,6 +261,20 @@ class DataPlane:
         """Producer id -> first offset of each transaction open in this partition."""
         producers = self._producers.get((topic.topic_id, index))
         return {} if producers is None else producers.open_transactions()
+
+    def expire_producers(self, expiration_ms: int) -> int:
+        """Forget, in every partition, the producers idle for `expiration_ms` without an open
+        transaction (`producer.id.expiration.ms`); how many were forgotten."""
+        cutoff = _now_ms() - expiration_ms
+        return sum(producers.expire(cutoff) for producers in self._producers.values())
+
+    async def expire_producers_periodically(self, expiration_ms: int, interval_ms: int) -> None:
+        """`expire_producers` at start-up, then every `interval_ms`."""
+        while True:
+            expired = self.expire_producers(expiration_ms)
+            if expired:
+                log.info("forgot %d idle producers (producer.id.expiration.ms)", expired)
+            await trio.sleep(max(interval_ms, 1) / 1000)
 
     def flush(self) -> None:
         """fsync every partition written since the last flush."""

@@ -45,7 +45,7 @@ def rebuild_producers(partition: PartitionLog) -> tuple[PartitionProducers, int]
         if raw[5] & _CONTROL_BIT:
             marker = read_marker(records)
             if marker is not None:
-                producers.marker_written(raw[9], raw[10], marker[1], marker[0], raw[0])
+                producers.marker_written(raw[9], raw[10], marker[1], marker[0], raw[0], raw[8])
         else:
             txn = bool(raw[5] & _TRANSACTIONAL_BIT)
             replay(raw[9], raw[10], raw[11], raw[6], raw[0], txn, raw[8])

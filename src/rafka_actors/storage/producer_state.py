@@ -205,15 +205,23 @@ class PartitionProducers:
         return entry is not None and entry.txn_first_offset < 0 and entry.epoch == epoch
 
     def marker_written(
-        self, producer_id: int, epoch: int, coordinator_epoch: int, kind: int, offset: int
+        self,
+        producer_id: int,
+        epoch: int,
+        coordinator_epoch: int,
+        kind: int,
+        offset: int,
+        timestamp: int = -1,
     ) -> None:
-        """Record a COMMIT/ABORT marker now in the log at `offset` (also used by replay)."""
+        """Record a COMMIT/ABORT marker now in the log at `offset`, written at `timestamp`
+        (also used by replay)."""
         entry = self.entries.get(producer_id)
         if entry is None:
             entry = self.entries[producer_id] = ProducerEntry(epoch)
         else:
             entry.set_epoch(epoch)
         entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
         first = entry.txn_first_offset
         if first < 0 or kind not in (ABORT, COMMIT):
             return
@@ -257,6 +265,18 @@ class PartitionProducers:
             state._aborted.append(AbortedTxn(producer_id, first, last, lso))
             state._aborted_ends.append(last)
         return state
+
+    def expire(self, idle_before_ms: int) -> int:
+        """Forget producers whose last batch or marker is older than `idle_before_ms` and
+        that have no open transaction (Kafka's producer.id.expiration.ms); how many."""
+        idle = [
+            pid
+            for pid, e in self.entries.items()
+            if e.txn_first_offset < 0 and e.last_timestamp < idle_before_ms
+        ]
+        for pid in idle:
+            del self.entries[pid]
+        return len(idle)
 
     def forget_below(self, log_start_offset: int) -> None:
         """Drop aborted transactions wholly below the log start (their records are gone)."""
