@@ -6,6 +6,7 @@ under mid-stream loses and duplicates nothing."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +37,7 @@ def idempotent(pid: int, seq: int, n: int, *, epoch: int = 0, txn: bool = False)
     records = [(None, f"{pid}:{seq + i}".encode()) for i in range(n)]
     return build_batch(
         records,
+        base_timestamp=int(time.time() * 1000),  # not idle past producer.id.expiration.ms
         producer_id=pid,
         producer_epoch=epoch,
         base_sequence=seq,
