@@ -205,3 +205,17 @@ def test_a_snapshot_that_does_not_match_the_log_is_dropped_for_a_full_replay(
     assert t3 is not None
     assert third.open_transactions(t3, 0) == {} and third.last_stable_offset(t3, 0) == 5
     third.close()
+
+
+def test_expired_producers_are_forgotten_in_every_partition(tmp_path: Path) -> None:
+    data = open_plane(tmp_path)
+    topic = data.create_topic("t", 2)
+    old = split_batches(build_batch([(None, b"x")], producer_id=1, producer_epoch=0,
+                                    base_sequence=0))  # fmt: skip
+    assert data.append(topic, 0, old).base_offset == 0
+    data.append(topic, 1, batch(2, 0))  # open transaction: never expires
+    assert data.append(topic, 0, old).base_offset == 0  # a retry
+    assert data.expire_producers(expiration_ms=86_400_000) == 1  # build_batch's 2023 stamps
+    assert data.append(topic, 0, old).base_offset == 1  # unknown now: appended again
+    assert data.open_transactions(topic, 1) == {2: 0}
+    data.close()
