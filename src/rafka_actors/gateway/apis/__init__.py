@@ -21,6 +21,7 @@ from . import (
     offsets,
     produce,
     sasl,
+    share_groups,
     topics_admin,
 )
 
@@ -67,5 +68,18 @@ API_TABLE: dict[int, Api] = {
             consumer_groups.consumer_group_describe,
             G + "consumer-describe",
         ),
+        Api(
+            76,
+            "ShareGroupHeartbeat",
+            1,
+            1,
+            share_groups.share_group_heartbeat,
+            G + "share-heartbeat",
+        ),
+        Api(
+            77, "ShareGroupDescribe", 1, 1, share_groups.share_group_describe, G + "share-describe"
+        ),
+        Api(78, "ShareFetch", 1, 1, share_groups.share_fetch),
+        Api(79, "ShareAcknowledge", 1, 1, share_groups.share_acknowledge),
     )
 }
