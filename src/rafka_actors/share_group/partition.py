@@ -17,9 +17,10 @@ archived, as Kafka's SharePartition does. Whenever the records at the window's s
 done, the window's start moves up past them.
 
 Pure: the time comes in as an argument, and a change returns nothing but the new state; the
-caller writes `snapshot()` to the coordinator log. A snapshot keeps the delivery counts of
-acquired records (as Available: a lock does not survive a restart), so a record acquired but
-not acknowledged before a crash is delivered again with its count carried on.
+caller writes `snapshot()` to the coordinator log. A snapshot keeps acquired records as
+Acquired, with their delivery counts; a lock does not survive a restart, so `restore` releases
+them as an expired lock would: a record acquired but not acknowledged before a crash is
+delivered again with its count carried on, or archived if that count reached the limit.
 """
 
 from __future__ import annotations
@@ -198,12 +199,12 @@ class SharePartition:
     # -- what is stored -----------------------------------------------------------------
 
     def snapshot(self) -> tuple[StateBatch, ...]:
-        """The window's records as runs of (first, last, state, delivery count); an
-        Acquired record is stored as Available with its count (locks are not durable)."""
+        """The window's records as runs of (first, last, state, delivery count), holders
+        and locks left out (they are not durable)."""
         runs: list[StateBatch] = []
         for offset in range(self.start_offset, self.end_offset):
             record = self.records[offset]
-            state = AVAILABLE if record.state == ACQUIRED else record.state
+            state = record.state
             if (
                 runs
                 and runs[-1][1] == offset - 1
@@ -215,13 +216,17 @@ class SharePartition:
         return tuple(runs)
 
     @classmethod
-    def restore(cls, start_offset: int, batches: Iterable[StateBatch]) -> SharePartition:
-        """The partition a snapshot describes (every record unlocked)."""
+    def restore(
+        cls, start_offset: int, batches: Iterable[StateBatch], limit: int
+    ) -> SharePartition:
+        """The partition a snapshot describes, its acquired records released (their locks
+        are gone) with the delivery count `limit`."""
         partition = cls(start_offset)
         for first, last, state, count in batches:
             for offset in range(max(first, start_offset), last + 1):
-                stored = AVAILABLE if state == ACQUIRED else state
-                partition.records[offset] = InFlight(stored, count)
+                record = partition.records[offset] = InFlight(state, count)
+                if state == ACQUIRED:
+                    _release(record, limit)
             partition.end_offset = max(partition.end_offset, last + 1)
         for offset in range(start_offset, partition.end_offset):  # holes: never handed out
             partition.records.setdefault(offset, InFlight(AVAILABLE, 0))

@@ -9,13 +9,15 @@ from .records import ShareGroupMetadataRecord, SharePartitionRecord
 from .state import ShareGroup
 
 
-def assemble(head: ShareGroupMetadataRecord, records: Iterable[object]) -> ShareGroup:
+def assemble(
+    head: ShareGroupMetadataRecord, records: Iterable[object], delivery_count_limit: int
+) -> ShareGroup:
     """No member survives a restart (members are not stored); every share partition comes
-    back unlocked, with its delivery counts."""
+    back unlocked, with its delivery counts (partition.py `restore`)."""
     group = ShareGroup(head.group_id, head.cgp_id, head.group_epoch)
     for record in records:
         if isinstance(record, SharePartitionRecord):
             group.partitions[(record.topic, record.partition)] = SharePartition.restore(
-                record.start_offset, record.batches
+                record.start_offset, record.batches, delivery_count_limit
             )
     return group
