@@ -9,17 +9,22 @@ delivery counts carried on). Each test has its own topic and group.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import confluent_kafka
 import pytest
 from confluent_kafka import AcknowledgeType
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from rafka_actors.cli import main
+
 from ..broker_process import BrokerProcess
+from .group_clients import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -89,7 +94,7 @@ def test_three_consumers_share_one_partition_and_accept_each_record_once(
                 consumer.commit_sync()  # implicit mode: what the last poll returned, accepted
                 if got:
                     time.sleep(0.02)  # "processing": the others get a turn at the partition
-        except BaseException as exc:  # noqa: BLE001 (reported by the test)
+        except BaseException as exc:
             errors.append(exc)
         finally:
             consumer.close()
@@ -234,3 +239,71 @@ def test_a_sigkilled_broker_redelivers_nothing_accepted_and_keeps_delivery_count
     assert not set(after) & accepted  # nothing accepted is delivered again
     assert sorted(after) == sorted(set(range(total)) - accepted)  # and nothing is lost
     assert all(after[o] == [2] for o in held)  # the count carries on across the restart
+
+
+def _groups(capsys: pytest.CaptureFixture[str], bootstrap: str, *argv: str) -> tuple[int, Any]:
+    capsys.readouterr()
+    code = main(["groups", *argv, "--output", "json", "--bootstrap", bootstrap])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else None
+
+
+def test_the_groups_cli_lists_describes_shows_share_lag_resets_and_deletes(
+    share_broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bootstrap = share_broker.bootstrap
+    _topic(bootstrap, "admin", 10)
+    consumer = _consumer(bootstrap, "admin-group", **{"share.acknowledgement.mode": "explicit"})
+    consumer.subscribe(["admin"])
+    accepted = 0
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and accepted < 4:
+        for message in _poll(consumer):  # four accepted, what else was acquired released
+            kind = AcknowledgeType.ACCEPT if accepted < 4 else AcknowledgeType.RELEASE
+            accepted += kind == AcknowledgeType.ACCEPT
+            consumer.acknowledge(message, kind)
+        consumer.commit_sync()
+    try:
+        code, listed = _groups(capsys, bootstrap, "list", "--type", "share")
+        assert code == 0
+        assert ("admin-group", "share") in [(g["group"], g["type"]) for g in listed]
+        assert {g["type"] for g in listed} == {"share"}  # the other tests' groups are too
+        code, described = _groups(capsys, bootstrap, "describe", "admin-group")
+        assert code == 0 and described["type"] == "share" and described["state"] == "Stable"
+        (member,) = described["members"]
+        assert member["assignment"] == {"admin": [0]}
+        code, (offsets,) = _groups(capsys, bootstrap, "offsets", "admin-group")
+        (row,) = offsets["partitions"]
+        assert (row["current_offset"], row["log_end_offset"], row["lag"]) == (4, 10, 6)
+        code, _ = _groups(
+            capsys,
+            bootstrap,
+            "reset-offsets",
+            "admin-group",
+            "--all-topics",
+            "--to-earliest",
+            "--execute",
+        )
+        assert code == 1  # the group has a member: Kafka's rule
+    finally:
+        consumer.close()
+    wait_until(
+        lambda: _groups(capsys, bootstrap, "describe", "admin-group")[1]["state"] == "Empty",
+        "the share group to be empty",
+    )
+    code, _ = _groups(
+        capsys,
+        bootstrap,
+        "reset-offsets",
+        "admin-group",
+        "--all-topics",
+        "--to-earliest",
+        "--execute",
+    )
+    assert code == 0
+    code, (offsets,) = _groups(capsys, bootstrap, "offsets", "admin-group")
+    assert [(r["current_offset"], r["lag"]) for r in offsets["partitions"]] == [(0, 10)]
+    code, _ = _groups(capsys, bootstrap, "delete", "admin-group")
+    assert code == 0
+    listed = _groups(capsys, bootstrap, "list", "--type", "share")[1]
+    assert "admin-group" not in [g["group"] for g in listed]

@@ -28,8 +28,8 @@ from rafka_actors.share_group.partition import (
     ARCHIVED,
     AVAILABLE,
     GAP,
-    RELEASE,
     REJECT,
+    RELEASE,
     InvalidRecordState,
     SharePartition,
 )

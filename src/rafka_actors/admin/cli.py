@@ -2,7 +2,7 @@
 
 Shaped like Kafka's kafka-consumer-groups.sh, one subcommand per action:
 
-  list                         groups with their type (classic / consumer) and state
+  list                         groups with their type (classic / consumer / share) and state
   describe G                   state, assignor, epochs, members and their assignments
   offsets G... | --all-groups  CURRENT-OFFSET, LOG-END-OFFSET and LAG per partition
   reset-offsets G (--topic T[:P,P] ... | --all-topics)
@@ -29,7 +29,7 @@ from kio.schema.errors import ErrorCode
 from ..config import ConfigError
 from . import calls, groups, render
 from .client import DEFAULT_BOOTSTRAP, AdminError, KafkaClient
-from .model import CLASSIC, CONSUMER
+from .model import CLASSIC, CONSUMER, SHARE
 from .security import load_command_config
 
 Command = Callable[[KafkaClient, argparse.Namespace], int]
@@ -123,7 +123,7 @@ def _add_list(commands: Any, common: argparse.ArgumentParser) -> None:
         "--type",
         action="append",
         default=[],
-        choices=(CLASSIC, CONSUMER),
+        choices=(CLASSIC, CONSUMER, SHARE),
         help="only groups of this type (repeatable)",
     )
 
