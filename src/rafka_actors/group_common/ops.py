@@ -316,6 +316,9 @@ class ShareSessionOp:
     forgotten: tuple[SharePartitionId, ...] = ()
     acks: tuple[ShareAck, ...] = ()
     fetching: bool = True
+    # (topic, partition, log start, log end) of the added partitions: where a share partition
+    # the group has never read starts (share.auto.offset.reset)
+    log_bounds: tuple[tuple[str, int, int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -332,6 +332,9 @@ def _session(
         session.next_epoch = epoch + 1 if epoch < 2**31 - 1 else 1
     session.partitions.difference_update(op.forgotten)
     session.partitions.update(op.added)
+    for topic, index, log_start, log_end in op.log_bounds:
+        if (topic, index) not in group.partitions:
+            _initialise(group, (topic, index), log_start, log_end, fx)
     ack_errors = _acknowledge(group, op, fx)
     if epoch == FINAL_SESSION_EPOCH:
         del group.sessions[op.member_id]
@@ -391,10 +394,8 @@ def _acquire(
     for topic, index, log_start, log_end, first, last in op.reads:
         key = (topic, index)
         partition = group.partitions.get(key)
-        if partition is None:  # first fetch: share.auto.offset.reset says where to start
-            start = log_start if config.share_auto_offset_reset == "earliest" else log_end
-            partition = group.partitions[key] = SharePartition(start)
-            _store(group, key, partition, fx)
+        if partition is None:  # (its state was deleted during the session)
+            _initialise(group, key, log_start, log_end, fx)
             continue  # the next fetch reads from the start just stored
         runs = partition.acquire(
             op.member_id,
@@ -415,6 +416,16 @@ def _acquire(
         ShareAcquireOpResp(ErrorCode.none, tuple(acquired), config.share_record_lock_duration_ms),
     )
     return group
+
+
+def _initialise(
+    group: ShareGroup, key: tuple[str, int], log_start: int, log_end: int, fx: Effects
+) -> None:
+    """A partition the group has never read: share.auto.offset.reset says where it starts,
+    stored before anything is read from it."""
+    earliest = fx.config.share_auto_offset_reset == "earliest"
+    partition = group.partitions[key] = SharePartition(log_start if earliest else log_end)
+    _store(group, key, partition, fx)
 
 
 def _store(group: ShareGroup, key: tuple[str, int], partition: SharePartition, fx: Effects) -> None:

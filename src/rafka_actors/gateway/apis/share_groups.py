@@ -22,6 +22,7 @@ group's state.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -210,6 +211,13 @@ class _Partitions:
         self.ids[topic.name] = topic.topic_id
         return topic.name
 
+    def bounds(self, partitions: list[SharePartitionId]) -> Iterator[tuple[str, int, int, int]]:
+        for name, index in partitions:
+            topic = self.store.by_name(name)
+            if topic is not None:
+                log = topic.partitions[index]
+                yield name, index, log.log_start_offset, log.log_end_offset
+
     def acks(self, topics: Any) -> tuple[list[SharePartitionId], list[ShareAck]]:
         named: list[SharePartitionId] = []
         acks: list[ShareAck] = []
@@ -248,6 +256,7 @@ def share_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request:
         tuple(forgotten),
         tuple(acks),
         fetching=request.share_session_epoch != -1,
+        log_bounds=tuple(parts.bounds(added)),
     )
     max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
     wait_s = max(0, to_ms(request.max_wait)) / 1000
@@ -329,7 +338,7 @@ class _Fetch:
                     key[1],
                     ErrorCode.none,
                     ack_errors.get(key, 0),
-                    self.read.get(key, b"") if runs else b"",
+                    _trimmed(self.read.get(key, b""), runs),
                     runs,
                     self.ctx.node_id,
                 )
@@ -381,6 +390,26 @@ def _fetch_error(mod: Any, code: ErrorCode, message: str | None = None) -> Any:
         responses=(),
         node_endpoints=(),
     )
+
+
+def _trimmed(data: bytes, runs: Any) -> bytes:
+    """The whole batches of `data` that hold an acquired record: the rest of what was read
+    is not this member's to see (and need not cross the wire)."""
+    if not runs:
+        return b""
+    first, last = runs[0][0], runs[-1][1]
+    view = memoryview(data)
+    pos, begin, end = 0, -1, 0
+    while len(view) - pos >= HEADER_SIZE:
+        header = parse_header(view, pos)
+        size = header.batch_length + BATCH_OVERHEAD
+        if header.last_offset >= first and begin < 0:
+            begin = pos
+        if header.base_offset > last:
+            break
+        pos += size
+        end = pos
+    return bytes(view[max(begin, 0) : end])
 
 
 def _offsets_of(data: bytes) -> tuple[int, int]:
