@@ -529,8 +529,7 @@ def _delete(group: ShareGroup | None, op: DeleteGroupOp, waiter: int, fx: Effect
 # -- requests of the other group types to a share group ---------------------------------------
 def _other(group: ShareGroup | None, op: Any, waiter: int, fx: Effects) -> ShareGroup | None:
     """A classic or consumer request for a share group: one group id, one type."""
-    code, message = ErrorCode.group_id_not_found, not_share(op.group_id)
-    message = f"Group {op.group_id} is a share group."
+    code, message = ErrorCode.group_id_not_found, f"Group {op.group_id} is not a consumer group."
     match op:
         case JoinGroupOp():
             fx.reply(
