@@ -175,3 +175,12 @@ def _fetch(c: Coordinator, member: str, epoch: int, reads: tuple[Any, ...] = ())
         c.step(ShareAcquireOp("g", member, reads))  # initialises the partition
         return c.step(ShareAcquireOp("g", member, reads))
     return answer
+
+
+def test_an_acknowledgement_outside_the_window_is_refused_at_once() -> None:
+    c = Coordinator()
+    c.join("a")
+    _fetch(c, "a", epoch=0, reads=(("t", 0, 0, 10, 0, 9),))
+    huge = c.step(ShareSessionOp("g", "a", 1, acks=(("t", 0, 0, 2**62, (ACCEPT,)),)))
+    assert huge.ack_errors == (("t", 0, ErrorCode.invalid_record_state),)
+    assert c.group.partitions[("t", 0)].start_offset == 0  # nothing changed

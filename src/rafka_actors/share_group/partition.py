@@ -148,6 +148,8 @@ class SharePartition:
         count = last - first + 1
         if count <= 0 or len(types) not in (1, count) or any(t not in _ACK for t in types):
             raise InvalidRecordState(f"bad acknowledgement batch {first}-{last} {types}")
+        if first < self.start_offset or last >= self.end_offset:  # (and no range to walk)
+            raise InvalidRecordState(f"offsets {first}-{last} are not in flight")
         for offset in range(first, last + 1):
             record = self.records.get(offset)
             gap = types[0 if len(types) == 1 else offset - first] == GAP

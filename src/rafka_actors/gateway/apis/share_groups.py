@@ -54,6 +54,10 @@ DESCRIBE_KEY = 77
 FETCH_KEY = 78
 ACKNOWLEDGE_KEY = 79
 DEFAULT_MAX_RECORDS = 500  # Kafka's max.poll.records, when a request says 0 or less
+# What a ShareFetch reads of one partition's log at most (whole batches; at least one). A
+# fetch acquires at most max.poll.records records: reading the request's max bytes (librdkafka:
+# 50 MiB) from a deep backlog for that would cost far more than it hands out.
+READ_BYTES = 1 << 20
 
 
 # -- ShareGroupHeartbeat -------------------------------------------------------------------
@@ -299,7 +303,7 @@ class _Fetch:
             start, end = log.log_start_offset, log.log_end_offset
             first, last, data = 0, -1, b""
             if 0 <= offset < end and budget > 0:
-                data = log.read(max(offset, start), budget)
+                data = log.read(max(offset, start), min(budget, READ_BYTES))
                 first, last = _offsets_of(data)
                 budget -= len(data)
             self.read[(name, index)] = data
