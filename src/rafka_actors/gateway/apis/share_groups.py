@@ -14,7 +14,9 @@ read of the partition logs between them:
    in them.
 
 When nothing was acquired the request waits for an append to one of the partitions, up to
-its max wait (a long poll, as Fetch's), then reads and asks to acquire again. A
+its max wait (a long poll, as Fetch's), then reads and asks to acquire again; a successful
+acknowledgement of a partition (another member's ShareFetch or ShareAcknowledge) wakes it
+too, since a released record, or room in a full window, may now be acquired. A
 ShareAcknowledge is step 1 alone. Topics are named by id on the wire and by name in the
 group's state.
 """
@@ -22,7 +24,8 @@ group's state.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -43,7 +46,7 @@ from ...storage.data_plane import PartitionKey
 from ...storage.record_batch import BATCH_OVERHEAD, HEADER_SIZE, parse_header
 from ...storage.topics import Topic
 from ..context import BrokerContext, ConnectionInfo
-from ..steps import AwaitAppend, ask, ask_each
+from ..steps import AwaitAppend, Step, ask, ask_each
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
 from .group_admin import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
 from .groups import DENIED, denied
@@ -237,6 +240,30 @@ class _Partitions:
         return named, acks
 
 
+@dataclass(frozen=True, slots=True)
+class WakeReaders(Step):
+    """Wake the ShareFetches (and Fetches) waiting on partitions whose records were just
+    acknowledged or released: a fetch that found nothing to acquire may find some now (a
+    released record, or room in a full window). `then` gets None."""
+
+    keys: tuple[PartitionKey, ...]
+    then: Callable[[None], Any]
+
+    async def take(self, ctx: BrokerContext) -> Any:
+        ctx.data.wake_readers(self.keys)
+        return self.then(None)
+
+
+def _woken(parts: _Partitions, session: ShareSessionOpResp, then: Callable[[None], Any]) -> Any:
+    """`then`, after waking the readers of every partition acknowledged without an error."""
+    keys = tuple(
+        (parts.ids[name], index)
+        for name, index, code in session.ack_errors
+        if code == ErrorCode.none and name in parts.ids
+    )
+    return WakeReaders(keys, then) if keys else then(None)
+
+
 def share_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(FETCH_KEY, version)
     group_id = request.group_id
@@ -270,8 +297,8 @@ def share_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request:
             return _fetch_error(mod, ErrorCode(session.error_code), session.error_message)
         fetch = _Fetch(ctx, conn, mod, request, parts, session, max_records)
         if not op.fetching:
-            return fetch.response({})
-        return fetch.read_and_acquire(wait_s)
+            return _woken(parts, session, lambda _: fetch.response({}))
+        return _woken(parts, session, lambda _: fetch.read_and_acquire(wait_s))
 
     return ask(conn.org_id, group_id, op, opened)
 
@@ -453,6 +480,9 @@ def share_acknowledge(ctx: BrokerContext, conn: ConnectionInfo, version: int, re
     def acknowledged(answer: ShareSessionOpResp) -> Any:
         if answer.error_code != ErrorCode.none:
             return _ack_error(mod, ErrorCode(answer.error_code), answer.error_message)
+        return _woken(parts, answer, lambda _: _acknowledged(answer))
+
+    def _acknowledged(answer: ShareSessionOpResp) -> Any:
         rows: dict[uuid.UUID, list[Any]] = {}
         for name, index, code in answer.ack_errors:
             topic_id = parts.ids[name]
