@@ -114,9 +114,10 @@ def describe_group(client: KafkaClient, group_id: str) -> GroupDescription:
         share_request = share_describe.ShareGroupDescribeRequest(
             group_ids=(GroupId(group_id),), include_authorized_operations=False
         )
-        (share,) = client.call(share_request).groups
+        share_response, tags = client.call_tagged(share_request, ASK_IDENTITIES)
+        (share,) = share_response.groups
         if share.error_code == ErrorCode.none:
-            return _share_group(share)
+            return _share_group(share, _identities(tags).get(share.group_id, NO_IDENTITY))
         if share.error_code != ErrorCode.group_id_not_found:
             raise BrokerError(share.error_code, f"describing group {group_id!r}")
     classic_request = describe.DescribeGroupsRequest(
@@ -158,7 +159,7 @@ def _consumer_group(group: Any, identity: tuple[str | None, str | None]) -> Grou
     )
 
 
-def _share_group(group: Any) -> GroupDescription:
+def _share_group(group: Any, identity: tuple[str | None, str | None]) -> GroupDescription:
     members = tuple(
         Member(
             member_id=m.member_id,
@@ -181,6 +182,8 @@ def _share_group(group: Any) -> GroupDescription:
         members=members,
         group_epoch=group.group_epoch,
         assignment_epoch=group.assignment_epoch,
+        cgp_id=identity[0],
+        rrl=identity[1],
     )
 
 

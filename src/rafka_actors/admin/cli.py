@@ -108,6 +108,11 @@ def _runner(command: Command) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def _kind(group_type: str) -> str:
+    """How Kafka's tools name a group: kafka-share-groups.sh says "Share group"."""
+    return "Share group" if group_type == SHARE else "Consumer group"
+
+
 def _emit(text: str) -> None:
     if text:
         print(text)
@@ -145,7 +150,7 @@ def _describe(client: KafkaClient, args: argparse.Namespace) -> int:
     group = groups.require_group(client, args.group)
     _emit(render.description(group, args.output))
     if not group.members and args.output == "table":
-        render.note(f"\nConsumer group '{group.group_id}' has no active members.")
+        render.note(f"\n{_kind(group.group_type)} '{group.group_id}' has no active members.")
     return 0
 
 
@@ -173,7 +178,8 @@ def _offsets(client: KafkaClient, args: argparse.Namespace) -> int:
     if args.output == "table":
         for result in results:
             if not result.group.members:
-                render.note(f"Consumer group '{result.group.group_id}' has no active members.")
+                kind = _kind(result.group.group_type)
+                render.note(f"{kind} '{result.group.group_id}' has no active members.")
     _emit(render.offsets(results, args.output))
     return 0
 

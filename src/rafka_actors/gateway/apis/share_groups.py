@@ -46,6 +46,7 @@ from ...storage.data_plane import PartitionKey
 from ...storage.record_batch import BATCH_OVERHEAD, HEADER_SIZE, parse_header
 from ...storage.topics import Topic
 from ..context import BrokerContext, ConnectionInfo
+from ..identities import WithGroupIdentities
 from ..steps import AwaitAppend, Step, ask, ask_each
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
 from .group_admin import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
@@ -121,13 +122,18 @@ def share_group_describe(
     asked = [(g, ShareGroupDescribeOp(g) if g and not denied(conn, g) else None) for g in ids]
 
     def described(answers: list[ShareGroupDescribeOpResp | None]) -> Any:
-        groups = []
+        groups, cgp_ids = [], {}
         for group_id, answer in zip(ids, answers, strict=True):
             if answer is None:
                 code = DENIED if group_id and denied(conn, group_id) else ErrorCode.invalid_group_id
                 answer = ShareGroupDescribeOpResp(code)
+            elif answer.cgp_id and group_id:
+                cgp_ids[group_id] = answer.cgp_id
             groups.append(_described(ctx, conn.org_id, mod, group_id or "", answer, wanted))
-        return make(mod.ShareGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
+        response = make(
+            mod.ShareGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(groups)
+        )
+        return WithGroupIdentities(response, conn.org_id, cgp_ids)
 
     return ask_each(conn.org_id, asked, described)
 
