@@ -184,3 +184,22 @@ def test_an_acknowledgement_outside_the_window_is_refused_at_once() -> None:
     huge = c.step(ShareSessionOp("g", "a", 1, acks=(("t", 0, 0, 2**62, (ACCEPT,)),)))
     assert huge.ack_errors == (("t", 0, ErrorCode.invalid_record_state),)
     assert c.group.partitions[("t", 0)].start_offset == 0  # nothing changed
+
+
+def test_a_leaving_members_last_acknowledgements_still_count() -> None:
+    """librdkafka sends the leave heartbeat and the session's closing acknowledgements at
+    once: whichever comes first, the acknowledged records are done with and the rest go back."""
+    c = Coordinator()
+    c.join("a")
+    _fetch(c, "a", epoch=0, reads=(("t", 0, 0, 10, 0, 9),))
+    c.step(ShareGroupHeartbeatOp("g", "a", -1))  # the leave first
+    partition = c.group.partitions[("t", 0)]
+    assert partition.fetch_offset() == 10  # still held for the closing acknowledgements
+    closing = c.step(
+        ShareSessionOp("g", "a", -1, acks=(("t", 0, 0, 5, (ACCEPT,)),), fetching=False)
+    )
+    assert closing.error_code == 0 and closing.ack_errors == (("t", 0, 0),)
+    assert partition.start_offset == 6 and partition.fetch_offset() == 6  # 6-9 released
+    assert "a" not in c.group.sessions
+    late = c.step(ShareSessionOp("g", "a", -1, fetching=False))
+    assert late.error_code == ErrorCode.unknown_member_id

@@ -122,7 +122,9 @@ def next_deadline(group: ShareGroup | None) -> int | None:
 
 
 def passivable(group: ShareGroup) -> bool:
-    return not group.members and not group.sessions and next_deadline(group) is None
+    """No member and no lock: what is left of departed members' sessions holds nothing and
+    may go (a late final acknowledgement then finds no session, and nothing to acknowledge)."""
+    return not group.members and next_deadline(group) is None
 
 
 # -- membership -----------------------------------------------------------------------------
@@ -230,7 +232,10 @@ def _leave(
         code = ErrorCode.group_id_not_found if group is None else ErrorCode.unknown_member_id
         fx.reply(waiter, ShareGroupHeartbeatOpResp(code, member_id=op.member_id))
         return group
-    _remove(group, op.member_id, "the member left", fx)
+    # A leaving member closes its share session next (librdkafka sends the leave and the
+    # session's last acknowledgements at the same time): what it holds stays acquired until
+    # then, or until the locks expire, so those acknowledgements still count.
+    _remove(group, op.member_id, "the member left", fx, release=op.member_id not in group.sessions)
     fx.reply(
         waiter,
         ShareGroupHeartbeatOpResp(
@@ -240,16 +245,23 @@ def _leave(
     return group
 
 
-def _remove(group: ShareGroup, member_id: str, reason: str, fx: Effects) -> None:
-    """A member leaves: its session ends and what it holds is released (Kafka does so too)."""
+def _remove(
+    group: ShareGroup, member_id: str, reason: str, fx: Effects, *, release: bool = True
+) -> None:
+    """A member leaves; with `release`, its session ends and what it holds is released."""
     del group.members[member_id]
-    group.sessions.pop(member_id, None)
+    if release:
+        group.sessions.pop(member_id, None)
+        _release_member(group, member_id, fx)
+    _bump(group, fx)
+    fx.events.append(MemberFenced(group.group_id, member_id, reason, group.group_epoch))
+
+
+def _release_member(group: ShareGroup, member_id: str, fx: Effects) -> None:
     limit = fx.config.share_delivery_count_limit
     for key, partition in group.partitions.items():
         if partition.release_member(member_id, limit):
             _store(group, key, partition, fx)
-    _bump(group, fx)
-    fx.events.append(MemberFenced(group.group_id, member_id, reason, group.group_epoch))
 
 
 def _timer(group: ShareGroup | None, op: TimerFired, waiter: int, fx: Effects) -> ShareGroup | None:
@@ -307,7 +319,11 @@ def _describe(
 def _session(
     group: ShareGroup | None, op: ShareSessionOp, waiter: int, fx: Effects
 ) -> ShareGroup | None:
-    if group is None or op.member_id not in group.members:
+    epoch = op.session_epoch
+    departed = group is not None and op.member_id not in group.members
+    if group is None or (
+        departed and not (epoch == FINAL_SESSION_EPOCH and op.member_id in group.sessions)
+    ):
         fx.reply(
             waiter,
             ShareSessionOpResp(
@@ -316,7 +332,6 @@ def _session(
         )
         return group
     session = group.sessions.get(op.member_id)
-    epoch = op.session_epoch
     if epoch == 0:
         if not op.fetching:  # a ShareAcknowledge cannot open a session
             fx.reply(waiter, ShareSessionOpResp(ErrorCode.invalid_share_session_epoch))
@@ -336,8 +351,9 @@ def _session(
         if (topic, index) not in group.partitions:
             _initialise(group, (topic, index), log_start, log_end, fx)
     ack_errors = _acknowledge(group, op, fx)
-    if epoch == FINAL_SESSION_EPOCH:
+    if epoch == FINAL_SESSION_EPOCH:  # the session closes: what it still holds goes back
         del group.sessions[op.member_id]
+        _release_member(group, op.member_id, fx)
         fx.reply(waiter, ShareSessionOpResp(ErrorCode.none, ack_errors=ack_errors))
         return group
     partitions = tuple(
