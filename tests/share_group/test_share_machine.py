@@ -89,6 +89,9 @@ def test_a_silent_member_is_evicted_and_its_records_released() -> None:
     _fetch(c, "a", epoch=0)
     _fetch(c, "a", epoch=1, reads=(("t", 0, 0, 10, 0, 9),))
     assert machine.next_deadline(c.group) == c.now + 500  # the lock expires first
+    _fetch(c, "b", epoch=0)
+    nothing = c.step(ShareAcquireOp("g", "b", (("t", 0, 0, 10, 10, 9),)))
+    assert nothing.acquired == () and nothing.next_release_in_ms == 500  # when to retry
     c.now += 400
     c.step(ShareGroupHeartbeatOp("g", "b", 2))  # b stays alive, a does not
     c.now += 700

@@ -348,6 +348,7 @@ class ShareAcquireOpResp:
     # (topic, partition, ((first offset, last offset, delivery count), ...))
     acquired: tuple[tuple[str, int, tuple[tuple[int, int, int], ...]], ...] = ()
     lock_duration_ms: int = 0
+    next_release_in_ms: int = -1  # nothing acquired: when a lock of these partitions expires
 
 
 @dataclass(frozen=True, slots=True)

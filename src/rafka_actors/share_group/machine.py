@@ -427,11 +427,23 @@ def _acquire(
             fx.deadline_in(config.share_record_lock_duration_ms)
             _store(group, key, partition, fx)
             acquired.append((topic, index, tuple(runs)))
+    release_in = -1
+    if not acquired:  # a waiting fetch may retry when the first lock of these expires
+        due = [_lock_due(group, topic, index) for topic, index, *_ in op.reads]
+        known = [d for d in due if d is not None]
+        release_in = max(0, min(known) - fx.now) if known else -1
     fx.reply(
         waiter,
-        ShareAcquireOpResp(ErrorCode.none, tuple(acquired), config.share_record_lock_duration_ms),
+        ShareAcquireOpResp(
+            ErrorCode.none, tuple(acquired), config.share_record_lock_duration_ms, release_in
+        ),
     )
     return group
+
+
+def _lock_due(group: ShareGroup, topic: str, index: int) -> int | None:
+    partition = group.partitions.get((topic, index))
+    return None if partition is None else partition.next_deadline()
 
 
 def _initialise(

@@ -14,11 +14,11 @@ read of the partition logs between them:
    in them.
 
 When nothing was acquired the request waits for an append to one of the partitions, up to
-its max wait (a long poll, as Fetch's), then reads and asks to acquire again; a successful
-acknowledgement of a partition (another member's ShareFetch or ShareAcknowledge) wakes it
-too, since a released record, or room in a full window, may now be acquired. A
-ShareAcknowledge is step 1 alone. Topics are named by id on the wire and by name in the
-group's state.
+its max wait (a long poll, as Fetch's), or until the first lock of its partitions expires,
+then reads and asks to acquire again; a successful acknowledgement of a partition (another
+member's ShareFetch or ShareAcknowledge) wakes it too, since a released record, or room in a
+full window, may now be acquired. A ShareAcknowledge is step 1 alone. Topics are named by id
+on the wire and by name in the group's state.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ DEFAULT_MAX_RECORDS = 500  # Kafka's max.poll.records, when a request says 0 or 
 # fetch acquires at most max.poll.records records: reading the request's max bytes (librdkafka:
 # 50 MiB) from a deep backlog for that would cost far more than it hands out.
 READ_BYTES = 1 << 20
+LOCK_SLACK_S = 0.005  # a fetch retrying at a lock's expiry comes just after it
 
 
 # -- ShareGroupHeartbeat -------------------------------------------------------------------
@@ -351,6 +352,13 @@ class _Fetch:
                 return _fetch_error(self.mod, ErrorCode(answer.error_code))
             if answer.acquired or wait_s <= 0 or not keys:
                 return self.response({(t, p): runs for t, p, runs in answer.acquired}, answer)
+            if 0 <= answer.next_release_in_ms < wait_s * 1000:  # a lock expires first: retry
+                left = wait_s - answer.next_release_in_ms / 1000 - LOCK_SLACK_S
+                return AwaitAppend(
+                    keys,
+                    answer.next_release_in_ms / 1000 + LOCK_SLACK_S,
+                    lambda unused_s: self.read_and_acquire(max(0.0, left + unused_s)),
+                )
             return AwaitAppend(keys, wait_s, self.read_and_acquire)
 
         return ask(self.conn.org_id, self.request.group_id, op, acquired)
