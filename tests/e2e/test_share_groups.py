@@ -307,3 +307,39 @@ def test_the_groups_cli_lists_describes_shows_share_lag_resets_and_deletes(
     assert code == 0
     listed = _groups(capsys, bootstrap, "list", "--type", "share")[1]
     assert "admin-group" not in [g["group"] for g in listed]
+
+
+def test_a_group_id_has_one_type(share_broker: BrokerProcess) -> None:
+    """A classic consumer of a share group's id: INCONSISTENT_GROUP_PROTOCOL; a share
+    consumer of a classic group's id: GROUP_ID_NOT_FOUND (fatal, as librdkafka takes it)."""
+    bootstrap = share_broker.bootstrap
+    _topic(bootstrap, "typed", 0)
+    share = _consumer(bootstrap, "typed-share")
+    share.subscribe(["typed"])
+    share.poll(0.5)
+    errors: list[confluent_kafka.KafkaError] = []
+    classic = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "typed-share", "error_cb": errors.append}
+    )
+    classic.subscribe(["typed"])
+    deadline = time.monotonic() + 30
+    while not errors and time.monotonic() < deadline:
+        message = classic.poll(0.2)
+        if message is not None and message.error():
+            errors.append(message.error())
+    classic.close()
+    share.close()
+    assert errors[0].code() == confluent_kafka.KafkaError.INCONSISTENT_GROUP_PROTOCOL
+
+    committer = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "typed-classic"}
+    )
+    committer.commit(offsets=[confluent_kafka.TopicPartition("typed", 0, 0)], asynchronous=False)
+    committer.close()
+    refused = _consumer(bootstrap, "typed-classic")
+    refused.subscribe(["typed"])
+    with pytest.raises(confluent_kafka.KafkaException) as raised:
+        while time.monotonic() < deadline:
+            refused.poll(0.2)
+    refused.close()
+    assert raised.value.args[0].code() == confluent_kafka.KafkaError.GROUP_ID_NOT_FOUND
