@@ -313,6 +313,10 @@ def _check_share_group_settings(config: BrokerConfig) -> None:
     ):
         if getattr(config, name) <= 0:
             raise ConfigError(f"{kafka_key(name)} must be positive")
+    if config.group_share_heartbeat_interval_ms >= config.group_share_session_timeout_ms:
+        raise ConfigError(
+            "group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms"
+        )
 
 
 def _check_consumer_group_settings(config: BrokerConfig) -> None:
@@ -351,6 +355,10 @@ def _check_network_settings(config: BrokerConfig) -> None:
     ):
         if getattr(config, name) <= 0:
             raise ConfigError(f"{kafka_key(name)} must be positive")
+    if config.group_share_heartbeat_interval_ms >= config.group_share_session_timeout_ms:
+        raise ConfigError(
+            "group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms"
+        )
     if config.offsets_commit_timeout_ms <= 0:
         raise ConfigError("offsets.commit.timeout.ms must be positive")
     if config.group_passivation_idle_ms < 0:
