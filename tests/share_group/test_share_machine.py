@@ -206,3 +206,29 @@ def test_a_leaving_members_last_acknowledgements_still_count() -> None:
     assert "a" not in c.group.sessions
     late = c.step(ShareSessionOp("g", "a", -1, fetching=False))
     assert late.error_code == ErrorCode.unknown_member_id
+
+
+def test_a_new_share_partition_starts_where_share_auto_offset_reset_says() -> None:
+    for reset, start in (("latest", 7), ("earliest", 2)):
+        config = GroupConfig(share_auto_offset_reset=reset)
+        group = machine.handle(
+            None,
+            ShareGroupHeartbeatOp("g", "a", 0, subscribed_topic_names=("t",)),
+            0,
+            1,
+            config=config,
+            fresh_cgp_id="cgp_x",
+            topics=TOPICS,
+        ).group
+        opened = machine.handle(
+            group,
+            ShareSessionOp("g", "a", 0, added=(("t", 0),), log_bounds=(("t", 0, 2, 7),)),
+            0,
+            1,
+            config=config,
+            topics=TOPICS,
+        )
+        ((_, answer),) = opened.replies
+        assert answer.partitions == (("t", 0, start),)
+        (record,) = opened.records  # stored before anything is read from it
+        assert isinstance(record, SharePartitionRecord) and record.start_offset == start
