@@ -2,7 +2,7 @@
 
 Guarantee: nothing of the failed batch is acknowledged. Every caller the actor holds -- the
 batch's and members parked in the rebalance the batch would have completed -- gets
-COORDINATOR_NOT_AVAILABLE; the group is rebuilt from what the log has, so no read sees what
+NOT_COORDINATOR (retriable; what Kafka's coordinator answers when its log's disk fails); the group is rebuilt from what the log has, so no read sees what
 was not stored; other groups carry on; once the log takes writes again the group works; and
 everything acknowledged is there after a restart. Checked on a fake log and on the real
 DurableCoordinatorLog, whose `os.pwrite` fails once with ENOSPC.
@@ -22,7 +22,7 @@ from rafka_actors.actors.durable_log import DurableCoordinatorLog
 
 from ..disk_faults import failing_pwrite
 from .helpers import (
-    NOT_AVAILABLE,
+    NOT_COORDINATOR,
     OK,
     FailingLog,
     commit_error,
@@ -85,8 +85,8 @@ async def test_a_failed_write_acknowledges_nothing_of_its_batch(
                 assert held_by_actor(registry, "j") == 1
                 callers.start_soon(sync, "a")  # the leader's: its records cannot be stored
         assert trio.current_time() == start  # answered at the failure, not at a timeout
-        assert [commit_error(answer) for answer in commits] == [NOT_AVAILABLE] * 5
-        assert synced["a"].error_code == synced["b"].error_code == NOT_AVAILABLE
+        assert [commit_error(answer) for answer in commits] == [NOT_COORDINATOR] * 5
+        assert synced["a"].error_code == synced["b"].error_code == NOT_COORDINATOR
         assert held_by_actor(registry, "j") == 0
 
         # the other group never noticed
@@ -132,7 +132,7 @@ async def test_a_write_refused_by_a_full_disk_is_not_acknowledged(
                 assert commit_error(await registry.ask(other, commit_op("other", 0, 1, o))) == OK
 
                 monkeypatch.setattr(os, "pwrite", failing_pwrite(once=True))  # ENOSPC, once
-                assert commit_error(await registry.ask(g, commit_op("g", 0, 2))) == NOT_AVAILABLE
+                assert commit_error(await registry.ask(g, commit_op("g", 0, 2))) == NOT_COORDINATOR
                 assert offsets_of(await registry.ask(g, fetch_op("g"))) == {0: 1}
                 assert log.stats.failed_batches == 1
 

@@ -20,7 +20,7 @@ from ..auth.users import User, UserStore
 from ..config import BrokerConfig
 from ..storage.data_plane import DataPlane
 from .limits import ByteBudget, ConnectionLimits
-from .log_budget import LogBudget
+from ..log_budget import LogBudget
 
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
 SERVER_LOGGER = "rafka_actors.gateway.server"

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from rafka_actors.gateway import log_budget
-from rafka_actors.gateway.log_budget import LogBudget
+from rafka_actors import log_budget
+from rafka_actors.log_budget import LogBudget
 
 
 def test_lines_beyond_the_budget_are_counted_then_reported(
