@@ -65,10 +65,14 @@ class LogBudget:
         if self._suppressed and time.monotonic() - self._start >= self._interval:
             self._report()
 
+    def reset(self) -> None:
+        """Start afresh, as a new broker would: the next line is written (tests)."""
+        self._start, self._written, self._suppressed = -float("inf"), 0, 0
+
     def _report(self) -> None:
         if self._suppressed:
             self._log.log(
-                self._level, "%d %s in %.0fs", self._suppressed, self._counted, self._interval
+                self._level, "%d %s in %gs", self._suppressed, self._counted, self._interval
             )
             self._suppressed = 0
 

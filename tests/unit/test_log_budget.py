@@ -25,3 +25,22 @@ def test_lines_beyond_the_budget_are_counted_then_reported(
         "3 more such lines were not logged in 10s",
         "closing 5",
     ]
+
+
+def test_the_count_of_an_ended_interval_is_flushed_without_another_line(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr(log_budget.time, "monotonic", lambda: now[0])
+    budget = LogBudget(logging.getLogger("t"), per_interval=1, interval_s=10)
+    for i in range(4):
+        budget.warning("refused %d", i)
+    log_budget.flush_all()  # the interval has not ended: nothing yet
+    assert [r.getMessage() for r in caplog.records] == ["refused 0"]
+    now[0] += 10
+    log_budget.flush_all()
+    log_budget.flush_all()  # reported once
+    assert [r.getMessage() for r in caplog.records] == [
+        "refused 0",
+        "3 more such lines were not logged in 10s",
+    ]

@@ -352,7 +352,9 @@ class DurableCoordinatorLog:
             try:
                 await self.compact()
             except (CoordinatorLogError, OSError) as exc:
-                STORAGE_LOG.log("coordinator log: compaction failed (the log is unchanged): %s", exc)
+                STORAGE_LOG.log(
+                    "coordinator log: compaction failed (the log is unchanged): %s", exc
+                )
 
     async def compact(self, now_ms: int | None = None) -> CompactionStats:
         """Compact the sealed segments now, in a child process (a worker thread waits for it):

@@ -20,6 +20,7 @@ from typing import Any
 import trio
 from tricycle import open_service_nursery
 
+from .. import log_budget
 from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
 from ..auth.users import UsersFileError, UserStore
@@ -54,6 +55,7 @@ async def run_broker(
             await storage.start(coordinator.run)
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
+                services.start_soon(log_budget.flush_forever)  # counts of ended intervals
                 registry = GroupRegistry(
                     services,
                     group_config(config),
