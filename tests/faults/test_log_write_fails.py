@@ -2,7 +2,8 @@
 
 Guarantee: nothing of the failed batch is acknowledged. Every caller the actor holds -- the
 batch's and members parked in the rebalance the batch would have completed -- gets
-NOT_COORDINATOR (retriable; what Kafka's coordinator answers when its log's disk fails); the group is rebuilt from what the log has, so no read sees what
+NOT_COORDINATOR (retriable; what Kafka's coordinator answers when its log's disk
+fails); the group is rebuilt from what the log has, so no read sees what
 was not stored; other groups carry on; once the log takes writes again the group works; and
 everything acknowledged is there after a restart. Checked on a fake log and on the real
 DurableCoordinatorLog, whose `os.pwrite` fails once with ENOSPC.

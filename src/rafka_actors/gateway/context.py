@@ -18,9 +18,9 @@ from ..actors.registry import GroupRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
+from ..log_budget import LogBudget
 from ..storage.data_plane import DataPlane
 from .limits import ByteBudget, ConnectionLimits
-from ..log_budget import LogBudget
 
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
 SERVER_LOGGER = "rafka_actors.gateway.server"
