@@ -63,7 +63,7 @@ from pathlib import Path
 import trio
 
 from ..coordinator.latest import LatestRecords
-from ..group_common.records import Record
+from ..group_common.records import OffsetCommitRecord, Record
 from ..ids import GroupKey
 from ..storage.coordinator_records import (
     decode_stored,
@@ -133,6 +133,7 @@ def _replay(
         preallocate_bytes=preallocate_bytes,
         skip_corruption=skip_corruption,
         bulk=replay.bulk,
+        describe=_describe_entry,
     )
     try:
         replay.settle()
@@ -140,6 +141,15 @@ def _replay(
         segments.close()
         raise
     return segments, view
+
+
+def _describe_entry(entry: tuple[GroupKey, Record, bytes]) -> str:
+    """What a skipped entry held: its group, and the offset for a commit."""
+    key, record, _ = entry
+    group = f"group {key.group_id!r}" + (f" of org {key.org_id}" if key.org_id else "")
+    if isinstance(record, OffsetCommitRecord):
+        return f"{group} offset {record.topic}-{record.partition}={record.offset}"
+    return f"{group} {type(record).__name__}"
 
 
 def _wall_ms() -> int:
