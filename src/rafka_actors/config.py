@@ -165,6 +165,10 @@ class BrokerConfig:
     coordinator_log_skip_corruption: bool = field(
         default=False, metadata=_doc("start even if the middle of the log is corrupt")
     )
+    # -- when the disk fills (issue 47) --
+    log_dir_free_space_warning_bytes: int = field(
+        default=1 << 30, metadata=_doc("warn when the data dir has less free space; 0: never")
+    )
 
     @property
     def sasl_enabled(self) -> bool:
@@ -287,6 +291,8 @@ def load_config(
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
     if config.coordinator_log_preallocate_bytes < 0:
         raise ConfigError("coordinator.log.preallocate.bytes must be >= 0")
+    if config.log_dir_free_space_warning_bytes < 0:
+        raise ConfigError("log.dir.free.space.warning.bytes must be >= 0")
     return config
 
 

@@ -29,6 +29,7 @@ from ..group_common.effects import GroupConfig
 from ..refusals import CannotListen, CorruptLog, MissingFile, unusable_data_dir
 from ..storage.coordinator_segments import CorruptCoordinatorLog
 from ..storage.data_plane import DataPlane
+from ..storage.disk_space import DiskSpace
 from .apis import API_TABLE
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
@@ -59,6 +60,8 @@ async def run_broker(
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
                 services.start_soon(log_budget.flush_forever)  # counts of ended intervals
+                disk_space = DiskSpace(config.data_dir, config.log_dir_free_space_warning_bytes)
+                services.start_soon(disk_space.run)
                 registry = GroupRegistry(
                     services,
                     group_config(config),
@@ -91,6 +94,7 @@ async def run_broker(
                         config.max_connections_per_user,
                     ),
                     sasl=sasl,
+                    disk_space=disk_space,
                 )
                 async with trio.open_nursery() as gateway:
                     serve = partial(trio.serve_listeners, partial(_serve, ctx), listeners)
