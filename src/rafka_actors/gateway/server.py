@@ -168,7 +168,7 @@ async def open_listeners(config: BrokerConfig) -> list[trio.abc.Listener[Any]]:
     except OSError as exc:
         raise CannotListen(
             f"cannot listen on {config.listen}: {exc.strerror or exc}",
-            "stop whatever listens there (`ss -ltnp` shows it) or choose another address "
+            "stop whatever listens there (ss -ltnp shows it) or choose another address "
             "with --listen HOST:PORT",
         ) from exc
 
