@@ -216,8 +216,8 @@ class GroupActor:
             STORAGE_LOG.log("group %s: %s; restarting from its log", self._name(), exc)
             self._recover(now, ErrorCode.not_coordinator)
             return
-        except StoreTimedOut as exc:  # Kafka's REQUEST_TIMED_OUT
-            log.error("group %s: %s; restarting from its log", self._name(), exc)
+        except StoreTimedOut as exc:  # Kafka's REQUEST_TIMED_OUT (a hung disk: budgeted too)
+            STORAGE_LOG.log("group %s: %s; restarting from its log", self._name(), exc)
             self._recover(now, ErrorCode.coordinator_not_available)
             return
         except Exception:
