@@ -38,6 +38,7 @@ from kio.schema.errors import ErrorCode
 
 from ..group_common.topic_image import TopicImage
 from .control_batches import ABORT, COMMIT, marker_batch
+from .failures import STORAGE_LOG, StorageError, reason
 from .partition_log import PartitionLog
 from .producer_ids import ProducerIdAllocator
 from .producer_recovery import rebuild_producers, write_snapshot
@@ -129,7 +130,12 @@ class DataPlane:
         *,
         org_id: int = 0,
     ) -> Topic:
-        return self.topics_for(org_id).create(name, partitions, configs)
+        """A new topic; StorageError if the disk refuses it (nothing of it is left)."""
+        try:
+            return self.topics_for(org_id).create(name, partitions, configs)
+        except OSError as exc:
+            STORAGE_LOG.log("creating topic %s failed: %s", name, reason(exc))
+            raise StorageError(reason(exc)) from None
 
     def delete_topic(self, name: str, *, org_id: int = 0) -> Topic | None:
         topic = self.topics_for(org_id).delete(name)
@@ -147,6 +153,8 @@ class DataPlane:
 
         Batches of a producer (id >= 0) are checked against the partition's producer state
         first; such a request must hold exactly one batch, as Kafka demands from Produce v3.
+        A write the disk refuses raises StorageError (nothing of it was stored), with one
+        budgeted log line (storage/failures.py).
         """
         key = (topic.topic_id, index)
         partition = topic.partitions[index]
@@ -171,7 +179,7 @@ class DataPlane:
                 return AppendResult(verdict.error, -1, verdict.message)
         elif header.is_transactional:
             return AppendResult(ErrorCode.invalid_record, -1, "transactional batch, no producer")
-        base_offset = partition.append(batches)
+        base_offset = self._append_to_log(topic, index, batches)
         if producers is not None:
             producers.appended(header, base_offset)
         self._dirty.add(partition)
@@ -195,6 +203,7 @@ class DataPlane:
         Idempotent: a repeated marker of a transaction already ended here, at the same epoch,
         writes nothing. UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist (for
         instance a topic deleted since it joined the transaction): nothing is left to end.
+        KAFKA_STORAGE_ERROR (retriable) where the disk refused the marker.
         """
         kind = COMMIT if committed else ABORT
         store = self.topics_for(org_id)
@@ -227,11 +236,23 @@ class DataPlane:
             return code
         now = _now_ms()
         batch = marker_batch(producer_id, epoch, kind == COMMIT, coordinator_epoch, now)
-        offset = partition.append([batch])
+        try:
+            offset = self._append_to_log(topic, index, [batch])
+        except StorageError:
+            return ErrorCode.kafka_storage_error  # retriable: the coordinator sends it again
         producers.marker_written(producer_id, epoch, coordinator_epoch, kind, offset, now)
         self._dirty.add(partition)
         self._wake(key)
         return ErrorCode.none
+
+    def _append_to_log(
+        self, topic: Topic, index: int, batches: list[memoryview] | list[bytes]
+    ) -> int:
+        try:
+            return topic.partitions[index].append(batches)
+        except OSError as exc:
+            STORAGE_LOG.log("append to %s-%d failed: %s", topic.name, index, reason(exc))
+            raise StorageError(reason(exc)) from None  # (no cycle: see failures.py)
 
     # -- transactions' view of a partition -------------------------------------------------
     def _producers_of(self, key: PartitionKey, partition: PartitionLog) -> PartitionProducers:
@@ -289,7 +310,10 @@ class DataPlane:
         """fsync every partition written since the last flush."""
         dirty, self._dirty = self._dirty, set()
         for partition in dirty:
-            partition.flush()
+            try:
+                partition.flush()
+            except OSError as exc:  # the partition refuses appends from now on
+                STORAGE_LOG.log("fsync of %s failed: %s", partition.directory, reason(exc))
 
     def close(self) -> None:
         """Snapshot the producer state that changed (the next start-up replays nothing),

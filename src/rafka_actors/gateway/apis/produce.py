@@ -12,6 +12,9 @@ batch, the offset it was first written at.
 Topics are the connection's org's; a topic outside the user's prefixes gets
 TOPIC_AUTHORIZATION_FAILED on each of its partitions, before anything else is checked (Kafka's
 answer when WRITE is denied).
+
+A partition whose disk refuses the write (full, or failing) gets KAFKA_STORAGE_ERROR, as Kafka
+answers for a log dir that failed; it is retriable, and the other partitions are unaffected.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ...storage.failures import StorageError
 from ...storage.record_batch import InvalidRecordError, parse_header, split_batches
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
@@ -88,5 +92,8 @@ def _append(
             return ErrorCode.message_too_large, -1, log_start, ""
         if parse_header(batch).is_control:
             return ErrorCode.invalid_record, -1, log_start, "clients may not write control batches"
-    result = ctx.data.append(topic, data.index, batches)
+    try:
+        result = ctx.data.append(topic, data.index, batches)
+    except StorageError:  # (not bound: see storage/failures.py)
+        return ErrorCode.kafka_storage_error, -1, log_start, ""
     return result.error, result.base_offset, log_start, result.message
