@@ -20,6 +20,7 @@ from rafka_actors.storage.producer_state import AbortedTxn
 from rafka_actors.storage.record_batch import HEADER_SIZE, parse_header, split_batches
 
 from ..batch_builder import build_batch, decode_batches
+from ..disk_faults import failing_write
 
 TXN = 0x10
 
@@ -218,4 +219,19 @@ def test_expired_producers_are_forgotten_in_every_partition(tmp_path: Path) -> N
     assert data.expire_producers(expiration_ms=86_400_000) == 1  # build_batch's 2023 stamps
     assert data.append(topic, 0, old).base_offset == 1  # unknown now: appended again
     assert data.open_transactions(topic, 1) == {2: 0}
+    data.close()
+
+
+def test_a_marker_the_disk_refuses_is_kafka_storage_error_and_ends_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = open_plane(tmp_path)
+    topic = data.create_topic("t", 1)
+    data.append(topic, 0, batch(1, 0))
+    write = failing_write(under=str(tmp_path))
+    monkeypatch.setattr(os, "write", write)
+    codes = trio.run(data.write_txn_markers, 0, 1, 0, True, [("t", 0)])
+    assert codes == {("t", 0): ErrorCode.kafka_storage_error.value}
+    assert data.open_transactions(topic, 0) == {1: 0}  # still open: the coordinator retries
+    write.fail = False  # type: ignore[attr-defined]
     data.close()
