@@ -129,6 +129,11 @@ class BrokerConfig:
         default=1000, metadata=_doc("least time between target assignments")
     )
     group_consumer_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
+    # Online migration between the classic and consumer protocols (coordinator/migration.py)
+    group_consumer_migration_policy: str = field(
+        default="bidirectional",
+        metadata=_doc("disabled, upgrade, downgrade or bidirectional: groups with members"),
+    )
     offsets_retention_minutes: int = field(default=10080, metadata=_doc("empty groups' offsets"))
     offsets_commit_timeout_ms: int = field(
         # Kafka's: how long a coordinator write may take before the request is answered
@@ -281,12 +286,18 @@ def load_config(
 
 def _check_consumer_group_settings(config: BrokerConfig) -> None:
     from .consumer_group.assignors import ASSIGNORS  # the one list of assignors we have
+    from .group_common.effects import MIGRATION_POLICIES
 
     names = consumer_assignors(config)
     unknown = [n for n in names if n not in ASSIGNORS]
     if not names or unknown:
         raise ConfigError(
             f"group.consumer.assignors: {unknown or 'empty'}; known: {', '.join(ASSIGNORS)}"
+        )
+    if config.group_consumer_migration_policy not in MIGRATION_POLICIES:
+        raise ConfigError(
+            f"group.consumer.migration.policy: {config.group_consumer_migration_policy!r}; "
+            f"one of {', '.join(MIGRATION_POLICIES)}"
         )
     if config.group_consumer_heartbeat_interval_ms <= 0:
         raise ConfigError("group.consumer.heartbeat.interval.ms must be positive")

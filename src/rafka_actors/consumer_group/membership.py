@@ -84,6 +84,7 @@ def _is_subset(owned: Owned, assigned: dict) -> bool:
 # -- records ---------------------------------------------------------------------------------
 def store_member(group: ConsumerGroup, member: ConsumerMember, fx: Effects) -> None:
     s = member.subscription
+    classic = member.classic
     fx.records.append(
         ConsumerMemberMetadataRecord(
             group.group_id,
@@ -96,6 +97,8 @@ def store_member(group: ConsumerGroup, member: ConsumerMember, fx: Effects) -> N
             s.topic_regex,
             s.rebalance_timeout_ms,
             s.server_assignor,
+            -1 if classic is None else classic.session_timeout_ms,
+            () if classic is None else classic.protocols,
         )
     )
 
@@ -212,7 +215,11 @@ def fence(group: ConsumerGroup, member: ConsumerMember, fx: Effects, reason: str
     group.remove(member.member_id)
     fx.records.append(ConsumerMemberTombstone(group.group_id, member.member_id))
     bump_epoch_if_metadata_changed(group, fx, reason, force=True)
-    fx.events.append(MemberFenced(group.group_id, member.member_id, reason, group.group_epoch))
+    fx.events.append(
+        MemberFenced(
+            group.group_id, member.member_id, reason, group.group_epoch, member.classic is not None
+        )
+    )
     if not group.members:
         # Nobody left to assign to: the (empty) target is current, and the next member's
         # assignment must not wait out the throttle (Kafka writes timestamp 0 here too).

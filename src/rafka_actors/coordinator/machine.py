@@ -7,11 +7,13 @@ waiter token it names. `next_deadline(group)` tells the actor when to wake up ne
 `deadline_after` a cheap lower bound of it after an op.
 
 An op goes to the machine of the group's type: a consumer group's (consumer_group/machine.py)
-for a KIP-848 group or a KIP-848 op, the classic machine (group/machine.py) otherwise. A
-group keeps its type while it has members; this module changes an empty group's type as Kafka
-does with the migration policy off, keeping its offsets and its `cgp_` id: a JoinGroup turns
-an empty consumer group into a classic group, and a new member's ConsumerGroupHeartbeat turns
-an empty classic group, with no member id handed out, into a consumer group.
+for a KIP-848 group or a KIP-848 op, the classic machine (group/machine.py) otherwise. This
+module changes a group's type as Kafka does, keeping its offsets and its `cgp_` id: whatever
+the migration policy, a JoinGroup turns an empty consumer group into a classic group, and a
+new member's ConsumerGroupHeartbeat turns an empty classic group, with no member id handed
+out, into a consumer group; groups with members change type as the policy allows
+(migration.py): a classic group when a consumer-protocol member joins it, a consumer group
+when its last consumer-protocol member goes and classic members remain.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ..group_common.ops import (
 )
 from ..group_common.records import Record
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
+from . import migration
 
 AnyGroup: TypeAlias = ClassicGroup | ConsumerGroup | None
 
@@ -118,11 +121,37 @@ def handle(
             new_group = classic_machine.handle(_to_classic(group, fx), op, waiter, fx)
         else:
             new_group = consumer_machine.handle(group, op, waiter, fx)
+            if isinstance(new_group, ConsumerGroup):
+                gone = migration.downgrade_due(new_group, fx)
+                if gone:
+                    new_group = migration.downgrade(new_group, gone, fx)
     elif type(op) in consumer_machine.CONSUMER_OPS:
-        successor = _consumer_successor(group, fx) if group is not None else None
-        new_group = consumer_machine.handle(group, op, waiter, fx, successor)
+        if group is not None and type(op) is ConsumerGroupHeartbeatOp and op.member_epoch == 0:
+            return _heartbeat_to_classic(group, op, waiter, fx)
+        new_group = consumer_machine.handle(group, op, waiter, fx)
     else:
         new_group = classic_machine.handle(group, op, waiter, fx)
+    return Result(new_group, fx.records, fx.replies, fx.events, fx.earliest_deadline)
+
+
+def _heartbeat_to_classic(
+    group: ClassicGroup, op: ConsumerGroupHeartbeatOp, waiter: int, fx: Effects
+) -> Result:
+    """A joining consumer-protocol member's heartbeat to a classic group: the group becomes a
+    consumer group if it is empty, or if the migration policy lets it upgrade; the
+    conversion's records and answers stand only if the heartbeat is accepted."""
+    successor: ConsumerGroup | migration.Refusal | None = _consumer_successor(group, fx)
+    upgrade = None
+    if successor is None and not group.pending_members:
+        found = migration.upgrade(group, op.member_id or op.new_member_id, fx)
+        if isinstance(found, migration.Upgrade):
+            upgrade, successor = found, found.group
+        else:
+            successor = found
+    new_group = consumer_machine.handle(group, op, waiter, fx, successor)
+    if upgrade is not None and new_group is upgrade.group:
+        fx.records[:0] = upgrade.records
+        fx.replies[:0] = upgrade.replies
     return Result(new_group, fx.records, fx.replies, fx.events, fx.earliest_deadline)
 
 

@@ -127,6 +127,7 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         consumer_assignors=consumer_assignors(config),
         consumer_assignment_interval_ms=config.group_consumer_assignment_interval_ms,
         consumer_max_size=config.group_consumer_max_size,
+        consumer_migration_policy=config.group_consumer_migration_policy,
     )
 
 

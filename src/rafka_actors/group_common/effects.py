@@ -30,6 +30,18 @@ class GroupConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
     consumer_assignment_interval_ms: int = 1000
     consumer_max_size: int = 2**31 - 1
+    # online migration between the protocols (coordinator/migration.py): Kafka's
+    # group.consumer.migration.policy, one of MIGRATION_POLICIES
+    consumer_migration_policy: str = "bidirectional"
+
+    def upgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("upgrade", "bidirectional")
+
+    def downgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("downgrade", "bidirectional")
+
+
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +70,7 @@ class MemberFenced:
     member_id: str
     reason: str
     group_epoch: int
+    classic: bool = False  # it used the classic protocol (a downgrade check needs to know)
 
 
 @dataclass(slots=True)
