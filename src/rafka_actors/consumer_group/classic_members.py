@@ -94,10 +94,9 @@ def join(group: ConsumerGroup, op: JoinGroupOp, waiter: int, fx: Effects) -> Con
         client_id=op.client_id,
         client_host=op.client_host,
         topic_names=tuple(sorted(set(subscription.topics))),
+        # JoinGroup v0 has none: Kafka takes the session timeout
         rebalance_timeout_ms=(
-            op.rebalance_timeout_ms
-            if op.rebalance_timeout_ms != -1
-            else member.subscription.rebalance_timeout_ms
+            op.rebalance_timeout_ms if op.rebalance_timeout_ms != -1 else op.session_timeout_ms
         ),
     )
     is_new = member_id not in group.members
