@@ -115,6 +115,10 @@ def classic_group_of(h: MigrationHarness, members: int, user_data: bytes | None 
     return int(generation)
 
 
+def _rows(assignment: dict) -> tuple:
+    return tuple((t, tuple(p)) for t, p in assignment.items())
+
+
 def owners(group: ConsumerGroup) -> dict[int, str]:
     return {p: m for (_, p), m in group.owners.items()}
 
@@ -342,16 +346,15 @@ def test_round_trip_keeps_assignments_offsets_and_id(
         assert h.assigned(m) == ({"foo": set(ps)} if ps else {})
     assert group.offsets == offsets and group.cgp_id == "cgp_test"
     assert durable_view(h.replayed()) == durable_view(group)
+    target = {m: h.named(_rows(group.target.get(m, {}))) for m in shares}
+    epoch = group.group_epoch
     h.heartbeat("k1", -1)
     classic = h.group
     assert isinstance(classic, ClassicGroup) and classic.offsets == offsets
-    seen: set[int] = set()
+    # as Kafka's fromConsumerGroup: generation = the group epoch, assignment = the target
+    assert classic.generation == epoch
     for m in shares:
-        # its target once k1 left: between them, every partition, once
-        mine = h.partitions_of(classic.members[m].assignment).get("foo", set())
-        assert not mine & seen
-        seen |= mine
-    assert seen == set(range(partitions))
+        assert h.partitions_of(classic.members[m].assignment) == (target[m] or {})
     for m in shares:
         meta = decode_subscription(classic.members[m].metadata("range"))
         assert meta.topics == ("foo",)
@@ -359,3 +362,18 @@ def test_round_trip_keeps_assignments_offsets_and_id(
     assert isinstance(replayed, ClassicGroup) and replayed.offsets == offsets
     assert replayed.cgp_id == "cgp_test" and set(replayed.members) == set(shares)
     h.send(TimerFired())
+
+
+def test_classic_member_commits_with_its_generation_through_any_version(
+    h: MigrationHarness,
+) -> None:
+    generation = classic_group_of(h, 2)
+    h.join("k1")
+    old_version = OffsetCommitOp(
+        GROUP_ID, (("foo", 1, 7, -1, None),), "c0", generation, api_version=2
+    )
+    assert h.send(old_version).results == (("foo", 1, 0),)
+    stale = dataclasses.replace(old_version, generation_id=generation + 1)
+    assert h.send(stale).results == (("foo", 1, ErrorCode.illegal_generation),)
+    kip848 = dataclasses.replace(old_version, member_id="k1", generation_id=0)
+    assert h.send(kip848).results == (("foo", 1, ErrorCode.unsupported_version),)

@@ -168,6 +168,9 @@ class CommittingMember:
         self.ledger.read(rows)
         for p, o, _ in rows:
             self.mine.setdefault(p, []).append(o)
+        # what it read of partitions it gave up since stays uncommitted (its new owner reads
+        # it again): committing it now could overwrite the new owner's progress
+        self.mine = {p: offsets for p, offsets in self.mine.items() if p in held}
         ends = {p: max(offsets) + 1 for p, offsets in self.mine.items()}
         tps = [confluent_kafka.TopicPartition(self.topic, p, o) for p, o in ends.items()]
         try:

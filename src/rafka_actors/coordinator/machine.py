@@ -121,10 +121,9 @@ def handle(
             new_group = classic_machine.handle(_to_classic(group, fx), op, waiter, fx)
         else:
             new_group = consumer_machine.handle(group, op, waiter, fx)
-            if isinstance(new_group, ConsumerGroup):
-                gone = migration.downgrade_due(new_group, fx)
-                if gone:
-                    new_group = migration.downgrade(new_group, gone, fx)
+            gone = migration.downgrade_due(fx)
+            if gone and isinstance(new_group, ConsumerGroup) and new_group.members:
+                new_group = migration.downgrade(new_group, gone, fx)
     elif type(op) in consumer_machine.CONSUMER_OPS:
         if group is not None and type(op) is ConsumerGroupHeartbeatOp and op.member_epoch == 0:
             return _heartbeat_to_classic(group, op, waiter, fx)

@@ -171,20 +171,11 @@ def by_id(partitions: tuple[tuple[str, tuple[int, ...]], ...], image: TopicImage
     return {topic_id: parts for topic_id, parts in result.items() if parts}
 
 
-def downgrade_due(group: ConsumerGroup, fx: Effects) -> list[str]:
-    """The consumer-protocol members whose going in this step leaves only classic members
-    behind, if the group must now become a classic group (Kafka's
-    validateOnlineDowngradeWithFencedMember); empty if not."""
-    gone = [e.member_id for e in fx.events if isinstance(e, MemberFenced) and not e.classic]
-    if (
-        not gone
-        or not group.members
-        or not fx.config.downgrade_enabled()
-        or len(group.members) > fx.config.max_size
-        or not group.uses_classic_protocol_only()
-    ):
-        return []
-    return gone
+def downgrade_due(fx: Effects) -> list[str]:
+    """The consumer-protocol members whose going in this step left only classic members
+    behind, so that the group must become a classic group (consumer_group/membership.py
+    decided it, and did not bump the epoch); empty if none."""
+    return [e.member_id for e in fx.events if isinstance(e, MemberFenced) and e.downgrade]
 
 
 def downgrade(group: ConsumerGroup, gone: list[str], fx: Effects) -> ClassicGroup:
@@ -202,7 +193,7 @@ def downgrade(group: ConsumerGroup, gone: list[str], fx: Effects) -> ClassicGrou
     for member in group.members.values():
         meta = member.classic
         assert meta is not None
-        target = group.target.get(member.member_id, member.current.assigned)
+        target = group.target.get(member.member_id, {})
         version = version_of(meta.protocols[0][1]) if meta.protocols else 0
         new = Member(
             member.member_id,

@@ -70,7 +70,9 @@ class MemberFenced:
     member_id: str
     reason: str
     group_epoch: int
-    classic: bool = False  # it used the classic protocol (a downgrade check needs to know)
+    # its going left only classic members, and the policy lets the group become a classic
+    # group: the coordinator converts it (coordinator/migration.py), so no epoch was bumped
+    downgrade: bool = False
 
 
 @dataclass(slots=True)
