@@ -82,11 +82,16 @@ class MigrationHarness(ConsumerHarness):
         return {t: set(p) for t, p in decode_assignment(assignment).partitions}
 
 
-@pytest.fixture
-def h() -> MigrationHarness:
+def new_harness() -> MigrationHarness:
+    """No initial-rebalance delay, and topic foo with 6 partitions."""
     harness = MigrationHarness(config=dataclasses.replace(CONFIG, initial_rebalance_delay_ms=0))
     harness.create_topic("foo", 6)
     return harness
+
+
+@pytest.fixture
+def h() -> MigrationHarness:
+    return new_harness()
 
 
 def classic_group_of(h: MigrationHarness, members: int, user_data: bytes | None = None) -> int:
@@ -238,7 +243,7 @@ def test_last_consumer_member_leaving_downgrades(h: MigrationHarness) -> None:
     assert isinstance(replayed, ClassicGroup) and set(replayed.members) == {"c0", "c1"}
     assert replayed.offsets[("foo", 0)].offset == 42
     reasons = [getattr(r, "reason", "") for r in h.records]
-    assert "downgraded from a consumer group: member k1 left" in reasons
+    assert "downgraded from a consumer group: the last consumer-protocol member k1 went" in reasons
     assert any(r.startswith("upgraded from a classic group: member k1") for r in reasons)
 
 

@@ -16,6 +16,7 @@ One broker for the module (short heartbeat, session and assignment intervals), f
 from __future__ import annotations
 
 import datetime
+import json
 import socket
 import struct
 import threading
@@ -31,6 +32,7 @@ import pytest
 from confluent_kafka import ConsumerGroupType
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.cli import main
 from rafka_actors.gateway.apis._build import make
 from rafka_actors.protocol.messages import request_class, response_class
 
@@ -244,7 +246,9 @@ def test_rolling_upgrade_and_back(broker: BrokerProcess) -> None:
     assert ledger.reread_after_commit() == [], "\n".join(ledger.story)
 
 
-def test_kafka_python_member_inside_a_consumer_group(broker: BrokerProcess) -> None:
+def test_kafka_python_member_inside_a_consumer_group(
+    broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
     topic, group = _topic(broker, "kp")
     consumer_member = MemberThread(
         lambda: _confluent_kip848(broker.bootstrap, group, topic), "kip848"
@@ -266,6 +270,13 @@ def test_kafka_python_member_inside_a_consumer_group(broker: BrokerProcess) -> N
         assert sorted(map(len, both())) == [3, 3]
         admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": broker.bootstrap})
         assert _group_type(admin, group) == ConsumerGroupType.CONSUMER
+        # `groups describe` shows the group's type and which protocol each member speaks
+        capsys.readouterr()
+        argv = ["groups", "describe", group, "--bootstrap", broker.bootstrap, "--output", "json"]
+        assert main(argv) == 0
+        described = json.loads(capsys.readouterr().out)
+        assert described["type"] == "consumer"
+        assert sorted(m["protocol"] for m in described["members"]) == ["classic", "consumer"]
     finally:
         consumer_member.stop()
         if classic is not None:

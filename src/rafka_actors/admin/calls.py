@@ -56,6 +56,8 @@ LATEST, EARLIEST = -1, -2  # ListOffsets timestamps
 CONSUMER_GROUP_DESCRIBE = 69
 ASK_IDENTITIES = {GROUP_IDENTITY_TAG: b""}
 NO_IDENTITY: tuple[str | None, str | None] = (None, None)
+# ConsumerGroupDescribe v1's member type: which protocol the member speaks (-1: unknown)
+_MEMBER_PROTOCOLS = {0: "classic", 1: "consumer"}
 
 
 def list_groups(
@@ -127,6 +129,7 @@ def _consumer_group(group: Any, identity: tuple[str | None, str | None]) -> Grou
             target_assignment=_named(m.target_assignment),
             subscribed_topics=tuple(m.subscribed_topic_names),
             subscribed_regex=m.subscribed_topic_regex,
+            protocol=_MEMBER_PROTOCOLS.get(m.member_type),
         )
         for m in group.members
     )

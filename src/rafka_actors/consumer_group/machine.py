@@ -98,6 +98,7 @@ def describe(
         assignor_name=preferred_assignor(group, fx),
         members=members,
         cgp_id=group.cgp_id,
+        classic_members=tuple(m for m, g in group.members.items() if g.classic is not None),
     )
 
 

@@ -171,14 +171,18 @@ def by_id(partitions: tuple[tuple[str, tuple[int, ...]], ...], image: TopicImage
     return {topic_id: parts for topic_id, parts in result.items() if parts}
 
 
-def downgrade_due(fx: Effects) -> list[str]:
-    """The consumer-protocol members whose going in this step left only classic members
-    behind, so that the group must become a classic group (consumer_group/membership.py
-    decided it, and did not bump the epoch); empty if none."""
-    return [e.member_id for e in fx.events if isinstance(e, MemberFenced) and e.downgrade]
+def downgrade_due(fx: Effects) -> list[tuple[str, str]]:
+    """(member id, why it went) of the consumer-protocol members whose going in this step
+    left only classic members behind, so that the group must become a classic group
+    (consumer_group/membership.py decided it, and did not bump the epoch); empty if none."""
+    return [
+        (e.member_id, e.reason.removeprefix(f"member {e.member_id} "))
+        for e in fx.events
+        if isinstance(e, MemberFenced) and e.downgrade
+    ]
 
 
-def downgrade(group: ConsumerGroup, gone: list[str], fx: Effects) -> ClassicGroup:
+def downgrade(group: ConsumerGroup, gone: list[tuple[str, str]], fx: Effects) -> ClassicGroup:
     """The classic group a consumer group of classic members only becomes, rebalancing."""
     classic = ClassicGroup(
         group.group_id,
@@ -209,7 +213,12 @@ def downgrade(group: ConsumerGroup, gone: list[str], fx: Effects) -> ClassicGrou
         classic.add(new)
         reschedule_heartbeat(new, fx)
     classic.protocol_name = classic.select_protocol()
-    reason = f"downgraded from a consumer group: member {', '.join(gone)} left"
+    for member_id, why in gone:  # the rebalance's story (pipeline/history.py) names them
+        classic.depart(member_id, why)
+    reason = (
+        "downgraded from a consumer group: the last consumer-protocol member "
+        f"{', '.join(m for m, _ in gone)} went"
+    )
     fx.records.append(ConsumerStateTombstone(group.group_id))
     fx.records.append(group_record(classic, reason))
     prepare_rebalance(classic, fx, reason)
