@@ -382,3 +382,23 @@ def test_classic_member_commits_with_its_generation_through_any_version(
     assert h.send(stale).results == (("foo", 1, ErrorCode.illegal_generation),)
     kip848 = dataclasses.replace(old_version, member_id="k1", generation_id=0)
     assert h.send(kip848).results == (("foo", 1, ErrorCode.unsupported_version),)
+
+
+def test_upgrade_drops_member_ids_not_yet_joined_with(h: MigrationHarness) -> None:
+    classic_group_of(h, 2)
+    pending = h.send(
+        JoinGroupOp(GROUP_ID, "", "consumer", SESSION_MS,
+                    (("range", encode_subscription(Subscription(1, ("foo",)))),),
+                    rebalance_timeout_ms=REBALANCE_MS, new_member_id="late")
+    )  # fmt: skip
+    assert pending.error_code == ErrorCode.member_id_required
+    assert h.join("k1").error_code == ErrorCode.none
+    assert set(h.consumer.members) == {"c0", "c1", "k1"}
+    # the late member comes back with its id: it joins the consumer group as a classic member
+    back = h.send(
+        JoinGroupOp(GROUP_ID, "late", "consumer", SESSION_MS,
+                    (("range", encode_subscription(Subscription(1, ("foo",)))),),
+                    rebalance_timeout_ms=REBALANCE_MS)
+    )  # fmt: skip
+    assert back.error_code == ErrorCode.none and back.member_id == "late"
+    assert h.member("late").classic is not None

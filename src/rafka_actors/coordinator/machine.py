@@ -141,7 +141,9 @@ def _heartbeat_to_classic(
     conversion's records and answers stand only if the heartbeat is accepted."""
     successor: ConsumerGroup | migration.Refusal | None = _consumer_successor(group, fx)
     upgrade = None
-    if successor is None and not group.pending_members:
+    if successor is None and group.members:
+        # member ids handed out but not yet joined with are dropped, as Kafka's are: such
+        # a member joins the consumer group with its id as a classic member
         found = migration.upgrade(group, op.member_id or op.new_member_id, fx)
         if isinstance(found, migration.Upgrade):
             upgrade, successor = found, found.group
