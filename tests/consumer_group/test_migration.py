@@ -402,3 +402,72 @@ def test_upgrade_drops_member_ids_not_yet_joined_with(h: MigrationHarness) -> No
     )  # fmt: skip
     assert back.error_code == ErrorCode.none and back.member_id == "late"
     assert h.member("late").classic is not None
+
+
+# -- a mixed group under random interleavings ------------------------------------------------
+class ClassicClient:
+    """A classic consumer (eager or cooperative) as the broker sees it: heartbeats, and on
+    REBALANCE_IN_PROGRESS rejoins and syncs; `holds` is what it consumes from."""
+
+    def __init__(self, h: MigrationHarness, member_id: str, generation: int, eager: bool) -> None:
+        self.h, self.member_id, self.generation, self.eager = h, member_id, generation, eager
+        assignment = h.group.members[member_id].assignment  # of the classic group
+        self.holds: set[int] = h.partitions_of(assignment).get("foo", set())
+
+    def step(self) -> None:
+        if self.h.classic_heartbeat(self.member_id, self.generation) == ErrorCode.none:
+            return
+        if self.eager:
+            self.holds = set()  # eager: everything is given up before the rejoin
+        joined = self.h.classic_join(self.member_id, {"foo": sorted(self.holds)})
+        if joined.error_code != ErrorCode.none:
+            return
+        self.generation = joined.generation_id
+        synced = self.h.classic_sync(self.member_id, self.generation)
+        if synced.error_code == ErrorCode.none:
+            self.holds = self.h.partitions_of(synced.assignment).get("foo", set())
+
+
+class ConsumerClient:
+    def __init__(self, h: MigrationHarness, member_id: str) -> None:
+        self.h, self.member_id, self.holds = h, member_id, set()
+        self.epoch = -1
+
+    def step(self) -> None:
+        if self.epoch < 0:
+            resp = self.h.join(self.member_id)
+        else:
+            resp = self.h.heartbeat(self.member_id, self.epoch, owned={"foo": self.holds})
+        if resp.error_code != ErrorCode.none:
+            return
+        self.epoch = resp.member_epoch
+        if resp.assignment is not None:
+            self.holds = (self.h.named(resp.assignment) or {}).get("foo", set())
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    eager=st.lists(st.booleans(), min_size=2, max_size=3),
+    consumers=st.integers(1, 2),
+    steps=st.lists(st.integers(0, 4), min_size=5, max_size=40),
+)
+def test_no_partition_is_held_twice_in_a_mixed_group(
+    eager: list[bool], consumers: int, steps: list[int]
+) -> None:
+    """Classic members (eager or cooperative) and consumer-protocol members of an upgraded
+    group step in any order: no partition is ever consumed by two of them, and once everyone
+    has caught up, every partition is consumed by exactly one."""
+    h = new_harness()
+    generation = classic_group_of(h, len(eager))
+    clients: list[Any] = [ClassicClient(h, f"c{i}", generation, e) for i, e in enumerate(eager)] + [
+        ConsumerClient(h, f"k{i}") for i in range(consumers)
+    ]
+    for pick in steps:
+        clients[pick % len(clients)].step()
+        held = [c.holds for c in clients]
+        assert sum(map(len, held)) == len(set().union(*held)), held
+    for _ in range(6):  # everyone catches up
+        for client in clients:
+            client.step()
+    held = [c.holds for c in clients]
+    assert sorted(set().union(*held)) == list(range(6)) and sum(map(len, held)) == 6, held
