@@ -51,7 +51,8 @@ from .group_clients import (
     wait_until,
 )
 
-pytestmark = pytest.mark.e2e
+# one worker (pytest-xdist) runs the module, so its tests share the module's broker
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("migration-e2e")]
 
 SETTINGS = (
     f"group.consumer.heartbeat.interval.ms={HEARTBEAT_MS}",
