@@ -471,3 +471,24 @@ def test_no_partition_is_held_twice_in_a_mixed_group(
             client.step()
     held = [c.holds for c in clients]
     assert sorted(set().union(*held)) == list(range(6)) and sum(map(len, held)) == 6, held
+
+
+def test_classic_member_is_asked_to_rejoin_once_the_target_exists() -> None:
+    """With the assignor throttled, the group epoch runs ahead of the target for a while; a
+    classic member is told REBALANCE_IN_PROGRESS only once there is a target to move to."""
+    h = new_harness()
+    h.config = dataclasses.replace(h.config, consumer_assignment_interval_ms=1_000)
+    generation = classic_group_of(h, 2)
+    h.join("k1")  # upgrades; the target for the new epoch is computed at once
+    for m in ("c0", "c1"):
+        joined = h.classic_join(m)
+        h.classic_sync(m, joined.generation_id)
+    epoch = h.member("c0").member_epoch
+    assert epoch > generation
+    h.sleep(100)
+    h.join("k2")  # the epoch moves, the assignor is throttled for 900 ms more
+    assert h.consumer.group_epoch > h.consumer.assignment_epoch
+    assert h.classic_heartbeat("c0", epoch) == ErrorCode.none
+    h.sleep(1_000)  # the throttled target is computed at its deadline
+    assert h.consumer.group_epoch == h.consumer.assignment_epoch
+    assert h.classic_heartbeat("c0", epoch) == ErrorCode.rebalance_in_progress

@@ -12,12 +12,17 @@ server-side assignor like everyone's; the classic requests are only its way to l
   the client is a follower and asks SyncGroup for its assignment. The member then owes a
   SyncGroup within its rebalance timeout.
 - **SyncGroup** hands out the member's assigned partitions, in the version of its
-  subscription; REBALANCE_IN_PROGRESS if the group moved on since its JoinGroup.
+  subscription; REBALANCE_IN_PROGRESS if the group's target moved on since its JoinGroup.
 - **Heartbeat** keeps its session (the JoinGroup's session timeout, not
   `group.consumer.session.timeout.ms`) and answers REBALANCE_IN_PROGRESS when its assignment
-  must change: the group epoch moved, it must revoke partitions, or partitions it waits for
-  are free. It then owes a JoinGroup within its rebalance timeout.
+  must change: the target moved past its epoch, it must revoke partitions, or partitions it
+  waits for are free. It then owes a JoinGroup within its rebalance timeout.
 - **LeaveGroup** fences it.
+
+Kafka compares the member's epoch with the group epoch; here the assignor may be throttled
+(`group.consumer.assignment.interval.ms`), so it is compared with the assignment epoch: a
+member is asked to rejoin once there is a new target to reconcile to, not earlier (an earlier
+rejoin would change nothing, and would loop JoinGroup/SyncGroup until the target exists).
 
 A member that misses its session, or owes a JoinGroup or SyncGroup past its rebalance
 timeout, is fenced (timers.py). Errors are Kafka's: UNKNOWN_MEMBER_ID for a member that is
@@ -227,7 +232,7 @@ def sync(group: ConsumerGroup, op: SyncGroupOp, waiter: int, fx: Effects) -> Con
         if op.protocol_name is not None and op.protocol_name != classic.protocol_name:
             raise _Refused(ErrorCode.inconsistent_group_protocol)
         if (
-            group.group_epoch > member.member_epoch
+            group.assignment_epoch > member.member_epoch
             and member.current.state is not MemberState.UNREVOKED_PARTITIONS
         ):
             _owe_join_if_absent(member, fx)
@@ -262,7 +267,7 @@ def heartbeat(group: ConsumerGroup, op: HeartbeatOp, waiter: int, fx: Effects) -
     member.session_deadline = fx.now + member.classic.session_timeout_ms
     state = member.current.state
     if (
-        member.member_epoch < group.group_epoch
+        member.member_epoch < group.assignment_epoch
         or state is MemberState.UNREVOKED_PARTITIONS
         or (
             state is MemberState.UNRELEASED_PARTITIONS
