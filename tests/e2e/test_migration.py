@@ -278,12 +278,27 @@ def test_kafka_python_member_inside_a_consumer_group(
         described = json.loads(capsys.readouterr().out)
         assert described["type"] == "consumer"
         assert sorted(m["protocol"] for m in described["members"]) == ["classic", "consumer"]
+        # the classic member's (auto-)commits are accepted: its partitions' records are done
+        theirs = classic.current
+        produce_spread(broker.bootstrap, topic, PARTITIONS, 2, "kp")
+        wait_until(
+            lambda: all(_committed(admin, group, topic).get(p) == 2 for p in theirs),
+            "the kafka-python member's commits",
+        )
     finally:
         consumer_member.stop()
         if classic is not None:
             classic.stop()
             classic.close()
         consumer_member.close()
+
+
+def _committed(admin: confluent_kafka.admin.AdminClient, group: str, topic: str) -> dict:
+    request = confluent_kafka.ConsumerGroupTopicPartitions(
+        group, [confluent_kafka.TopicPartition(topic, p) for p in range(PARTITIONS)]
+    )
+    (future,) = admin.list_consumer_group_offsets([request]).values()
+    return {tp.partition: tp.offset for tp in future.result(WAIT).topic_partitions}
 
 
 def _confluent_kip848(bootstrap: str, group: str, topic: str) -> Any:
