@@ -492,3 +492,36 @@ def test_classic_member_is_asked_to_rejoin_once_the_target_exists() -> None:
     h.sleep(1_000)  # the throttled target is computed at its deadline
     assert h.consumer.group_epoch == h.consumer.assignment_epoch
     assert h.classic_heartbeat("c0", epoch) == ErrorCode.rebalance_in_progress
+
+
+def test_classic_static_member_replacing_the_last_consumer_member_downgrades(
+    h: MigrationHarness,
+) -> None:
+    classic_group_of(h, 2)
+    h.join("k1", instance_id="i1")
+    for m in ("c0", "c1"):
+        joined = h.classic_join(m)
+        h.classic_sync(m, joined.generation_id)
+    epoch = h.member("k1").member_epoch
+    h.heartbeat("k1", -2, instance_id="i1")  # a static member steps out, for a restart
+    assert isinstance(h.group, ConsumerGroup) and "k1" in h.group.members
+    # ...and comes back speaking the classic protocol: the group becomes classic again
+    rejoin = JoinGroupOp(
+        GROUP_ID, "", "consumer", SESSION_MS,
+        (("range", encode_subscription(Subscription(1, ("foo",)))),),
+        rebalance_timeout_ms=REBALANCE_MS, group_instance_id="i1", new_member_id="i1-new",
+    )  # fmt: skip
+    assert h.send(rejoin) is None  # parked in the classic rebalance
+    parked = h.last_token
+    group = h.group
+    assert isinstance(group, ClassicGroup) and group.is_in(GroupState.PREPARING_REBALANCE)
+    assert set(group.members) == {"c0", "c1", "i1-new"} and group.generation >= epoch
+    assert group.offsets[("foo", 0)].offset == 42
+    tokens = [parked]
+    for m in ("c0", "c1"):
+        assert h.classic_heartbeat(m, group.generation) == ErrorCode.rebalance_in_progress
+        h.classic_join(m)
+        tokens.append(h.last_token)
+    answers = [h.answers[t] for t in tokens]
+    assert {a.error_code for a in answers} == {ErrorCode.none}
+    assert answers[0].member_id == "i1-new"

@@ -119,6 +119,9 @@ def handle(
     if isinstance(group, ConsumerGroup):
         if type(op) is JoinGroupOp and not group.members:
             new_group = classic_machine.handle(_to_classic(group, fx), op, waiter, fx)
+        elif type(op) is JoinGroupOp and migration.downgrade_for_static_join(group, op, fx):
+            classic = migration.downgrade(group, migration.downgrade_due(fx), fx)
+            new_group = classic_machine.handle(classic, op, waiter, fx)
         else:
             new_group = consumer_machine.handle(group, op, waiter, fx)
             gone = migration.downgrade_due(fx)

@@ -18,6 +18,8 @@ Kafka 4.x (`group.consumer.migration.policy`, default `bidirectional`; seed 003)
   consumer-protocol member leaves or is fenced and only classic members remain (Kafka's
   ClassicGroup.fromConsumerGroup): Stable at generation = the group epoch, each member with
   its target assignment, then a rebalance, so the members rejoin and their leader assigns.
+  Likewise when a classic static member takes the place of the last consumer-protocol member
+  (same instance id): that member goes, and the classic group takes the JoinGroup.
 
 Either way the group keeps its offsets, its `cgp_` id and its history; the change is the new
 type's group record, whose reason says why (the rebalance history shows it as the cause).
@@ -29,7 +31,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Refusal", "Upgrade", "by_id", "downgrade", "downgrade_due", "upgrade"]
+__all__ = [
+    "Refusal",
+    "Upgrade",
+    "by_id",
+    "downgrade",
+    "downgrade_due",
+    "downgrade_for_static_join",
+    "upgrade",
+]
 
 from kio.schema.errors import ErrorCode
 
@@ -37,6 +47,7 @@ from ..consumer_group.classic_members import CONSUMER_PROTOCOL_TYPE, named
 from ..consumer_group.membership import Refusal, set_current, store_member
 from ..consumer_group.records import (
     ConsumerGroupMetadataRecord,
+    ConsumerMemberTombstone,
     ConsumerStateTombstone,
     ConsumerTargetMemberRecord,
     ConsumerTargetMetadataRecord,
@@ -60,7 +71,7 @@ from ..group_common.consumer_embedded import (
     version_of,
 )
 from ..group_common.effects import Effects, MemberFenced
-from ..group_common.ops import JoinGroupOpResp, SyncGroupOpResp
+from ..group_common.ops import JoinGroupOp, JoinGroupOpResp, SyncGroupOpResp
 from ..group_common.records import Record
 from ..group_common.topic_image import TopicImage
 
@@ -180,6 +191,36 @@ def downgrade_due(fx: Effects) -> list[tuple[str, str]]:
         for e in fx.events
         if isinstance(e, MemberFenced) and e.downgrade
     ]
+
+
+def downgrade_for_static_join(group: ConsumerGroup, op: JoinGroupOp, fx: Effects) -> bool:
+    """Kafka's validateOnlineDowngradeWithReplacedMemberId: a classic static member taking the
+    place of the group's last consumer-protocol member (same instance id). If so, that member
+    is removed here and the caller downgrades the group, then lets the classic group take the
+    JoinGroup (a static member's rejoin under a new id)."""
+    if op.group_instance_id is None or op.member_id:
+        return False
+    static = group.static_member(op.group_instance_id)
+    if static is None or static.classic is not None:
+        return False
+    config = fx.config
+    others = len(group.members) - 1
+    if not others or not config.downgrade_enabled() or others > config.max_size:
+        return False
+    if any(m.classic is None for m in group.members.values() if m is not static):
+        return False
+    group.remove(static.member_id)
+    fx.records.append(ConsumerMemberTombstone(group.group_id, static.member_id))
+    fx.events.append(
+        MemberFenced(
+            group.group_id,
+            static.member_id,
+            f"member {static.member_id} replaced",
+            group.group_epoch,
+            True,
+        )
+    )
+    return True
 
 
 def downgrade(group: ConsumerGroup, gone: list[tuple[str, str]], fx: Effects) -> ClassicGroup:
