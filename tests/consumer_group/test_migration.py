@@ -525,3 +525,23 @@ def test_classic_static_member_replacing_the_last_consumer_member_downgrades(
     answers = [h.answers[t] for t in tokens]
     assert {a.error_code for a in answers} == {ErrorCode.none}
     assert answers[0].member_id == "i1-new"
+
+
+def test_consumer_static_member_replaces_a_classic_one_at_once(h: MigrationHarness) -> None:
+    """A static classic member does not leave when it restarts; its successor speaking the
+    consumer protocol takes its place without waiting out its session (as in Kafka)."""
+    classic_group_of(h, 1)
+    h.join("k0")
+    assert h.consumer.members["c0"].classic is not None
+    static = JoinGroupOp(
+        GROUP_ID, "", "consumer", SESSION_MS,
+        (("range", encode_subscription(Subscription(1, ("foo",)))),),
+        rebalance_timeout_ms=REBALANCE_MS, group_instance_id="i0", new_member_id="c-static",
+    )  # fmt: skip
+    assert h.send(static).error_code == ErrorCode.none
+    wrong = dataclasses.replace(static, member_id="someone-else")
+    assert h.send(wrong).error_code == ErrorCode.fenced_instance_id
+    resp = h.join("k-static", instance_id="i0")
+    assert resp.error_code == ErrorCode.none
+    assert "c-static" not in h.consumer.members
+    assert h.member("k-static").classic is None

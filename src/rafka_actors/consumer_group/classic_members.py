@@ -168,14 +168,16 @@ def _joining(
             raise _Refused(ErrorCode.unknown_member_id)
         return member_id, existing or ConsumerMember(member_id, Subscription()), None, subscription
     static = group.static_member(op.group_instance_id)
-    if static is None:
-        existing = group.members.get(member_id)
-        return member_id, existing or ConsumerMember(member_id, Subscription()), None, subscription
-    if static.member_id == member_id:
+    if not unknown:  # Kafka: the instance must be this member's
+        if static is None:
+            raise _Refused(ErrorCode.unknown_member_id)
+        if static.member_id != member_id:
+            raise _Refused(ErrorCode.fenced_instance_id)
         return member_id, static, None, subscription
-    if not unknown:
-        raise _Refused(ErrorCode.fenced_instance_id)
-    # A static member restarting with a new id takes its predecessor's place and partitions.
+    if static is None:
+        return member_id, ConsumerMember(member_id, Subscription()), None, subscription
+    # A static member restarting (a classic one never leaves first) takes its predecessor's
+    # place and partitions, whichever protocol the predecessor spoke.
     return member_id, membership.successor(static, member_id), static, subscription
 
 

@@ -158,7 +158,9 @@ def _member_for(
             return existing, None
         if static.member_id == member_id:
             return static, None  # a rejoin after being fenced, with its own id
-        if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        # a classic static member (online migration) never leaves with -2: its successor
+        # speaking the consumer protocol takes its place at once, as in Kafka
+        if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and static.classic is None:
             raise Refusal(
                 ErrorCode.unreleased_instance_id,
                 f"Static member {member_id} with instance id {op.instance_id} cannot join the "
