@@ -197,12 +197,6 @@ class CommittingMember:
     def assignment(self) -> frozenset[int]:
         return frozenset(tp.partition for tp in self.consumer.assignment())
 
-    def commit(self, offsets: dict[int, int]) -> None:
-        raise NotImplementedError
-
-    def committed(self, partitions: Any) -> dict[int, int | None]:
-        raise NotImplementedError
-
     def close(self) -> None:
         self.consumer.close()
 
