@@ -33,4 +33,8 @@ def error_response(op: Any, code: int) -> Any:
             return ops.ConsumerGroupHeartbeatOpResp(code)
         case ops.ConsumerGroupDescribeOp():
             return ops.ConsumerGroupDescribeOpResp(code)
+        case ops.GroupConfigOp():
+            return ops.GroupConfigOpResp(code)
+        case ops.TopicsChangedOp():
+            return ops.TopicsChangedOpResp(code)
     raise TypeError(f"no error response for {type(op).__name__}")

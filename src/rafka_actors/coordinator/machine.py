@@ -33,9 +33,11 @@ from ..group_common.ops import (
     JoinGroupOp,
     OffsetCommitOp,
     TimerFired,
+    TopicsChangedOp,
 )
 from ..group_common.records import Record
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
+from .topic_changes import topics_changed
 
 AnyGroup: TypeAlias = ClassicGroup | ConsumerGroup | None
 
@@ -113,7 +115,10 @@ def handle(
     type), so a caller need not mint one otherwise."""
     fx = Effects(now_ms, config, fresh_cgp_id, topics)
     new_group: AnyGroup
-    if isinstance(group, ConsumerGroup):
+    if type(op) is TopicsChangedOp:  # issue 45: deleted topics, added partitions
+        topics_changed(group, op, waiter, fx)
+        new_group = group
+    elif isinstance(group, ConsumerGroup):
         if type(op) is JoinGroupOp and not group.members:
             new_group = classic_machine.handle(_to_classic(group, fx), op, waiter, fx)
         else:

@@ -19,6 +19,7 @@ from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
 from ..storage.data_plane import DataPlane
+from ..storage.group_configs import GroupConfigStore
 from .limits import ByteBudget, ConnectionLimits
 from .log_budget import LogBudget
 
@@ -41,6 +42,7 @@ class BrokerContext:
         default_factory=lambda: ConnectionLimits(2**31 - 1, 2**31 - 1, 2**31 - 1)
     )
     sasl: SaslSetup | None = None  # set on a SASL listener
+    group_configs: GroupConfigStore | None = None  # dynamic group configs (issue 45)
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
     # one budget of connection-close log lines per broker (a flood must not flood the log)
     close_log: LogBudget = field(

@@ -26,6 +26,8 @@ from ..auth.users import UsersFileError, UserStore
 from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
 from ..group_common.effects import GroupConfig
 from ..storage.data_plane import DataPlane
+from ..storage.group_configs import GroupConfigStore
+from ..storage.retention import retain_periodically
 from .apis import API_TABLE
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
@@ -54,6 +56,14 @@ async def run_broker(
             await storage.start(coordinator.run)
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
+                services.start_soon(
+                    retain_periodically,
+                    data,
+                    config.log_retention_check_interval_ms,
+                    config.log_retention_ms,
+                    config.log_retention_bytes,
+                )
+                group_configs = GroupConfigStore.open(config.data_dir)
                 registry = GroupRegistry(
                     services,
                     group_config(config),
@@ -61,6 +71,7 @@ async def run_broker(
                     topics=data.image_of,
                     passivate_after_s=config.group_passivation_idle_ms / 1000,
                     commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
+                    group_overrides=lambda key: group_configs.get(key.org_id, key.group_id).items(),
                 )
                 services.start_soon(
                     registry.expire_offsets_periodically,
@@ -86,6 +97,7 @@ async def run_broker(
                         config.max_connections_per_user,
                     ),
                     sasl=sasl,
+                    group_configs=group_configs,
                 )
                 async with trio.open_nursery() as gateway:
                     serve = partial(trio.serve_listeners, partial(_serve, ctx), listeners)

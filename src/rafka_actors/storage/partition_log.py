@@ -207,6 +207,26 @@ def _verify_new_tail(seg: _Segment) -> None:
         seg.truncate(valid, reason)
 
 
+_START_FILE = "log-start-offset"
+
+
+def _read_start(directory: Path) -> int:
+    try:
+        return int((directory / _START_FILE).read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _write_start(directory: Path, offset: int) -> None:
+    tmp = directory / (_START_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(str(offset))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, directory / _START_FILE)
+    fsync_dir(directory)
+
+
 class PartitionLog:
     """An append-only, segmented log of record batches for one partition."""
 
@@ -218,6 +238,9 @@ class PartitionLog:
         self._end = segments[-1].end_offset
         self._size = sum(s.size for s in segments)
         self._closed = False
+        # DeleteRecords may move the log start inside the first segment (issue 45): kept in
+        # a file of its own, as Kafka's log-start-offset checkpoint.
+        self._start_floor = min(_read_start(directory), self._end)
 
     @classmethod
     def open(cls, directory: Path, *, segment_bytes: int = 1 << 30) -> PartitionLog:
@@ -239,7 +262,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return max(self._segments[0].base_offset, self._start_floor)
 
     @property
     def log_end_offset(self) -> int:
@@ -366,6 +389,59 @@ class PartitionLog:
                 top = seg.max_ts[-1]
                 best = seg.offsets[bisect_left(seg.max_ts, top)], top
         return best
+
+    # -- retention and DeleteRecords (issue 45; storage/retention.py decides what goes) -----
+
+    @property
+    def segment_bytes(self) -> int:
+        return self._segment_bytes
+
+    @segment_bytes.setter
+    def segment_bytes(self, value: int) -> None:
+        self._segment_bytes = value  # the topic's segment.bytes, from the next roll on
+
+    def segment_stats(self) -> list[tuple[int, int, int, int]]:
+        """(base offset, end offset, bytes, largest timestamp (-1: none)) of each segment,
+        oldest first; the last one is the active segment."""
+        return [
+            (s.base_offset, s.end_offset, s.size, s.max_ts[-1] if s.max_ts else -1)
+            for s in self._segments
+        ]
+
+    def advance_log_start(self, offset: int) -> int:
+        """Move the log start up to `offset` (at most the log end), durably before it returns,
+        and delete the segments wholly below it; returns the new log start."""
+        self._check_open()
+        offset = min(offset, self._end)
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        _write_start(self._dir, offset)
+        self._start_floor = offset
+        below = sum(1 for s in self._segments if s.end_offset <= offset and s.size)
+        self.delete_oldest_segments(below)
+        return self.log_start_offset
+
+    def delete_oldest_segments(self, count: int) -> int:
+        """Delete the `count` oldest segments, as Kafka's retention does: whole segments only;
+        if that takes the active one, a new empty segment is rolled first at the log end."""
+        self._check_open()
+        count = min(count, len(self._segments))
+        if count <= 0:
+            return 0
+        if count == len(self._segments):
+            if not self._segments[-1].size:
+                count -= 1  # an empty active segment holds nothing
+            else:
+                self._roll()
+        doomed, self._segments = self._segments[:count], self._segments[count:]
+        self._bases = [s.base_offset for s in self._segments]
+        for seg in doomed:
+            seg.close()
+            seg.path.unlink()
+            self._size -= seg.size
+        if doomed:
+            fsync_dir(self._dir)
+        return len(doomed)
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ...group_common.ops import TopicsChangedOp
 from ...storage.topics import (
     InvalidTopicName,
     TopicExists,
@@ -23,6 +24,7 @@ from ...storage.topics import (
 )
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
+from .partitions_admin import TellGroups
 
 CREATE_KEY = 19
 DELETE_KEY = 20
@@ -96,7 +98,13 @@ def delete_topics(ctx: BrokerContext, conn: ConnectionInfo, version: int, reques
     else:
         wanted = [(name, None) for name in request.topic_names]
     results = tuple(_delete_one(ctx, conn, mod, name, topic_id) for name, topic_id in wanted)
-    return make(mod.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=results)
+    response = make(mod.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=results)
+    deleted = tuple(r.name for r in results if r.error_code is ErrorCode.none)
+    if not deleted:
+        return response
+    # Every group of the org tombstones the deleted incarnations' offsets before the answer,
+    # so a topic re-created under the same name starts clean (issue 45).
+    return TellGroups(conn.org_id, TopicsChangedOp(deleted), True, lambda _answers: response)
 
 
 def _delete_one(
