@@ -433,3 +433,109 @@ def test_delete_records_moves_the_log_start_durably(tmp_path: Path) -> None:
     finally:
         if broker.alive():
             broker.kill()
+
+
+# -- tenancy ----------------------------------------------------------------------------------
+def _users_file(path: Path) -> Path:
+    from rafka_actors.auth.scram import MIN_ITERATIONS, Mechanism, derive_credential
+    from rafka_actors.auth.users import User, UserStore
+
+    store = UserStore()
+    for name, org, prefixes in (("alice", 1, ()), ("bob", 2, ()), ("carol", 1, ("team-a.",))):
+        credential = derive_credential(Mechanism.SCRAM_SHA_256, name, iterations=MIN_ITERATIONS)
+        credentials = {Mechanism.SCRAM_SHA_256: credential}
+        store = store.with_user(User(name, org, prefixes, prefixes, credentials))
+    store.save(path)
+    return path
+
+
+def _tenant_admin(broker: BrokerProcess, user: str) -> AdminClient:
+    return AdminClient(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": user,
+            "sasl.password": user,
+        }
+    )
+
+
+def _error_of(future: Any) -> int:
+    try:
+        future.result(WAIT)
+    except confluent_kafka.KafkaException as exc:
+        return int(exc.args[0].code())
+    return 0
+
+
+def test_an_org_sees_and_changes_only_its_own_configs(tmp_path: Path) -> None:
+    users = _users_file(tmp_path / "users.json")
+    broker = BrokerProcess(
+        tmp_path / "data",
+        "listener.security.protocol=SASL_PLAINTEXT",
+        f"sasl.users.file={users}",
+    ).start()
+    alice, bob, carol = (_tenant_admin(broker, u) for u in ("alice", "bob", "carol"))
+    try:
+        alice.create_topics([NewTopic("orders", 1, 1)])["orders"].result(WAIT)
+        retention = ConfigEntry(
+            "retention.ms", "60000", incremental_operation=AlterConfigOpType.SET
+        )
+        session = ConfigEntry(
+            "consumer.session.timeout.ms", "50000", incremental_operation=AlterConfigOpType.SET
+        )
+        topic = ConfigResource(ResourceType.TOPIC, "orders", incremental_configs=[retention])
+        group = ConfigResource(ResourceType.GROUP, "payments", incremental_configs=[session])
+        for future in alice.incremental_alter_configs([topic, group]).values():
+            future.result(WAIT)
+
+        # bob (org 2): org 1's topic does not exist for him, and its group configs are not his
+        unknown = confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART
+        (described,) = bob.describe_configs([ConfigResource(ResourceType.TOPIC, "orders")]).values()
+        assert _error_of(described) == unknown
+        (altered,) = bob.incremental_alter_configs([topic]).values()
+        assert _error_of(altered) == unknown
+        (described,) = bob.describe_configs(
+            [ConfigResource(ResourceType.GROUP, "payments")]
+        ).values()
+        assert described.result(WAIT)["consumer.session.timeout.ms"].value == "45000"
+        (altered,) = bob.incremental_alter_configs(
+            [
+                ConfigResource(
+                    ResourceType.GROUP,
+                    "payments",
+                    incremental_configs=[
+                        ConfigEntry(
+                            "consumer.session.timeout.ms",
+                            "55000",
+                            incremental_operation=AlterConfigOpType.SET,
+                        )
+                    ],
+                )
+            ]
+        ).values()
+        altered.result(WAIT)
+        (described,) = alice.describe_configs(
+            [ConfigResource(ResourceType.GROUP, "payments")]
+        ).values()
+        assert described.result(WAIT)["consumer.session.timeout.ms"].value == "50000"
+
+        # carol (org 1, prefix team-a.): refused outside her prefixes
+        futures = carol.describe_configs(
+            [
+                ConfigResource(ResourceType.TOPIC, "orders"),
+                ConfigResource(ResourceType.GROUP, "payments"),
+            ]
+        )
+        codes = sorted(_error_of(f) for f in futures.values())
+        assert codes == sorted(
+            [
+                confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                confluent_kafka.KafkaError.GROUP_AUTHORIZATION_FAILED,
+            ]
+        )
+        (altered,) = carol.incremental_alter_configs([group]).values()
+        assert _error_of(altered) == confluent_kafka.KafkaError.GROUP_AUTHORIZATION_FAILED
+    finally:
+        broker.kill()
