@@ -43,7 +43,7 @@ def test_kafkas_refusals(overrides: dict[str, str], message: str) -> None:
 
 def test_session_must_exceed_the_heartbeat_interval() -> None:
     wide = GroupConfigBounds(1000, 60000, 100, 15000)
-    with pytest.raises(InvalidGroupConfig, match="must be greater than consumer.heartbeat"):
+    with pytest.raises(InvalidGroupConfig, match=r"must be greater than consumer\.heartbeat"):
         validate(
             {"consumer.session.timeout.ms": "3000", "consumer.heartbeat.interval.ms": "3000"},
             BASE,
