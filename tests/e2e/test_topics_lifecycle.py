@@ -21,8 +21,6 @@ import json
 import signal
 import socket
 import struct
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -48,11 +46,12 @@ from kio.schema.consumer_group_heartbeat.v1.request import (
 )
 from kio.schema.consumer_group_heartbeat.v1.response import ConsumerGroupHeartbeatResponse
 
+from rafka_actors.cli import main
+
 from ..broker_process import BrokerProcess
 from ..wire import parse_response, request_frame
 
 pytestmark = pytest.mark.e2e
-CLI = (sys.executable, "-m", "rafka_actors")
 
 WAIT = 20.0
 SETTINGS = (
@@ -191,7 +190,9 @@ def _members(broker: BrokerProcess, group: str) -> int:
     return len(future.result(WAIT).members)
 
 
-def test_group_config_reaches_the_live_group_at_its_next_heartbeat(broker: BrokerProcess) -> None:
+def test_group_config_reaches_the_live_group_at_its_next_heartbeat(
+    broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
     topic, group = _names("gcfg")
     _create(broker, topic, 2)
     member = RawMember(broker, group, topic)
@@ -220,6 +221,12 @@ def test_group_config_reaches_the_live_group_at_its_next_heartbeat(broker: Broke
     finally:
         member.close()
     _wait_until(lambda: _members(broker, group) == 0, "the member fenced by its group session")
+    described = json.loads(_cli(capsys, broker, "groups", "describe", group, "--output", "json"))
+    assert described["dynamic_configs"] == {
+        "consumer.heartbeat.interval.ms": "700",
+        "consumer.session.timeout.ms": "2000",
+    }
+    assert "DYNAMIC-CONFIG" in _cli(capsys, broker, "groups", "describe", group)
 
 
 def test_group_config_refusals_are_kafkas(broker: BrokerProcess) -> None:
@@ -352,20 +359,26 @@ def test_deleted_and_recreated_topic_starts_clean(broker: BrokerProcess) -> None
 
 
 # -- retention --------------------------------------------------------------------------------
-def _groups_offsets(broker: BrokerProcess, group: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [*CLI, "groups", "offsets", group, "--bootstrap", broker.bootstrap, "--output", "json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    rows: list[dict[str, Any]] = json.loads(done.stdout)[0]["partitions"]
+def _cli(capsys: pytest.CaptureFixture[str], broker: BrokerProcess, *argv: str) -> str:
+    """Run `rafka-actors ARGV --bootstrap ...` in-process; its stdout (status 0 asserted)."""
+    capsys.readouterr()
+    code = main([*argv, "--bootstrap", broker.bootstrap])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
+
+
+def _groups_offsets(
+    capsys: pytest.CaptureFixture[str], broker: BrokerProcess, group: str
+) -> list[dict[str, Any]]:
+    out = _cli(capsys, broker, "groups", "offsets", group, "--output", "json")
+    rows: list[dict[str, Any]] = json.loads(out)[0]["partitions"]
     return rows
 
 
-def test_retention_deletes_segments_and_consumers_reset(broker: BrokerProcess) -> None:
+def test_retention_deletes_segments_and_consumers_reset(
+    broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
     topic, group = _names("retain")
     _create(broker, topic, 1, segment_bytes="200")
     _produce(broker, topic, 12)
@@ -383,7 +396,7 @@ def test_retention_deletes_segments_and_consumers_reset(broker: BrokerProcess) -
     segments = sorted(p.name for p in (broker.data_dir / "topics" / topic / "0").glob("*.log"))
     assert int(segments[0].removesuffix(".log")) == low
     _alter(broker, ResourceType.TOPIC, topic, retention_ms="-1")  # keep what comes next
-    (row,) = _groups_offsets(broker, group)
+    (row,) = _groups_offsets(capsys, broker, group)
     assert row["current_offset"] == 2 and row["lag"] == high - low
 
     _produce(broker, topic, 2)
@@ -539,3 +552,48 @@ def test_an_org_sees_and_changes_only_its_own_configs(tmp_path: Path) -> None:
         assert _error_of(altered) == confluent_kafka.KafkaError.GROUP_AUTHORIZATION_FAILED
     finally:
         broker.kill()
+
+
+# -- the topics tool --------------------------------------------------------------------------
+def test_topics_tool_creates_alters_describes_and_deletes(
+    broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topic, _group = _names("tool")
+    _cli(
+        capsys,
+        broker,
+        "topics",
+        "create",
+        topic,
+        "--partitions",
+        "2",
+        "--config",
+        "retention.ms=90000",
+    )
+    _produce(broker, topic, 3, partition=1)
+    _cli(
+        capsys,
+        broker,
+        "topics",
+        "alter",
+        topic,
+        "--partitions",
+        "3",
+        "--config",
+        "retention.bytes=1000000",
+        "--delete-config",
+        "retention.ms",
+    )
+    described = json.loads(_cli(capsys, broker, "topics", "describe", topic, "--output", "json"))
+    offsets = [
+        (p["partition"], p["log_start_offset"], p["log_end_offset"])
+        for p in described["partitions"]
+    ]
+    assert offsets == [(0, 0, 0), (1, 0, 3), (2, 0, 0)]
+    assert described["partitions"][1]["size_bytes"] > 0
+    configs = {c["name"]: (c["value"], c["source"]) for c in described["configs"]}
+    assert configs["retention.bytes"] == ("1000000", "topic")
+    assert configs["retention.ms"] == ("604800000", "default")
+    assert topic in _cli(capsys, broker, "topics", "list")
+    _cli(capsys, broker, "topics", "delete", topic)
+    assert topic not in _cli(capsys, broker, "topics", "list")

@@ -204,7 +204,6 @@ def _offsets_json(result: GroupOffsets) -> dict[str, Any]:
                 "partition": r.partition,
                 "current_offset": r.current_offset,
                 "log_end_offset": r.log_end_offset,
-                "log_start_offset": r.log_start_offset,
                 "lag": r.lag,
                 "consumer_id": r.owner.member_id if r.owner else None,
                 "host": r.owner.host if r.owner else None,
