@@ -2,7 +2,7 @@
 
 One broker, so the only replication factor is 1 (-1 means the default, also 1); explicit
 replica assignments are accepted when they name this broker alone. Topic configs are stored
-verbatim with the topic; none of them changes how the log behaves yet.
+with the topic; those this broker honours (storage/topic_configs.py) are checked first.
 
 Topics are created in, and deleted from, the connection's org (data_plane.py). A topic outside
 the user's prefixes gets TOPIC_AUTHORIZATION_FAILED before any other check, so the answer says
@@ -17,6 +17,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...group_common.ops import TopicsChangedOp
+from ...storage.topic_configs import TOPIC_CONFIGS, InvalidConfig, validate_topic_config
 from ...storage.topics import (
     InvalidTopicName,
     TopicExists,
@@ -88,6 +89,12 @@ def _check_create(
     for assignment in wanted.assignments:
         if tuple(assignment.broker_ids) != (ctx.node_id,):
             return ErrorCode.invalid_replica_assignment, "Replicas must be this broker alone."
+    for config in wanted.configs:  # the configs honoured here are checked as Kafka does
+        if config.name in TOPIC_CONFIGS and config.value is not None:
+            try:
+                validate_topic_config(config.name, config.value)
+            except InvalidConfig as exc:
+                return ErrorCode.invalid_config, str(exc)
     return ErrorCode.none, None
 
 
