@@ -65,3 +65,19 @@ def test_a_deleted_topic_s_offsets_are_tombstoned() -> None:
         OffsetTombstone(GROUP_ID, "foo", 1),
     ]
     assert h.send(TopicsChangedOp(("foo",))) == TopicsChangedOpResp(0, 0)  # already gone
+
+
+def test_a_deleted_topic_leaves_the_target_at_once() -> None:
+    h = ConsumerHarness()
+    h.create_topic("foo", 2)
+    h.create_topic("bar", 2)
+    resp = h.join("m1", topics=("foo", "bar"))
+    h.heartbeat("m1", resp.member_epoch, owned=h.named(resp.assignment))
+    assert len(h.consumer.target["m1"]) == 2
+    bar = h.tid("bar")
+    h.delete_topic("bar")
+
+    h.send(TopicsChangedOp(("bar",)))
+
+    assert bar not in h.consumer.target["m1"]
+    assert set(h.consumer.target["m1"][h.tid("foo")]) == {0, 1}

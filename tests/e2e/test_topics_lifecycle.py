@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import confluent_kafka
+import kafka.admin
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import (
@@ -260,6 +261,21 @@ def test_topic_configs_with_their_sources(broker: BrokerProcess) -> None:
     with pytest.raises(confluent_kafka.KafkaException) as refused:
         _alter(broker, ResourceType.TOPIC, topic, cleanup_policy="compact")
     assert refused.value.args[0].code() == confluent_kafka.KafkaError.INVALID_CONFIG
+    # kafka-python's admin: AlterConfigs (the legacy API, which replaces the topic's configs)
+    legacy = kafka.admin.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        resource = kafka.admin.ConfigResource(
+            kafka.admin.ConfigResourceType.TOPIC, topic, configs={"retention.ms": "90000"}
+        )
+        assert legacy.alter_configs([resource], incremental=False) == {"topic": {topic: "OK"}}
+        wanted = kafka.admin.ConfigResource(kafka.admin.ConfigResourceType.TOPIC, topic)
+        described = legacy.describe_configs([wanted], config_filter="dynamic")["topic"][topic]
+        assert described["retention.ms"]["value"] == "90000"
+        assert described["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+    finally:
+        legacy.close()
+    # (kafka-python re-sends the topic's other configs, so that the replacement keeps them)
+    assert _described(broker, ResourceType.TOPIC, topic)["segment.bytes"].value == "4096"
     broker_configs = _described(broker, ResourceType.BROKER, "0")
     retention_check = broker_configs["log.retention.check.interval.ms"]
     assert retention_check.value == "200"

@@ -162,3 +162,16 @@ def test_describe_cluster_names_this_broker(ctx: BrokerContext) -> None:
     assert response.error_code == ErrorCode.none
     assert [(b.broker_id, b.host, b.port) for b in response.brokers] == [(0, "127.0.0.1", 9092)]
     assert response.controller_id == 0
+
+
+def test_alter_configs_replaces_a_topic_s_configs(ctx: BrokerContext) -> None:
+    store = ctx.data.topics_for(ORG)
+    store.alter_configs("t", {"segment.bytes": "4096", "retention.ms": "1000"})
+    given = _nested(33, 2, "AlterableConfig", name="retention.bytes", value="5000")
+    resource = _nested(
+        33, 2, "AlterConfigsResource", resource_type=2, resource_name="t", configs=(given,)
+    )
+    step = _call(ctx, 33, 2, resources=(resource,), validate_only=False)
+    (response,) = step.responses if not isinstance(step, Ask) else step.then([None]).responses
+    assert response.error_code == ErrorCode.none
+    assert store.by_name("t").configs == {"retention.bytes": "5000"}  # type: ignore[union-attr]
