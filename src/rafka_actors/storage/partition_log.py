@@ -374,7 +374,8 @@ class PartitionLog:
             if seg.max_ts and seg.max_ts[-1] >= ts:
                 # The running max first reaches ts exactly at the batch whose own max does.
                 i = bisect_left(seg.max_ts, ts)
-                return seg.offsets[i], seg.max_ts[i]
+                # (not below a log start that DeleteRecords moved inside the segment)
+                return max(seg.offsets[i], self.log_start_offset), seg.max_ts[i]
         return None
 
     def max_timestamp(self) -> tuple[int, int] | None:
@@ -388,7 +389,7 @@ class PartitionLog:
             if seg.max_ts and (best is None or seg.max_ts[-1] > best[1]):
                 top = seg.max_ts[-1]
                 best = seg.offsets[bisect_left(seg.max_ts, top)], top
-        return best
+        return None if best is None else (max(best[0], self.log_start_offset), best[1])
 
     # -- retention and DeleteRecords (issue 45; storage/retention.py decides what goes) -----
 
