@@ -175,3 +175,32 @@ def test_alter_configs_replaces_a_topic_s_configs(ctx: BrokerContext) -> None:
     (response,) = step.responses if not isinstance(step, Ask) else step.then([None]).responses
     assert response.error_code == ErrorCode.none
     assert store.by_name("t").configs == {"retention.bytes": "5000"}  # type: ignore[union-attr]
+
+
+def test_a_change_that_cannot_be_stored_is_a_storage_error(
+    ctx: BrokerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*_args: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("rafka_actors.storage.group_configs.os.replace", full_disk)
+    change = _nested(
+        INCREMENTAL,
+        1,
+        "AlterableConfig",
+        name="consumer.session.timeout.ms",
+        config_operation=0,
+        value="6000",
+    )
+    resource = _nested(
+        INCREMENTAL,
+        1,
+        "AlterConfigsResource",
+        resource_type=32,
+        resource_name="g",
+        configs=(change,),
+    )
+    response = _call(ctx, INCREMENTAL, 1, resources=(resource,), validate_only=False)
+    assert not isinstance(response, Ask)  # nothing stored: the group is not told
+    assert response.responses[0].error_code == ErrorCode.kafka_storage_error
+    assert ctx.group_configs is not None and ctx.group_configs.get(ORG, "g") == {}

@@ -44,17 +44,20 @@ class GroupConfigStore:
         return dict(self._configs.get((org_id, group_id), {}))
 
     def set(self, org_id: int, group_id: str, values: Mapping[str, str]) -> None:
-        """Replace the group's overrides, durably before it returns."""
+        """Replace the group's overrides, durably before it returns (on an OSError nothing
+        changes, in memory or on disk)."""
+        configs = dict(self._configs)
         if values:
-            self._configs[(org_id, group_id)] = dict(values)
+            configs[(org_id, group_id)] = dict(values)
         else:
-            self._configs.pop((org_id, group_id), None)
-        self._write()
+            configs.pop((org_id, group_id), None)
+        self._write(configs)
+        self._configs = configs
         log.info("group %s of org %d: configs now %s", group_id, org_id, dict(values))
 
-    def _write(self) -> None:
+    def _write(self, configs: dict[tuple[int, str], dict[str, str]]) -> None:
         stored: dict[str, dict[str, dict[str, str]]] = {}
-        for (org, group_id), values in sorted(self._configs.items()):
+        for (org, group_id), values in sorted(configs.items()):
             stored.setdefault(str(org), {})[group_id] = values
         tmp = self._path.with_suffix(".tmp")
         with open(tmp, "w") as f:

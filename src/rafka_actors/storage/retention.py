@@ -104,4 +104,7 @@ async def retain_periodically(
         await trio.sleep(interval_ms / 1000)
         now_ms = int(time.time() * 1000)
         for org_id in data.orgs():
-            enforce_all(data.topics_for(org_id), default_ms, default_bytes, now_ms)
+            try:
+                enforce_all(data.topics_for(org_id), default_ms, default_bytes, now_ms)
+            except Exception:  # a bug here must not stop the broker; the next pass retries
+                log.exception("retention pass over org %d failed", org_id)

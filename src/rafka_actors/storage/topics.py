@@ -215,20 +215,16 @@ class TopicStore:
     def _segment_bytes_of(self, configs: Mapping[str, str]) -> int:
         return effective_long(configs, "segment.bytes", self._segment_bytes)
 
-    def _write_meta(self, topic: Topic) -> None:
-        meta = {
-            "id": str(topic.topic_id),
-            "partitions": len(topic.partitions),
-            "configs": topic.configs,
-        }
+    def _write_meta(self, topic: Topic, partitions: int, configs: Mapping[str, str]) -> None:
+        meta = {"id": str(topic.topic_id), "partitions": partitions, "configs": dict(configs)}
         _write_atomically(self._root / topic.name / "topic.json", json.dumps(meta).encode())
 
     def alter_configs(self, name: str, configs: Mapping[str, str]) -> Topic:
-        """Replace the topic's configs (validated by the caller), durably; a new segment.bytes
-        applies from each partition's next roll."""
+        """Replace the topic's configs (validated by the caller), durably (on an OSError
+        nothing changes); a new segment.bytes applies from each partition's next roll."""
         topic = self._by_name[name]
+        self._write_meta(topic, len(topic.partitions), configs)
         topic.configs = dict(configs)
-        self._write_meta(topic)
         segment_bytes = self._segment_bytes_of(topic.configs)
         for partition in topic.partitions:
             partition.segment_bytes = segment_bytes
@@ -241,13 +237,20 @@ class TopicStore:
         topic = self._by_name[name]
         directory = self._root / name
         segment_bytes = self._segment_bytes_of(topic.configs)
-        for index in range(len(topic.partitions), total):
-            partition_dir = directory / str(index)
-            if partition_dir.exists():  # leftover of a crashed CreatePartitions
-                shutil.rmtree(partition_dir)
-            topic.partitions.append(PartitionLog.open(partition_dir, segment_bytes=segment_bytes))
-        fsync_dir(directory)
-        self._write_meta(topic)
+        added: list[PartitionLog] = []
+        try:
+            for index in range(len(topic.partitions), total):
+                partition_dir = directory / str(index)
+                if partition_dir.exists():  # leftover of a failed CreatePartitions
+                    shutil.rmtree(partition_dir)
+                added.append(PartitionLog.open(partition_dir, segment_bytes=segment_bytes))
+            fsync_dir(directory)
+            self._write_meta(topic, total, topic.configs)
+        except OSError:
+            for partition in added:  # not named by topic.json: removed at the next try
+                partition.close()
+            raise
+        topic.partitions.extend(added)
         self._changed()
         log.info("topic %s of org %d: now %d partitions", name, self._org_id, total)
         return topic

@@ -18,7 +18,9 @@ FAILED) before anything else, as CreateTopics does.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -43,6 +45,8 @@ from ...storage.topics import InvalidTopicName, Topic, validate_topic_name
 from ..context import BrokerContext, ConnectionInfo
 from ..steps import ask_each
 from ._build import NO_THROTTLE, make, schema
+
+log = logging.getLogger(__name__)
 
 DESCRIBE_KEY, ALTER_KEY, INCREMENTAL_KEY = 32, 33, 44
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -286,7 +290,8 @@ def _alter_one(
         except InvalidConfig as exc:
             raise Refused(ErrorCode.invalid_config, str(exc)) from None
         if not validate_only:
-            ctx.data.topics_for(conn.org_id).alter_configs(topic.name, checked)
+            with _storage_errors(name):
+                ctx.data.topics_for(conn.org_id).alter_configs(topic.name, checked)
         return None
     if kind == GROUP:
         _check_group(conn, name)
@@ -298,9 +303,20 @@ def _alter_one(
             raise Refused(ErrorCode.invalid_config, str(exc)) from None
         if validate_only:
             return None
-        store.set(conn.org_id, name, checked)
+        with _storage_errors(name):
+            store.set(conn.org_id, name, checked)
         return GroupConfigOp(tuple(sorted(checked.items())))
     raise Refused(ErrorCode.invalid_request, f"Unexpected resource type {kind}")
+
+
+@contextmanager
+def _storage_errors(name: str) -> Iterator[None]:
+    """A change that could not be stored is KAFKA_STORAGE_ERROR, not a closed connection."""
+    try:
+        yield
+    except OSError as exc:
+        log.error("could not store the configs of %s: %s", name, exc)
+        raise Refused(ErrorCode.kafka_storage_error, f"Could not store the change: {exc}") from None
 
 
 def _group_limits(

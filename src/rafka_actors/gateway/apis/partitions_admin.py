@@ -12,6 +12,7 @@ TOPIC_AUTHORIZATION_FAILED before anything else.
 
 from __future__ import annotations
 
+import logging
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from ...group_common.ops import TopicsChangedOp
 from ..context import BrokerContext, ConnectionInfo
 from ..steps import Step
 from ._build import NO_THROTTLE, make, schema
+
+log = logging.getLogger(__name__)
 
 CREATE_PARTITIONS_KEY, DELETE_RECORDS_KEY, LOG_DIRS_KEY, CLUSTER_KEY = 37, 21, 35, 60
 HIGH_WATERMARK = -1  # DeleteRecords: "up to the high watermark"
@@ -109,7 +112,11 @@ def _grow(
             if tuple(assignment.broker_ids) != (ctx.node_id,):
                 return ErrorCode.invalid_replica_assignment, "Replicas must be this broker alone."
     if not validate_only:
-        store.add_partitions(topic.name, wanted.count)
+        try:
+            store.add_partitions(topic.name, wanted.count)
+        except OSError as exc:
+            log.error("could not add partitions to %s: %s", topic.name, exc)
+            return ErrorCode.kafka_storage_error, f"Could not store the change: {exc}"
     return ErrorCode.none, None
 
 
@@ -150,7 +157,11 @@ def _delete_below(topic: Any, index: int, offset: int) -> tuple[int, ErrorCode]:
         offset = high
     if offset < 0 or offset > high:
         return -1, ErrorCode.offset_out_of_range
-    return partition.advance_log_start(offset), ErrorCode.none
+    try:
+        return partition.advance_log_start(offset), ErrorCode.none
+    except OSError as exc:
+        log.error("could not move the log start of %s-%d: %s", topic.name, index, exc)
+        return -1, ErrorCode.kafka_storage_error
 
 
 # -- DescribeLogDirs ------------------------------------------------------------------------
