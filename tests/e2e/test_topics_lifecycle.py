@@ -52,7 +52,8 @@ from rafka_actors.cli import main
 from ..broker_process import BrokerProcess
 from ..wire import parse_response, request_frame
 
-pytestmark = pytest.mark.e2e
+# one worker under pytest-xdist: the module shares one broker
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("topics-lifecycle")]
 
 WAIT = 20.0
 SETTINGS = (
