@@ -434,7 +434,7 @@ def test_retention_deletes_segments_and_consumers_reset(
 
 
 # -- DeleteRecords ----------------------------------------------------------------------------
-def test_delete_records_moves_the_log_start_durably(tmp_path: Path) -> None:
+def test_delete_records_and_configs_survive_a_sigkill(tmp_path: Path) -> None:
     broker = BrokerProcess(tmp_path / "data").start()
     try:
         topic, _group = _names("delrec")
@@ -444,9 +444,15 @@ def test_delete_records_moves_the_log_start_durably(tmp_path: Path) -> None:
         (deleted,) = futures.values()
         assert deleted.result(WAIT).low_watermark == 7
         assert _watermarks(broker, topic) == (7, 10)
+        _alter(broker, ResourceType.TOPIC, topic, retention_ms="86400000")
+        _alter(broker, ResourceType.GROUP, "kept", consumer_heartbeat_interval_ms="6000")
         broker.stop(signal.SIGKILL)
         broker.start()
         assert _watermarks(broker, topic) == (7, 10)
+        # configs are durable too
+        assert _described(broker, ResourceType.TOPIC, topic)["retention.ms"].value == "86400000"
+        configs = _described(broker, ResourceType.GROUP, "kept")
+        assert configs["consumer.heartbeat.interval.ms"].value == "6000"
         consumer = confluent_kafka.Consumer(
             {"bootstrap.servers": broker.bootstrap, "group.id": "d", "auto.offset.reset": "error"}
         )
