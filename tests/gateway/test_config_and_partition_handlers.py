@@ -70,7 +70,7 @@ def _describe(ctx: BrokerContext, kind: int, name: str) -> Any:
         4,
         resources=(resource,),
         include_synonyms=True,
-        include_documentation=False,
+        include_documentation=True,
     ).results
     return result
 
@@ -109,6 +109,7 @@ def test_a_group_config_is_stored_then_asked_of_the_group_s_actor(ctx: BrokerCon
         "group.consumer.session.timeout.ms",
     ]
     assert _describe(ctx, 32, "g-other").configs[1].value == "45000"  # others: the default
+    assert "consumer group protocol" in entry.documentation
 
 
 def test_describe_refusals(ctx: BrokerContext) -> None:

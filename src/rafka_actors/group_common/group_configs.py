@@ -23,6 +23,10 @@ BROKER_SYNONYMS = {
     HEARTBEAT: "group.consumer.heartbeat.interval.ms",
 }
 GROUP_CONFIG_NAMES = (HEARTBEAT, SESSION)  # Kafka lists them sorted
+DOCS = {  # Kafka's
+    SESSION: "The timeout to detect client failures when using the consumer group protocol.",
+    HEARTBEAT: "The heartbeat interval given to the members of a consumer group.",
+}
 _FIELDS = {SESSION: "consumer_session_timeout_ms", HEARTBEAT: "consumer_heartbeat_interval_ms"}
 
 

@@ -36,16 +36,28 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "cleanup.policy",
             TYPE_LIST,
             "log.cleanup.policy",
-            doc="delete only: this broker does not compact",
+            doc="delete: old segments are deleted by retention (compact is not served here)",
         ),
         TopicConfigDef(
-            "max.message.bytes", TYPE_INT, "message.max.bytes", 0, "largest record batch"
+            "max.message.bytes", TYPE_INT, "message.max.bytes", 0, "the largest record batch"
         ),
         TopicConfigDef(
-            "retention.bytes", TYPE_LONG, "log.retention.bytes", None, "kept per partition"
+            "retention.bytes",
+            TYPE_LONG,
+            "log.retention.bytes",
+            None,
+            "bytes a partition keeps before its oldest segments are deleted (-1: no limit)",
         ),
-        TopicConfigDef("retention.ms", TYPE_LONG, "log.retention.ms", -1, "kept this long"),
-        TopicConfigDef("segment.bytes", TYPE_INT, "log.segment.bytes", 14, "segment size"),
+        TopicConfigDef(
+            "retention.ms",
+            TYPE_LONG,
+            "log.retention.ms",
+            -1,
+            "how long a segment is kept after its newest record (-1: forever)",
+        ),
+        TopicConfigDef(
+            "segment.bytes", TYPE_INT, "log.segment.bytes", 14, "the size of a segment file"
+        ),
     )
 }
 _TYPE_NAMES = {TYPE_INT: "INT", TYPE_LONG: "LONG"}

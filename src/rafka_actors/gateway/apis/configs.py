@@ -69,14 +69,16 @@ Entry = tuple[str, str | None, int, bool, int, tuple[tuple[str, str | None, int]
 def describe_configs(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(DESCRIBE_KEY, version)
     results = tuple(
-        _describe_one(ctx, conn, mod, resource, request.include_synonyms)
+        _describe_one(
+            ctx, conn, mod, resource, request.include_synonyms, request.include_documentation
+        )
         for resource in request.resources
     )
     return make(mod.DescribeConfigsResponse, throttle_time=NO_THROTTLE, results=results)
 
 
 def _describe_one(
-    ctx: BrokerContext, conn: ConnectionInfo, mod: Any, resource: Any, synonyms: bool
+    ctx: BrokerContext, conn: ConnectionInfo, mod: Any, resource: Any, synonyms: bool, docs: bool
 ) -> Any:
     try:
         entries = _entries(ctx, conn, resource.resource_type, resource.resource_name)
@@ -92,11 +94,11 @@ def _describe_one(
         error_message=message,
         resource_type=resource.resource_type,
         resource_name=resource.resource_name,
-        configs=tuple(_config(mod, entry, synonyms) for entry in entries),
+        configs=tuple(_config(mod, entry, synonyms, docs) for entry in entries),
     )
 
 
-def _config(mod: Any, entry: Entry, synonyms: bool) -> Any:
+def _config(mod: Any, entry: Entry, synonyms: bool, docs: bool) -> Any:
     name, value, source, read_only, kind, alternatives = entry
     return make(
         mod.DescribeConfigsResourceResult,
@@ -112,8 +114,18 @@ def _config(mod: Any, entry: Entry, synonyms: bool) -> Any:
         if synonyms
         else (),
         config_type=kind,
-        documentation=None,
+        documentation=_documentation(name) if docs else None,
     )
+
+
+def _documentation(name: str) -> str | None:
+    """What a config does (DescribeConfigs v3+ with IncludeDocumentation)."""
+    if name in TOPIC_CONFIGS:
+        return TOPIC_CONFIGS[name].doc or None
+    if name in group_configs.DOCS:
+        return group_configs.DOCS[name]
+    setting = FIELDS.get(field_name(name))
+    return None if setting is None else setting.metadata.get("doc")
 
 
 def _entries(ctx: BrokerContext, conn: ConnectionInfo, kind: int, name: str) -> list[Entry]:
