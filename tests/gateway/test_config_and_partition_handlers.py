@@ -112,6 +112,22 @@ def test_a_group_config_is_stored_then_asked_of_the_group_s_actor(ctx: BrokerCon
     assert "consumer group protocol" in entry.documentation
 
 
+def test_every_describe_version_is_answered(ctx: BrokerContext) -> None:
+    for version in (1, 2, 3, 4):  # librdkafka asks v1, kafka-python v2, Java v4
+        values = {"include_synonyms": True, "include_documentation": True}
+        resource = _nested(
+            DESCRIBE,
+            version,
+            "DescribeConfigsResource",
+            resource_type=2,
+            resource_name="t",
+            configuration_keys=None,
+        )
+        response = _call(ctx, DESCRIBE, version, resources=(resource,), **values)
+        assert response.results[0].error_code == ErrorCode.none
+        assert len(response.results[0].configs) == 5
+
+
 def test_describe_refusals(ctx: BrokerContext) -> None:
     assert _describe(ctx, 4, "3").error_code == ErrorCode.invalid_request  # not this broker
     assert _describe(ctx, 16, "x").error_code == ErrorCode.invalid_request  # client metrics
@@ -205,3 +221,30 @@ def test_a_change_that_cannot_be_stored_is_a_storage_error(
     assert not isinstance(response, Ask)  # nothing stored: the group is not told
     assert response.responses[0].error_code == ErrorCode.kafka_storage_error
     assert ctx.group_configs is not None and ctx.group_configs.get(ORG, "g") == {}
+
+
+def test_the_oldest_versions_served_are_answered(ctx: BrokerContext) -> None:
+    """Fields come and go between versions: the handlers read only what each version has."""
+    assert _call(ctx, CLUSTER, 0, include_cluster_authorized_operations=False).brokers
+    logs = _call(ctx, 35, 1, topics=None).results[0]
+    assert sorted(p.partition_index for p in logs.topics[0].partitions) == [0, 1]
+    grow = _nested(
+        CREATE_PARTITIONS, 0, "CreatePartitionsTopic", name="t", count=2, assignments=None
+    )
+    (result,) = _call(
+        ctx, CREATE_PARTITIONS, 0, topics=(grow,), timeout=0, validate_only=True
+    ).results
+    assert result.error_code == ErrorCode.invalid_partitions
+    below = _nested(DELETE_RECORDS, 0, "DeleteRecordsPartition", partition_index=0, offset=0)
+    wanted = _nested(DELETE_RECORDS, 0, "DeleteRecordsTopic", name="t", partitions=(below,))
+    (topic,) = _call(ctx, DELETE_RECORDS, 0, topics=(wanted,), timeout=0).topics
+    assert topic.partitions[0].low_watermark == 0
+    for key in (33, INCREMENTAL):
+        config = _nested(
+            key, 0, "AlterableConfig", name="retention.ms", config_operation=0, value="5"
+        )
+        resource = _nested(
+            key, 0, "AlterConfigsResource", resource_type=2, resource_name="t", configs=(config,)
+        )
+        (response,) = _call(ctx, key, 0, resources=(resource,), validate_only=True).responses
+        assert response.error_code == ErrorCode.none

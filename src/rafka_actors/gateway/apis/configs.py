@@ -70,7 +70,12 @@ def describe_configs(ctx: BrokerContext, conn: ConnectionInfo, version: int, req
     mod = schema(DESCRIBE_KEY, version)
     results = tuple(
         _describe_one(
-            ctx, conn, mod, resource, request.include_synonyms, request.include_documentation
+            ctx,
+            conn,
+            mod,
+            resource,
+            request.include_synonyms,
+            getattr(request, "include_documentation", False),  # v3+
         )
         for resource in request.resources
     )
