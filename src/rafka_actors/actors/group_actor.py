@@ -91,6 +91,7 @@ _SPANS: Final = {
     ops.OffsetDeleteOp: "rafka.broker.group.offset-delete",
     ops.ConsumerGroupHeartbeatOp: "rafka.broker.group.consumer-heartbeat",
     ops.ConsumerGroupDescribeOp: "rafka.broker.group.consumer-describe",
+    ops.TopicsChangedOp: "rafka.broker.group.topics-changed",
 }
 
 
