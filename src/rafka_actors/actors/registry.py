@@ -196,17 +196,32 @@ class GroupRegistry:
 
     async def ask_groups_of(self, org_id: int, op: Any, *, stored_too: bool) -> list[Any]:
         """Ask `op` of every group of the organisation whose actor runs, and if `stored_too`
-        of every group the log stores as well (a deleted topic's offsets may be in any)."""
+        of every group the log stores as well (a deleted topic's offsets may be in any).
+
+        The visit is the registry's task, not the caller's: a caller that goes away (a client
+        that timed out on a DeleteTopics over many groups) does not leave it half done."""
         keys = {key for key in self._running if key.org_id == org_id}
         if stored_too:
             stored = self._log.keys()  # a list of group keys, not a dict view
             keys.update(key for key in stored if key.org_id == org_id)
-        answers = []
-        for key in sorted(keys, key=lambda k: k.group_id):
-            in_use = key in self._running or key in self._resting
-            answers.append(await self.ask(key, op))
-            if not in_use and key in self._resting:  # visited only: not kept in memory
-                self._drop(key, self._resting[key].group)
+        answers: list[Any] = []
+        done = trio.Event()
+
+        async def visit() -> None:
+            try:
+                for key in sorted(keys, key=lambda k: k.group_id):
+                    in_use = key in self._running or key in self._resting
+                    try:
+                        answers.append(await self.ask(key, op))
+                    except Exception:  # one group's fault stays its own
+                        log.exception("group %s: %s failed", key.group_id, type(op).__name__)
+                    if not in_use and key in self._resting:  # visited only: not kept
+                        self._drop(key, self._resting[key].group)
+            finally:
+                done.set()
+
+        self._nursery.start_soon(visit)
+        await done.wait()
         return answers
 
     # -- the retention sweep and start-up -------------------------------------------------
