@@ -145,11 +145,10 @@ def _add_describe(commands: Any, common: argparse.ArgumentParser) -> None:
 def _describe(client: KafkaClient, args: argparse.Namespace) -> int:
     group = groups.require_group(client, args.group)
     # the group's dynamic configs (issue 45): those set for it, shown when there are any
-    dynamic = [
-        c
-        for c in topic_calls.configs(client, topic_calls.GROUP, group.group_id)
-        if c.source == "group"
-    ]
+    dynamic = []
+    if client.supports(topic_calls.DESCRIBE_CONFIGS, 4):  # (an older broker: none to show)
+        configs = topic_calls.configs(client, topic_calls.GROUP, group.group_id)
+        dynamic = [c for c in configs if c.source == "group"]
     if args.output == "json":
         described = json.loads(render.description(group, args.output))
         described["dynamic_configs"] = {c.name: c.value for c in dynamic}

@@ -28,6 +28,7 @@ from . import calls
 from .client import BrokerError, KafkaClient
 
 TOPIC, GROUP = 2, 32  # ConfigResource types
+DESCRIBE_CONFIGS = 32  # the api key
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
 TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
 SOURCES = {
