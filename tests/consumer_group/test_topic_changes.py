@@ -81,3 +81,15 @@ def test_a_deleted_topic_leaves_the_target_at_once() -> None:
 
     assert bar not in h.consumer.target["m1"]
     assert set(h.consumer.target["m1"][h.tid("foo")]) == {0, 1}
+
+
+def test_only_offsets_committed_until_the_deletion_go() -> None:
+    h = ConsumerHarness()
+    h.create_topic("foo", 2)
+    h.send(OffsetCommitOp(GROUP_ID, (("foo", 0, 5, -1, None),)))
+    deleted_at = h.now
+    h.now += 1000  # the topic is re-created, and committed to again
+    h.send(OffsetCommitOp(GROUP_ID, (("foo", 1, 9, -1, None),)))
+
+    assert h.send(TopicsChangedOp(("foo",), deleted_at)) == TopicsChangedOpResp(0, 1)
+    assert set(h.group.offsets) == {("foo", 1)}

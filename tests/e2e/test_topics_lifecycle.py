@@ -446,8 +446,21 @@ def test_delete_records_and_configs_survive_a_sigkill(tmp_path: Path) -> None:
         assert _watermarks(broker, topic) == (7, 10)
         _alter(broker, ResourceType.TOPIC, topic, retention_ms="86400000")
         _alter(broker, ResourceType.GROUP, "kept", consumer_heartbeat_interval_ms="6000")
+        committer = confluent_kafka.Consumer(
+            {"bootstrap.servers": broker.bootstrap, "group.id": "cut-short"}
+        )
+        committer.commit(offsets=[TopicPartition(topic, 0, 8)], asynchronous=False)
+        committer.close()
         broker.stop(signal.SIGKILL)
+        # as if the broker had died in the middle of a DeleteTopics' visit of the groups
+        pending = [{"org": 0, "topic": topic, "at_ms": int(time.time() * 1000)}]
+        (tmp_path / "data" / "topic-deletions.json").write_text(json.dumps(pending))
         broker.start()
+        _wait_until(lambda: _committed(broker, "cut-short", topic) < 0, "the visit finished")
+        _wait_until(
+            lambda: json.loads((tmp_path / "data" / "topic-deletions.json").read_text()) == [],
+            "the pending deletion done",
+        )
         assert _watermarks(broker, topic) == (7, 10)
         # configs are durable too
         assert _described(broker, ResourceType.TOPIC, topic)["retention.ms"].value == "86400000"

@@ -77,3 +77,13 @@ def test_topic_config_values_are_checked_as_kafka_does() -> None:
     ):
         with pytest.raises(InvalidConfig, match=message):
             validate_topic_config(name, value)
+
+
+def test_pending_topic_deletions_are_durable(tmp_path: Path) -> None:
+    from rafka_actors.storage.topic_deletions import PendingTopicDeletions
+
+    pending = PendingTopicDeletions.open(tmp_path)
+    pending.add((1, "orders", 1000))
+    pending.add((2, "orders", 2000))
+    pending.done((1, "orders", 1000))
+    assert PendingTopicDeletions.open(tmp_path).pending() == [(2, "orders", 2000)]

@@ -194,12 +194,20 @@ class GroupRegistry:
 
     # -- topic changes (issue 45) ---------------------------------------------------------
 
-    async def ask_groups_of(self, org_id: int, op: Any, *, stored_too: bool) -> list[Any]:
+    async def ask_groups_of(
+        self,
+        org_id: int,
+        op: Any,
+        *,
+        stored_too: bool,
+        finished: Callable[[], None] | None = None,
+    ) -> list[Any]:
         """Ask `op` of every group of the organisation whose actor runs, and if `stored_too`
         of every group the log stores as well (a deleted topic's offsets may be in any).
 
         The visit is the registry's task, not the caller's: a caller that goes away (a client
-        that timed out on a DeleteTopics over many groups) does not leave it half done."""
+        that timed out on a DeleteTopics over many groups) does not leave it half done.
+        `finished` is called once every group was asked (not if the registry stops first)."""
         keys = {key for key in self._running if key.org_id == org_id}
         if stored_too:
             stored = self._log.keys()  # a list of group keys, not a dict view
@@ -217,6 +225,11 @@ class GroupRegistry:
                         log.exception("group %s: %s failed", key.group_id, type(op).__name__)
                     if not in_use and key in self._resting:  # visited only: not kept
                         self._drop(key, self._resting[key].group)
+                if finished is not None:
+                    try:
+                        finished()
+                    except Exception:  # e.g. a full disk: the visit is redone at start-up
+                        log.exception("after %s of org %d", type(op).__name__, org_id)
             finally:
                 done.set()
 

@@ -2,7 +2,9 @@
 onMetadataUpdate, seed 003): the `TopicsChangedOp` every group's actor is sent.
 
 - A deleted topic's committed offsets are tombstoned, in groups of either type, so that a
-  topic re-created under the same name starts with no committed offset.
+  topic re-created under the same name starts with no committed offset. Only offsets
+  committed up to the deletion go: a visit that comes late (finished after a restart) leaves
+  the offsets of the topic's next incarnation alone.
 - A consumer group with members recomputes its subscribed topics' metadata hash against the
   new topic image; if it moved (partitions added, a topic gone), the group epoch is bumped and
   a new target assignment is computed at once, so members get the new partitions (or lose the
@@ -25,8 +27,12 @@ def topics_changed(group: object, op: TopicsChangedOp, waiter: int, fx: Effects)
     """Step the op on `group` in place (None or a group of another type: nothing to do)."""
     gone: list[tuple[str, int]] = []
     if isinstance(group, ClassicGroup | ConsumerGroup) and op.deleted:
-        deleted = set(op.deleted)
-        gone = sorted(key for key in group.offsets if key[0] in deleted)
+        deleted, until = set(op.deleted), op.deleted_at_ms
+        gone = sorted(
+            key
+            for key, committed in group.offsets.items()
+            if key[0] in deleted and (until < 0 or committed.commit_timestamp_ms <= until)
+        )
         for topic, partition in gone:
             del group.offsets[(topic, partition)]
             fx.records.append(OffsetTombstone(group.group_id, topic, partition))

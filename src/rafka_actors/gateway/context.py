@@ -20,6 +20,7 @@ from ..auth.users import User, UserStore
 from ..config import BrokerConfig
 from ..storage.data_plane import DataPlane
 from ..storage.group_configs import GroupConfigStore
+from ..storage.topic_deletions import PendingTopicDeletions
 from .limits import ByteBudget, ConnectionLimits
 from .log_budget import LogBudget
 
@@ -43,6 +44,7 @@ class BrokerContext:
     )
     sasl: SaslSetup | None = None  # set on a SASL listener
     group_configs: GroupConfigStore | None = None  # dynamic group configs (issue 45)
+    topic_deletions: PendingTopicDeletions | None = None  # offsets still to tombstone (45)
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
     # one budget of connection-close log lines per broker (a flood must not flood the log)
     close_log: LogBudget = field(

@@ -25,9 +25,11 @@ from ..actors.registry import GroupRegistry
 from ..auth.users import UsersFileError, UserStore
 from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
 from ..group_common.effects import GroupConfig
+from ..group_common.ops import TopicsChangedOp
 from ..storage.data_plane import DataPlane
 from ..storage.group_configs import GroupConfigStore
 from ..storage.retention import retain_periodically
+from ..storage.topic_deletions import Deletion, PendingTopicDeletions
 from .apis import API_TABLE
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
@@ -78,6 +80,9 @@ async def run_broker(
                     config.offsets_retention_check_interval_ms,
                     config.offsets_retention_minutes * 60_000,
                 )
+                topic_deletions = PendingTopicDeletions.open(config.data_dir)
+                for deletion in topic_deletions.pending():  # a visit cut short: finish it
+                    services.start_soon(_finish_topic_deletion, registry, topic_deletions, deletion)
                 resumed = registry.resume()
                 log.info(
                     "coordinator log replayed: %d groups, %d with members",
@@ -98,6 +103,7 @@ async def run_broker(
                     ),
                     sasl=sasl,
                     group_configs=group_configs,
+                    topic_deletions=topic_deletions,
                 )
                 async with trio.open_nursery() as gateway:
                     serve = partial(trio.serve_listeners, partial(_serve, ctx), listeners)
@@ -225,6 +231,19 @@ def _peer(stream: trio.abc.Stream) -> tuple[str, int]:
     assert isinstance(transport, trio.SocketStream)
     host, port = transport.socket.getpeername()[:2]
     return host, port
+
+
+async def _finish_topic_deletion(
+    registry: GroupRegistry, pending: PendingTopicDeletions, deletion: Deletion
+) -> None:
+    """Tombstone a deleted topic's offsets in every group of its org, as its DeleteTopics
+    began to before the broker stopped (only those committed until the deletion)."""
+    org_id, topic, at_ms = deletion
+    log.info("finishing the deletion of topic %s of org %d: its groups' offsets", topic, org_id)
+    op = TopicsChangedOp((topic,), at_ms)
+    await registry.ask_groups_of(
+        org_id, op, stored_too=True, finished=lambda: pending.done(deletion)
+    )
 
 
 async def _flush_periodically(data: DataPlane, interval_ms: int) -> None:

@@ -279,6 +279,7 @@ class TopicsChangedOp:
     assignment from the new topic image without waiting for a member."""
 
     deleted: tuple[str, ...] = ()
+    deleted_at_ms: int = -1  # only offsets committed up to then go (-1: whenever committed)
 
 
 @dataclass(frozen=True, slots=True)

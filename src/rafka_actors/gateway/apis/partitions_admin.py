@@ -43,12 +43,15 @@ class TellGroups(Step):
     op: Any
     stored_too: bool
     then: Callable[[list[Any]], Any]
+    finished: Callable[[], None] | None = None  # once every group was asked
 
     async def take(self, ctx: BrokerContext) -> Any:
         registry = ctx.groups
         if registry is None:
             return self.then([])
-        answers = await registry.ask_groups_of(self.org_id, self.op, stored_too=self.stored_too)
+        answers = await registry.ask_groups_of(
+            self.org_id, self.op, stored_too=self.stored_too, finished=self.finished
+        )
         return self.then(answers)
 
 

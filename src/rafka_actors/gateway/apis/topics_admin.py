@@ -12,10 +12,12 @@ with its id and a null name (Kafka: ids are not secret, names are).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ...actors.coordinator_log import now_ms
 from ...group_common.ops import TopicsChangedOp
 from ...storage.topic_configs import TOPIC_CONFIGS, InvalidConfig, validate_topic_config
 from ...storage.topics import (
@@ -26,6 +28,8 @@ from ...storage.topics import (
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
 from .partitions_admin import TellGroups
+
+log = logging.getLogger(__name__)
 
 CREATE_KEY = 19
 DELETE_KEY = 20
@@ -104,18 +108,33 @@ def delete_topics(ctx: BrokerContext, conn: ConnectionInfo, version: int, reques
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    results = tuple(_delete_one(ctx, conn, mod, name, topic_id) for name, topic_id in wanted)
+    # Every group of the org tombstones the offsets committed until the deletion before the
+    # answer, so a topic re-created under the same name starts clean (issue 45); the deletion
+    # is kept as pending (storage/topic_deletions.py) until every group was visited.
+    pending = ctx.topic_deletions
+    at_ms = now_ms() if pending is not None else -1
+    results = tuple(_delete_one(ctx, conn, mod, name, topic_id, at_ms) for name, topic_id in wanted)
     response = make(mod.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=results)
     deleted = tuple(r.name for r in results if r.error_code is ErrorCode.none)
     if not deleted:
         return response
-    # Every group of the org tombstones the deleted incarnations' offsets before the answer,
-    # so a topic re-created under the same name starts clean (issue 45).
-    return TellGroups(conn.org_id, TopicsChangedOp(deleted), True, lambda _answers: response)
+
+    def visited() -> None:
+        if pending is not None:
+            for name in deleted:
+                pending.done((conn.org_id, name, at_ms))
+
+    op = TopicsChangedOp(deleted, at_ms)
+    return TellGroups(conn.org_id, op, True, lambda _answers: response, visited)
 
 
 def _delete_one(
-    ctx: BrokerContext, conn: ConnectionInfo, mod: Any, name: str | None, topic_id: Any
+    ctx: BrokerContext,
+    conn: ConnectionInfo,
+    mod: Any,
+    name: str | None,
+    topic_id: Any,
+    at_ms: int,
 ) -> Any:
     if name and not conn.may_use_topic(name):
         return _deleted(mod, name, topic_id, ErrorCode.topic_authorization_failed)
@@ -128,6 +147,12 @@ def _delete_one(
     if topic is None:
         code = ErrorCode.unknown_topic_id if name is None else ErrorCode.unknown_topic_or_partition
         return _deleted(mod, name, topic_id, code)
+    if ctx.topic_deletions is not None:
+        try:
+            ctx.topic_deletions.add((conn.org_id, topic.name, at_ms))
+        except OSError as exc:
+            log.error("could not record the deletion of %s: %s", topic.name, exc)
+            return _deleted(mod, topic.name, topic.topic_id, ErrorCode.kafka_storage_error)
     ctx.data.delete_topic(topic.name, org_id=conn.org_id)
     return _deleted(mod, topic.name, topic.topic_id, ErrorCode.none)
 
