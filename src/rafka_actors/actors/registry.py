@@ -194,6 +194,11 @@ class GroupRegistry:
 
     # -- topic changes (issue 45) ---------------------------------------------------------
 
+    def now_ms(self) -> int:
+        """The clock the groups' records are stamped with (commit times): a topic deletion
+        is timed with it, to tell the offsets committed before it from those after."""
+        return now_ms()
+
     async def ask_groups_of(
         self,
         org_id: int,

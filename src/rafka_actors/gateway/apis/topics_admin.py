@@ -17,7 +17,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...actors.coordinator_log import now_ms
 from ...group_common.ops import TopicsChangedOp
 from ...storage.topic_configs import TOPIC_CONFIGS, InvalidConfig, validate_topic_config
 from ...storage.topics import (
@@ -112,7 +111,7 @@ def delete_topics(ctx: BrokerContext, conn: ConnectionInfo, version: int, reques
     # answer, so a topic re-created under the same name starts clean (issue 45); the deletion
     # is kept as pending (storage/topic_deletions.py) until every group was visited.
     pending = ctx.topic_deletions
-    at_ms = now_ms() if pending is not None else -1
+    at_ms = ctx.groups.now_ms() if ctx.groups is not None else -1
     results = tuple(_delete_one(ctx, conn, mod, name, topic_id, at_ms) for name, topic_id in wanted)
     response = make(mod.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=results)
     deleted = tuple(r.name for r in results if r.error_code is ErrorCode.none)
