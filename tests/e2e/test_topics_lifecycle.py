@@ -17,7 +17,9 @@ One broker for the module, with short retention checks and short group timers.
 from __future__ import annotations
 
 import datetime
+import gc
 import json
+import logging
 import signal
 import socket
 import struct
@@ -633,3 +635,18 @@ def test_topics_tool_creates_alters_describes_and_deletes(
     assert topic in _cli(capsys, broker, "topics", "list")
     _cli(capsys, broker, "topics", "delete", topic)
     assert topic not in _cli(capsys, broker, "topics", "list")
+
+
+# -- damaged state files ------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["group-configs.json", "topic-deletions.json"])
+def test_a_damaged_state_file_refuses_to_start_naming_it(
+    tmp_path: Path, name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / name).write_text("{not json")
+    try:
+        status = main(["serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path)])
+    finally:
+        gc.enable()  # `serve` turns the collector off until it listens (gc_policy.py)
+    assert status == 65  # refusals.py: damaged data
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and name in errors[0], errors

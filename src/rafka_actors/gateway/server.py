@@ -31,6 +31,7 @@ from ..refusals import CannotListen, CorruptLog, MissingFile, unusable_data_dir
 from ..storage.coordinator_segments import CorruptCoordinatorLog
 from ..storage.data_plane import DataPlane
 from ..storage.disk_space import DiskSpace
+from ..storage.fsutil import DamagedFile
 from ..storage.group_configs import GroupConfigStore
 from ..storage.retention import retain_periodically
 from ..storage.topic_deletions import Deletion, PendingTopicDeletions
@@ -54,6 +55,7 @@ async def run_broker(
     data = _open_data_plane(config)
     try:
         coordinator = open_coordinator_log(config)
+        group_configs, topic_deletions = _open_admin_state(config)
         sasl = sasl_setup(config)
         listeners = await open_listeners(config)
         host, port = _bound_address(listeners[0])
@@ -70,7 +72,6 @@ async def run_broker(
                     config.log_retention_ms,
                     config.log_retention_bytes,
                 )
-                group_configs = GroupConfigStore.open(config.data_dir)
                 services.start_soon(log_budget.flush_forever)  # counts of ended intervals
                 disk_space = DiskSpace(config.data_dir, config.log_dir_free_space_warning_bytes)
                 services.start_soon(disk_space.run)
@@ -88,7 +89,6 @@ async def run_broker(
                     config.offsets_retention_check_interval_ms,
                     config.offsets_retention_minutes * 60_000,
                 )
-                topic_deletions = PendingTopicDeletions.open(config.data_dir)
                 for deletion in topic_deletions.pending():  # a visit cut short: finish it
                     services.start_soon(_finish_topic_deletion, registry, topic_deletions, deletion)
                 resumed = registry.resume()
@@ -129,6 +129,19 @@ async def run_broker(
 def _open_data_plane(config: BrokerConfig) -> DataPlane:
     try:
         return DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
+    except OSError as exc:
+        raise unusable_data_dir(config.data_dir, exc) from exc
+
+
+def _open_admin_state(config: BrokerConfig) -> tuple[GroupConfigStore, PendingTopicDeletions]:
+    """The dynamic group configs and the unfinished topic deletions (issue 45); a damaged
+    file refuses to start, naming it (refusals.py)."""
+    try:
+        return GroupConfigStore.open(config.data_dir), PendingTopicDeletions.open(config.data_dir)
+    except DamagedFile as exc:
+        raise CorruptLog(
+            str(exc), f"restore {exc.path.name} from a backup, or fix its JSON by hand"
+        ) from exc
     except OSError as exc:
         raise unusable_data_dir(config.data_dir, exc) from exc
 

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from .fsutil import fsync_dir
+from .fsutil import DamagedFile, fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +33,13 @@ class GroupConfigStore:
         path = data_dir / FILE_NAME
         configs: dict[tuple[int, str], dict[str, str]] = {}
         if path.exists():
-            stored = json.loads(path.read_text())
-            for org, groups in stored.items():
-                for group_id, values in groups.items():
-                    configs[(int(org), group_id)] = {str(k): str(v) for k, v in values.items()}
+            try:
+                stored = json.loads(path.read_text())
+                for org, groups in stored.items():
+                    for group_id, values in groups.items():
+                        configs[(int(org), group_id)] = {str(k): str(v) for k, v in values.items()}
+            except (ValueError, AttributeError, TypeError) as exc:
+                raise DamagedFile(path, exc) from exc
         return cls(path, configs)
 
     def get(self, org_id: int, group_id: str) -> dict[str, str]:

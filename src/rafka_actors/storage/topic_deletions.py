@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from .fsutil import fsync_dir
+from .fsutil import DamagedFile, fsync_dir
 
 FILE_NAME = "topic-deletions.json"
 
@@ -32,8 +32,11 @@ class PendingTopicDeletions:
         path = data_dir / FILE_NAME
         pending: list[Deletion] = []
         if path.exists():
-            for entry in json.loads(path.read_text()):
-                pending.append((int(entry["org"]), str(entry["topic"]), int(entry["at_ms"])))
+            try:
+                for entry in json.loads(path.read_text()):
+                    pending.append((int(entry["org"]), str(entry["topic"]), int(entry["at_ms"])))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise DamagedFile(path, exc) from exc
         return cls(path, pending)
 
     def pending(self) -> list[Deletion]:
