@@ -217,9 +217,13 @@ _START_FILE = "log-start-offset"
 
 
 def _read_start(directory: Path) -> int:
+    path = directory / _START_FILE
     try:
-        return int((directory / _START_FILE).read_text().strip() or 0)
-    except (OSError, ValueError):
+        return int(path.read_text().strip() or 0)
+    except FileNotFoundError:
+        return 0
+    except (OSError, ValueError) as exc:  # the segments' own start stands in
+        log.warning("%s: unreadable (%s); the log starts at its first segment", path, exc)
         return 0
 
 
