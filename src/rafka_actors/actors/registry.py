@@ -114,14 +114,15 @@ class GroupRegistry:
         return await reply.receive()
 
     def _start(self, key: GroupKey) -> GroupActor:
+        config = group_configs.effective(self._config, self._overrides(key))
         resting = self._resting.pop(key, None)
         if resting is not None:
             group, published = resting.group, self._published.get(key)
         else:
-            group, published = stored_group(self._log, key, now_ms(), self._config), None
+            group, published = stored_group(self._log, key, now_ms(), config), None
         actor = GroupActor(
             key,
-            group_configs.effective(self._config, self._overrides(key)),
+            config,
             self._log,
             group=group,
             mailbox_size=self._mailbox_size,
