@@ -248,3 +248,24 @@ def test_the_oldest_versions_served_are_answered(ctx: BrokerContext) -> None:
         )
         (response,) = _call(ctx, key, 0, resources=(resource,), validate_only=True).responses
         assert response.error_code == ErrorCode.none
+
+
+def test_create_topics_answers_with_the_new_topic_s_configs(ctx: BrokerContext) -> None:
+    config = _nested(19, 7, "CreatableTopicConfig", name="retention.ms", value=" 60000")
+    topic = _nested(
+        19,
+        7,
+        "CreatableTopic",
+        name="fresh",
+        num_partitions=1,
+        replication_factor=1,
+        assignments=(),
+        configs=(config,),
+    )
+    (result,) = _call(ctx, 19, 7, topics=(topic,), timeout=0, validate_only=False).topics
+    assert result.error_code == ErrorCode.none
+    configs = {c.name: (c.value, c.config_source) for c in result.configs}
+    assert configs["retention.ms"] == ("60000", 1)  # as Kafka prints it, set on the topic
+    assert configs["segment.bytes"] == (str(1 << 30), 5)
+    stored = ctx.data.topics_for(ORG).by_name("fresh")
+    assert stored is not None and stored.configs == {"retention.ms": "60000"}

@@ -26,6 +26,7 @@ from ...storage.topics import (
 )
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
+from .configs import topic_entries
 from .partitions_admin import TellGroups
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,13 @@ def _create_one(
         partitions = ctx.config.num_partitions
     code, message = _check_create(ctx, conn, wanted, partitions)
     created = None
+    # (checked by _check_create; stored as Kafka prints them)
+    configs = {
+        c.name: validate_topic_config(c.name, c.value) if c.name in TOPIC_CONFIGS else c.value
+        for c in wanted.configs
+        if c.value is not None and code is ErrorCode.none
+    }
     if code is ErrorCode.none and not validate_only:
-        configs = {c.name: c.value for c in wanted.configs if c.value is not None}
         try:
             created = ctx.data.create_topic(wanted.name, partitions, configs, org_id=conn.org_id)
         except TopicExists as exc:
@@ -67,7 +73,18 @@ def _create_one(
         topic_config_error_code=code if code is ErrorCode.topic_authorization_failed else 0,
         num_partitions=partitions if ok else -1,
         replication_factor=1 if ok else -1,
-        configs=() if ok else None,
+        configs=_created_configs(ctx, mod, configs) if ok else None,
+    )
+
+
+def _created_configs(ctx: BrokerContext, mod: Any, configs: dict[str, str]) -> tuple[Any, ...]:
+    """The new topic's configs with their sources, as Kafka answers (v5+)."""
+    entry = getattr(mod, "CreatableTopicConfigs", None)
+    if entry is None:
+        return ()
+    return tuple(
+        make(entry, name=n, value=v, read_only=ro, config_source=src, is_sensitive=False)
+        for n, v, src, ro, _kind, _synonyms in topic_entries(ctx.config, configs)
     )
 
 
