@@ -235,3 +235,16 @@ def test_a_marker_the_disk_refuses_is_kafka_storage_error_and_ends_nothing(
     assert data.open_transactions(topic, 0) == {1: 0}  # still open: the coordinator retries
     write.fail = False  # type: ignore[attr-defined]
     data.close()
+
+
+def test_the_lso_never_falls_below_the_log_start(tmp_path: Path) -> None:
+    data = open_plane(tmp_path)
+    topic = data.create_topic("t", 1)
+    data.append(topic, 0, batch(1, 0))  # 0-1, left open
+    data.append(topic, 0, batch(2, 0, txn=False))  # 2-3
+    assert data.last_stable_offset(topic, 0) == 0
+    topic.partitions[0].advance_log_start(2)  # DeleteRecords past the open transaction
+    assert data.last_stable_offset(topic, 0) == 2
+    records, aborted = data.read_committed(topic, 0, 2, 1 << 20)
+    assert values(records) == [] and aborted == []  # the LSO is the log start: nothing yet
+    data.close()

@@ -33,6 +33,10 @@ def error_response(op: Any, code: int) -> Any:
             return ops.ConsumerGroupHeartbeatOpResp(code)
         case ops.ConsumerGroupDescribeOp():
             return ops.ConsumerGroupDescribeOpResp(code)
+        case ops.GroupConfigOp():
+            return ops.GroupConfigOpResp(code)
+        case ops.TopicsChangedOp():
+            return ops.TopicsChangedOpResp(code)
         case ops.ShareGroupHeartbeatOp():
             return ops.ShareGroupHeartbeatOpResp(code)
         case ops.ShareGroupDescribeOp():

@@ -263,11 +263,15 @@ class DataPlane:
         return producers
 
     def last_stable_offset(self, topic: Topic, index: int) -> int:
+        """The first offset of the earliest open transaction, or the high watermark; never
+        below the log start (DeleteRecords may pass an open transaction's start, as in
+        Kafka, whose LSO is then the log start)."""
         partition = topic.partitions[index]
         producers = self._producers.get((topic.topic_id, index))
         if producers is None:
             return partition.log_end_offset
-        return producers.last_stable_offset(partition.log_end_offset)
+        lso = producers.last_stable_offset(partition.log_end_offset)
+        return max(lso, partition.log_start_offset)
 
     def read_committed(
         self, topic: Topic, index: int, offset: int, max_bytes: int
@@ -278,7 +282,7 @@ class DataPlane:
         producers = self._producers.get((topic.topic_id, index))
         if producers is None:
             return partition.read(offset, max_bytes), []
-        lso = producers.last_stable_offset(partition.log_end_offset)
+        lso = self.last_stable_offset(topic, index)
         records, end = partition.read_until(offset, max_bytes, lso)
         return records, producers.aborted_between(offset, end) if records else []
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..context import Api
 from . import (
     api_versions,
+    configs,
     consumer_groups,
     describe_producers,
     fetch,
@@ -20,6 +21,7 @@ from . import (
     list_offsets,
     metadata,
     offsets,
+    partitions_admin,
     produce,
     sasl,
     share_admin,
@@ -50,10 +52,17 @@ API_TABLE: dict[int, Api] = {
         Api(18, "ApiVersions", 0, 4, api_versions.handle),
         Api(19, "CreateTopics", 2, 7, topics_admin.create_topics),
         Api(20, "DeleteTopics", 1, 6, topics_admin.delete_topics),
+        Api(21, "DeleteRecords", 0, 2, partitions_admin.delete_records),
         Api(22, "InitProducerId", 0, 5, init_producer_id.handle),
+        Api(32, "DescribeConfigs", 1, 4, configs.describe_configs),
+        Api(33, "AlterConfigs", 0, 2, configs.alter_configs),
+        Api(35, "DescribeLogDirs", 1, 5, partitions_admin.describe_log_dirs),
         Api(36, "SaslAuthenticate", 0, 2, sasl.sasl_authenticate),
+        Api(37, "CreatePartitions", 0, 3, partitions_admin.create_partitions),
         Api(42, "DeleteGroups", 0, 2, group_admin.delete_groups, G + "delete"),
+        Api(44, "IncrementalAlterConfigs", 0, 1, configs.incremental_alter_configs),
         Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete, G + "offset-delete"),
+        Api(60, "DescribeCluster", 0, 2, partitions_admin.describe_cluster),
         Api(61, "DescribeProducers", 0, 0, describe_producers.handle),
         Api(
             68,
