@@ -77,6 +77,8 @@ class GroupRegistry:
         self._topics = topics  # topics(org_id): the image of that org's topics only
         self._passivate_after_s = passivate_after_s
         self._commit_timeout_s = commit_timeout_s
+        # told each batch of records an actor stored (metrics/: rebalances counted)
+        self.on_stored: Callable[[GroupKey, list[Any]], None] | None = None
         self._running: dict[GroupKey, GroupActor] = {}
         self._resting: dict[GroupKey, _Resting] = {}
         self._published: dict[GroupKey, GroupSnapshot] = {}  # of running and resting groups
@@ -126,6 +128,7 @@ class GroupRegistry:
             publish=self._publish,
             commit_timeout_s=self._commit_timeout_s,
             published=published,
+            stored=self.on_stored,
         )
         self._running[key] = actor
         self._nursery.start_soon(self._supervise, actor)
@@ -254,6 +257,20 @@ class GroupRegistry:
                 )
             if summary is not None:
                 yield summary
+
+    def snapshots(self) -> Iterator[tuple[GroupKey, GroupSnapshot]]:
+        """Every stored group's latest snapshot, for the metrics endpoint at scrape time: the
+        published one, or one read from the log (a group without an actor changes only by
+        starting one, which publishes)."""
+        now = now_ms()
+        stored = self._log.keys()  # a list of group keys, not a dict view
+        for key in stored:
+            published = self._published.get(key)
+            if published is None:
+                published = snapshot.snapshot_of(
+                    key.group_id, stored_group(self._log, key, now, self._config)
+                )
+            yield key, published
 
     def _stored_membership(self, key: GroupKey, now: int) -> AnyGroup:
         """The group without its offsets, which say nothing of its state or type; all of its

@@ -36,6 +36,8 @@ class GroupSummary:
     protocol_type: str
     group_type: str  # "classic" or "consumer" (KIP-848), as ListGroups v5 reports it
     cgp_id: str = ""  # the group's stable identity, for our admin tool (not in ListGroups)
+    members: int = 0  # for the metrics endpoint (not in ListGroups)
+    generation: int = -1  # classic: the generation; consumer: the group epoch
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +53,23 @@ def summary_of(group_id: str, group: AnyGroup) -> GroupSummary | None:
     if group is None:
         return None
     if isinstance(group, ConsumerGroup):
-        return GroupSummary(group_id, group.state.value, "consumer", "consumer", group.cgp_id)
+        return GroupSummary(
+            group_id,
+            group.state.value,
+            "consumer",
+            "consumer",
+            group.cgp_id,
+            len(group.members),
+            group.group_epoch,
+        )
     return GroupSummary(
-        group_id, group.state.value, group.protocol_type or "", "classic", group.cgp_id
+        group_id,
+        group.state.value,
+        group.protocol_type or "",
+        "classic",
+        group.cgp_id,
+        len(group.members),
+        group.generation,
     )
 
 

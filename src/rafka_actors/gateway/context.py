@@ -18,6 +18,7 @@ from ..actors.registry import GroupRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
+from ..metrics.instruments import BrokerMetrics
 from ..storage.data_plane import DataPlane
 from .limits import ByteBudget, ConnectionLimits
 from .log_budget import LogBudget
@@ -41,6 +42,7 @@ class BrokerContext:
         default_factory=lambda: ConnectionLimits(2**31 - 1, 2**31 - 1, 2**31 - 1)
     )
     sasl: SaslSetup | None = None  # set on a SASL listener
+    metrics: BrokerMetrics | None = None  # set when metrics.listen is
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
     # one budget of connection-close log lines per broker (a flood must not flood the log)
     close_log: LogBudget = field(

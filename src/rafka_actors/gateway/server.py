@@ -25,6 +25,7 @@ from ..actors.registry import GroupRegistry
 from ..auth.users import UsersFileError, UserStore
 from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
 from ..group_common.effects import GroupConfig
+from ..metrics.setup import start_metrics
 from ..storage.data_plane import DataPlane
 from .apis import API_TABLE
 from .connection import serve_connection
@@ -62,6 +63,7 @@ async def run_broker(
                     passivate_after_s=config.group_passivation_idle_ms / 1000,
                     commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
                 )
+                metrics = await start_metrics(config, services, registry, coordinator, data)
                 services.start_soon(
                     registry.expire_offsets_periodically,
                     config.offsets_retention_check_interval_ms,
@@ -86,6 +88,7 @@ async def run_broker(
                         config.max_connections_per_user,
                     ),
                     sasl=sasl,
+                    metrics=metrics,
                 )
                 async with trio.open_nursery() as gateway:
                     serve = partial(trio.serve_listeners, partial(_serve, ctx), listeners)
@@ -202,10 +205,14 @@ async def _serve(ctx: BrokerContext, stream: trio.abc.Stream) -> None:
     if ctx.sasl is not None:
         conn.sasl = ctx.new_sasl_session()
         conn.gate = PRE_AUTH_APIS
+    if ctx.metrics is not None:
+        ctx.metrics.connections[id(conn)] = conn
     try:
         await serve_connection(stream, ctx, ctx.apis, conn)
     finally:
         ctx.limits.release(peer_host, conn.user.name if conn.user is not None else None)
+        if ctx.metrics is not None:
+            ctx.metrics.connections.pop(id(conn), None)
 
 
 def _peer(stream: trio.abc.Stream) -> tuple[str, int]:
