@@ -114,9 +114,10 @@ class BrokerCollector(Collector):
         connections = GaugeMetricFamily(
             "rafka_connections", "Open client connections, by organisation", labels=["org"]
         )
-        for org_id, count in sorted(
-            Tally(c.org_id for c in self._metrics.connections.values()).items()
-        ):
+        by_org = Tally(c.org_id for c in self._metrics.connections.values())
+        for org_id in self._data.orgs():  # every known org, with 0 when none is connected
+            by_org.setdefault(org_id, 0)
+        for org_id, count in sorted(by_org.items()):
             connections.add_metric([str(org_id)], count)
         yield from (state, members, generation, burrow, committed, log_end, lag, lag_s)
         yield connections
