@@ -1,0 +1,72 @@
+"""The metrics' pure parts: lag arithmetic, the partition log's append times, rebalance
+causes as bounded labels, and the label policy's allow/deny patterns and cap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prometheus_client import generate_latest
+
+from rafka_actors.group.records import GroupMetadataRecord
+from rafka_actors.ids import GroupKey
+from rafka_actors.metrics.instruments import BrokerMetrics, LabelPolicy, cause_label
+from rafka_actors.metrics.lag import lag_ms, lag_records
+from rafka_actors.storage.partition_log import PartitionLog
+from tests.batch_builder import build_batch
+
+
+def test_lag_is_zero_when_caught_up_and_the_record_age_otherwise() -> None:
+    assert lag_records(10, 3) == 7
+    assert lag_records(10, 12) == 0
+    assert lag_ms(5_000, 10, 10, 1_000) == 0  # caught up: no record at the committed offset
+    assert lag_ms(5_000, 10, 3, 1_000) == 4_000
+    assert lag_ms(5_000, 10, 3, None) == 0  # no timestamp known
+    assert lag_ms(500, 10, 3, 1_000) == 0  # a producer clock ahead of ours: never negative
+
+
+def test_partition_log_gives_the_append_time_of_the_batch_holding_an_offset(
+    tmp_path: Path,
+) -> None:
+    log = PartitionLog.open(tmp_path / "p")
+    try:
+        log.append([build_batch([(b"a", b"1"), (b"b", b"2")], base_timestamp=1_000)])
+        log.append([build_batch([(b"c", b"3")], base_timestamp=2_000)])
+        log.append([build_batch([(b"d", b"4")], base_timestamp=3_000)])
+        assert [log.batch_max_timestamp(o) for o in range(5)] == [1_000, 1_000, 2_000, 3_000, None]
+        assert log.end_offset_at(999) == 0
+        assert log.end_offset_at(1_000) == 2
+        assert log.end_offset_at(2_500) == 3
+        assert log.end_offset_at(9_999) == 4
+    finally:
+        log.close()
+
+
+def test_rebalance_causes_are_a_few_words_without_member_ids() -> None:
+    assert cause_label("member rdkafka-1234 joined") == "member joined"
+    assert cause_label("member consumer-7 left") == "member left"
+    assert cause_label("members left: a, b") == "member left"
+    assert cause_label("member m1 session timeout") == "session timeout"
+    assert cause_label("members did not sync in time") == "sync timeout"
+    assert cause_label("") == "unknown"
+    assert cause_label("something new") == "other"
+
+
+def _settle_rebalance(metrics: BrokerMetrics, group: str) -> None:
+    record = GroupMetadataRecord(
+        group, "cgp_x", "consumer", 1, "range", None, 0, (), "member m joined", 1, ()
+    )
+    metrics.settled(GroupKey(0, group), [record])
+
+
+def test_label_policy_filters_groups_and_caps_them_counting_what_it_drops() -> None:
+    policy = LabelPolicy.of("app-.*", "app-secret", "", "", 2)
+    assert policy.admits_group("app-1") and not policy.admits_group("app-secret")
+    assert not policy.admits_group("other")
+    metrics = BrokerMetrics(policy)
+    for group in ("app-1", "app-2", "app-3", "app-secret", "other", "app-1"):
+        _settle_rebalance(metrics, group)
+    text = generate_latest(metrics.registry).decode()
+    assert 'group="app-1"' in text and 'group="app-2"' in text
+    assert 'group="app-3"' not in text and "app-secret" not in text and "other" not in text
+    assert 'rafka_metrics_series_dropped_total{kind="group"} 1.0' in text
+    assert 'cause="member joined",group="app-1",org="0",type="classic"} 2.0' in text
