@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+from importlib import metadata
 from pathlib import Path
 
 # kio imports Hypothesis when it is installed (dev installs), and importing Hypothesis runs
@@ -34,10 +35,51 @@ SUBCOMMAND_MODULES = (
 )
 
 
+USAGE = """\
+A Kafka-wire-compatible broker whose consumer groups are served by one actor per group.
+Point any Kafka client (librdkafka, kafka-python, aiokafka, Kafka's own tools) at it.
+
+  rafka-actors serve                    run the broker on 127.0.0.1:9092, data in ./rafka-data
+  rafka-actors groups list              the groups, their type and state
+  rafka-actors groups offsets G --watch committed offsets and lag (records, seconds), live
+  rafka-actors users add NAME --org N   a SASL user of an organisation
+  rafka-actors pipeline lag --data-dir D --out OUT   lag over time, Burrow's verdict (Spark)
+
+`rafka-actors COMMAND --help` tells more of each; the README tells how to configure it.
+"""
+
+SERVE_USAGE = """\
+Run the broker until SIGTERM or Ctrl-C. Settings use Apache Kafka's names; later sources win:
+built-in defaults (--help-config lists them), --config FILE, RAFKA_<KEY> environment variables
+(RAFKA_NUM_PARTITIONS=6), then --listen, --data-dir and -o KEY=VALUE.
+
+  rafka-actors serve --listen 127.0.0.1:9092 --data-dir ./rafka-data
+  rafka-actors serve -o metrics.listen=127.0.0.1:9404     Prometheus metrics on /metrics
+
+Tracing: with the `otel` extra installed, OTEL_TRACES_EXPORTER=otlp|console and the other
+OTEL_* variables send the broker's spans (README, "Watching it").
+"""
+
+
+def _version() -> str:
+    try:
+        return metadata.version("rafka-actors")
+    except metadata.PackageNotFoundError:  # run from a source tree without an install
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rafka-actors", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the broker")
+    parser = argparse.ArgumentParser(
+        prog="rafka-actors", description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"rafka-actors {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="run the broker",
+        description=SERVE_USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve.add_argument("--listen", metavar="HOST:PORT", help="default 127.0.0.1:9092")
     serve.add_argument("--data-dir", metavar="DIR", type=Path, help="default ./rafka-data")
     serve.add_argument("--config", metavar="FILE", type=Path, help="Kafka-style properties file")
@@ -49,7 +91,9 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="set any setting by its Kafka key, e.g. -o num.partitions=6",
     )
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument(
+        "--log-level", default="INFO", help="DEBUG, INFO (default), WARNING or ERROR"
+    )
     serve.add_argument("--help-config", action="store_true", help="list every setting")
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(commands)
