@@ -25,6 +25,7 @@ import trio
 
 from . import gc_policy
 from .config import ConfigError, describe_settings, load_config
+from .otel_env import configure_tracing
 
 log = logging.getLogger("rafka_actors")
 
@@ -140,12 +141,16 @@ def main(argv: list[str] | None = None) -> int:
             for key, default, doc in describe_settings():
                 print(f"{key:40} {default:24} {doc}")
             return 0
+        stop_tracing = configure_tracing(os.environ)
         try:
             gc_policy.starting()
             trio.run(_serve_until_signalled, args)
         except ConfigError as exc:
             log.error("configuration error: %s", exc)
             return 2
+        finally:
+            if stop_tracing is not None:
+                stop_tracing()  # flushes the spans still queued
         return 0
     run = getattr(args, "run", None)
     return int(run(args)) if run is not None else 1

@@ -91,9 +91,7 @@ def test_prometheus_sees_lag_and_rebalances(
     _consume_all(broker.bootstrap, "caught")  # a member joins, consumes all, commits
 
     prometheus.wait_for(joins, lambda r: _value(r) > before)
-    lag = prometheus.wait_for(
-        f'rafka_group_lag_records{{topic="{TOPIC}"}}', lambda r: len(r) == 2
-    )
+    lag = prometheus.wait_for(f'rafka_group_lag_records{{topic="{TOPIC}"}}', lambda r: len(r) == 2)
     assert {s["metric"]["group"]: float(s["value"][1]) for s in lag} == {
         "lagging": RECORDS - LAGGING_AT,
         "caught": 0.0,
