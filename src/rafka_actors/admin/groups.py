@@ -76,27 +76,42 @@ def require_group(client: KafkaClient, group_id: str) -> GroupDescription:
 
 
 # -- offsets ------------------------------------------------------------------------------
-def group_offsets(client: KafkaClient, group_id: str) -> GroupOffsets:
-    """Committed and log-end offsets, lag and owner of every partition the group touches."""
+def group_offsets(client: KafkaClient, group_id: str, *, times: bool = False) -> GroupOffsets:
+    """Committed and log-end offsets, lag and owner of every partition the group touches;
+    with `times`, also the append time of each lagging partition's next record."""
     group = require_group(client, group_id)
     committed = calls.committed_offsets(client, group_id)
     owners = group.owners()
     partitions = sorted(set(committed) | set(owners))
     log_end = calls.log_offsets(client, partitions, calls.LATEST, strict=False)
+    lagging = {tp: o for tp, o in committed.items() if tp in log_end and o < log_end[tp]}
+    appended = calls.append_times(client, lagging) if times else {}
     rows = [
-        OffsetRow(group_id, tp[0], tp[1], committed.get(tp), log_end.get(tp), owners.get(tp))
+        OffsetRow(
+            group_id,
+            tp[0],
+            tp[1],
+            committed.get(tp),
+            log_end.get(tp),
+            owners.get(tp),
+            appended.get(tp),
+        )
         for tp in partitions
     ]
     return GroupOffsets(group, rows)
 
 
 def many_group_offsets(
-    client: KafkaClient, group_ids: Sequence[str], progress: Progress | None = None
+    client: KafkaClient,
+    group_ids: Sequence[str],
+    progress: Progress | None = None,
+    *,
+    times: bool = False,
 ) -> list[GroupOffsets]:
     """`group_offsets` of each group in turn, telling `progress` after each one."""
     results = []
     for done, group_id in enumerate(group_ids, 1):
-        results.append(group_offsets(client, group_id))
+        results.append(group_offsets(client, group_id, times=times))
         if progress is not None:
             progress(done, len(group_ids), group_id)
     return results

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..metrics.lag import lag_ms
+
 TopicPartition = tuple[str, int]
 Assignment = dict[str, tuple[int, ...]]  # topic -> partitions
 
@@ -82,12 +84,20 @@ class OffsetRow:
     current_offset: int | None
     log_end_offset: int | None
     owner: Member | None
+    # `--watch`: the append time of the record at the committed offset (None: caught up)
+    append_time_ms: int | None = None
 
     @property
     def lag(self) -> int | None:
         if self.current_offset is None or self.log_end_offset is None:
             return None
         return max(self.log_end_offset - self.current_offset, 0)
+
+    def lag_seconds(self, now_ms: int) -> float | None:
+        """The broker metric's lag in seconds (metrics/lag.py), as of `now_ms`."""
+        if self.current_offset is None or self.log_end_offset is None:
+            return None
+        return lag_ms(now_ms, self.log_end_offset, self.current_offset, self.append_time_ms) / 1000
 
 
 @dataclass(frozen=True)
