@@ -15,6 +15,18 @@ from ..broker_process import BrokerProcess
 
 pytestmark = pytest.mark.e2e
 
+WATCH = [
+    sys.executable,
+    "-m",
+    "rafka_actors",
+    "groups",
+    "offsets",
+    "behind",
+    "done",
+    "--watch",
+    "0.2",
+]
+
 
 def test_watch_redraws_lag_in_records_and_seconds(broker: BrokerProcess) -> None:
     producer = Producer({"bootstrap.servers": broker.bootstrap})
@@ -29,8 +41,7 @@ def test_watch_redraws_lag_in_records_and_seconds(broker: BrokerProcess) -> None
     admin.close()
     time.sleep(0.2)  # some age for the record at offset 4 (shown to 0.1 s)
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "rafka_actors", "groups", "offsets", "behind", "done"]
-        + ["--watch", "0.2", "--bootstrap", broker.bootstrap],
+        [*WATCH, "--bootstrap", broker.bootstrap],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
