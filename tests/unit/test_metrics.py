@@ -70,3 +70,18 @@ def test_label_policy_filters_groups_and_caps_them_counting_what_it_drops() -> N
     assert 'group="app-3"' not in text and "app-secret" not in text and "other" not in text
     assert 'rafka_metrics_series_dropped_total{kind="group"} 1.0' in text
     assert 'cause="member joined",group="app-1",org="0",type="classic"} 2.0' in text
+
+
+def test_loop_histogram_counts_a_value_on_a_bound_in_that_bucket() -> None:
+    from rafka_actors.metrics.histograms import LoopHistogram
+
+    family = LoopHistogram("h", "doc", ["api"], (0.1, 1.0))
+    for value in (0.05, 0.1, 0.5, 7.0):
+        family.series("Fetch").observe(value)
+    (metric,) = family.collect()
+    samples = {(s.name, s.labels.get("le")): s.value for s in metric.samples}
+    assert samples[("h_bucket", "0.1")] == 2
+    assert samples[("h_bucket", "1.0")] == 3
+    assert samples[("h_bucket", "+Inf")] == 4
+    assert samples[("h_count", None)] == 4
+    assert samples[("h_sum", None)] == 7.65

@@ -229,7 +229,7 @@ async def _dispatch(
         answer = api.handler(ctx, conn, header.api_version, request)
         response = await settle(answer, ctx)
     if metrics is not None:  # one histogram observation (metrics/instruments.py)
-        metrics.request_timer(api.key, api.name, conn.org_id)(perf_counter() - started)
+        metrics.observe_request(api.key, api.name, conn.org_id, perf_counter() - started)
     if response is None:
         return None
     if type(response) is WithGroupIdentities:
