@@ -25,7 +25,9 @@ from ..broker_process import BrokerProcess
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytestmark = pytest.mark.e2e
+# the same agreement over a synthetic data dir is in the default run (test_lag_job.py); this
+# one, on a real broker's data dir, starts a broker and a second Spark job: opt-in
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 COMMITS = {"early": 2, "late": 7, "done": 10}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections import Counter as Tally
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
@@ -35,8 +35,15 @@ PartitionId = tuple[GroupKey, str, int]
 
 class BrokerCollector(Collector):
     def __init__(
-        self, metrics: BrokerMetrics, groups: GroupRegistry, data: DataPlane, window: int
+        self,
+        metrics: BrokerMetrics,
+        groups: GroupRegistry,
+        data: DataPlane,
+        window: int,
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        self._clock = clock  # wall-clock seconds: "now" of lag in seconds and Burrow's STOP
         self._metrics = metrics
         self._groups = groups
         self._data = data
@@ -44,7 +51,7 @@ class BrokerCollector(Collector):
         self._commits: dict[PartitionId, deque[Commit]] = {}
 
     def collect(self) -> Iterator[Any]:
-        now_ms = int(time.time() * 1000)
+        now_ms = int(self._clock() * 1000)
         policy = self._metrics.policy
         g = ["org", "group", "type"]
         p = ["org", "group", "topic", "partition"]

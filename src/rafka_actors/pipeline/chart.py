@@ -82,16 +82,19 @@ def draw_lag_chart(
     return path
 
 
-def _time_bounds(group: GroupSeries, now: datetime | None) -> tuple[datetime, datetime]:
-    """The span of the group's commits (and now), widened by 5% and to at least a minute."""
-    times = [t for points in group.lines.values() for t, _ in points]
+def _time_bounds(group: GroupSeries, now: datetime | None) -> tuple[float, float]:
+    """The span of the group's commits (and now), widened by 5% and to at least a minute, in
+    matplotlib's date numbers (days; naive and aware datetimes alike)."""
+    from matplotlib.dates import date2num
+
+    times = [float(date2num(t)) for points in group.lines.values() for t, _ in points]
     if now is not None:
-        times.append(now)
+        times.append(float(date2num(now)))
+    least = MIN_SPAN / timedelta(days=1)
     if not times:
-        now = now or datetime(1970, 1, 1)
-        return now - MIN_SPAN / 2, now + MIN_SPAN / 2
+        return 0.0, least
     first, last = min(times), max(times)
-    margin = max((last - first) * 0.05, (MIN_SPAN - (last - first)) / 2, timedelta(seconds=1))
+    margin = max((last - first) * 0.05, (least - (last - first)) / 2, least / 60)
     return first - margin, last + margin
 
 
@@ -101,7 +104,7 @@ def _panel(
     lines: Mapping[tuple[str, int], Sequence[tuple[datetime, float]]],
     max_lines: int,
     now: datetime | None,
-    bounds: tuple[datetime, datetime],
+    bounds: tuple[float, float],
     *,
     records: bool,
 ) -> None:
@@ -129,7 +132,7 @@ def _panel(
     if now is not None:
         ax.axvline(float(date2num(now)), color="grey", linestyle="--", linewidth=1, label="now")
     ax.axhline(0, color="black", linewidth=0.8)  # caught up
-    ax.set_xlim(float(date2num(bounds[0])), float(date2num(bounds[1])))
+    ax.set_xlim(*bounds)
     ax.set_ylim(bottom=-0.02 * max(top, 1), top=max(top, 1) * 1.1)
     if records:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
