@@ -85,3 +85,15 @@ def test_loop_histogram_counts_a_value_on_a_bound_in_that_bucket() -> None:
     assert samples[("h_bucket", "+Inf")] == 4
     assert samples[("h_count", None)] == 4
     assert samples[("h_sum", None)] == 7.65
+
+
+def test_metrics_stay_on_loopback_unless_a_host_is_named() -> None:
+    from rafka_actors.config import BrokerConfig
+    from rafka_actors.metrics.setup import metrics_address
+
+    off = BrokerConfig()
+    assert metrics_address(off, {}) is None
+    assert metrics_address(off.with_values(metrics_listen=":9404"), {}) == ("127.0.0.1", 9404)
+    assert metrics_address(off.with_values(metrics_listen="0.0.0.0:1"), {}) == ("0.0.0.0", 1)
+    otel = {"OTEL_METRICS_EXPORTER": "prometheus", "OTEL_EXPORTER_PROMETHEUS_PORT": "9999"}
+    assert metrics_address(off, otel) == ("localhost", 9999)

@@ -258,13 +258,17 @@ class GroupRegistry:
             if summary is not None:
                 yield summary
 
-    def snapshots(self) -> Iterator[tuple[GroupKey, GroupSnapshot]]:
-        """Every stored group's latest snapshot, for the metrics endpoint at scrape time: the
-        published one, or one read from the log (a group without an actor changes only by
-        starting one, which publishes)."""
+    def snapshots(
+        self, wanted: Callable[[GroupKey], bool] = lambda _key: True
+    ) -> Iterator[tuple[GroupKey, GroupSnapshot]]:
+        """Every `wanted` stored group's latest snapshot, for the metrics endpoint at scrape
+        time: the published one, or one read from the log (a group without an actor changes
+        only by starting one, which publishes)."""
         now = now_ms()
         stored = self._log.keys()  # a list of group keys, not a dict view
         for key in stored:
+            if not wanted(key):
+                continue
             published = self._published.get(key)
             if published is None:
                 published = snapshot.snapshot_of(

@@ -78,9 +78,20 @@ class BrokerCollector(Collector):
         series = 0
         dropped = 0
         seen: set[PartitionId] = set()
-        for key, snapshot in self._groups.snapshots():
+        groups_dropped = 0
+
+        def wanted(key: GroupKey) -> bool:  # before a group is read from the log
+            nonlocal groups_dropped
+            if not policy.admits_group(key.group_id):
+                return False
+            if series >= policy.max_series:  # the cap is reached: not even read
+                groups_dropped += 1
+                return False
+            return True
+
+        for key, snapshot in self._groups.snapshots(wanted):
             summary = snapshot.summary
-            if summary is None or not policy.admits_group(key.group_id):
+            if summary is None:
                 continue
             labels = [str(key.org_id), key.group_id, summary.group_type]
             state.add_metric([*labels, summary.state], 1)
@@ -118,6 +129,8 @@ class BrokerCollector(Collector):
             del self._commits[gone]
         if dropped:
             self._metrics.dropped.labels("partition").inc(dropped)
+        if groups_dropped:
+            self._metrics.dropped.labels("group").inc(groups_dropped)
         connections = GaugeMetricFamily(
             "rafka_connections", "Open client connections, by organisation", labels=["org"]
         )

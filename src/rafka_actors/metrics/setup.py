@@ -24,14 +24,16 @@ log = logging.getLogger(__name__)
 def metrics_address(config: BrokerConfig, environ: Mapping[str, str]) -> tuple[str, int] | None:
     """Where to serve metrics, or None if they are off."""
     if config.metrics_listen:
-        return split_host_port(config.metrics_listen)
+        host, port = split_host_port(config.metrics_listen)
+        # only an explicit host leaves loopback (":9404" is not "every interface" here)
+        return ("127.0.0.1" if config.metrics_listen.startswith(":") else host), port
     exporters = {e.strip() for e in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
     if "prometheus" in exporters:
         host = environ.get("OTEL_EXPORTER_PROMETHEUS_HOST", "localhost")
-        port = environ.get("OTEL_EXPORTER_PROMETHEUS_PORT", "9464")
-        if not port.isdigit():
-            raise ConfigError(f"OTEL_EXPORTER_PROMETHEUS_PORT: not a port: {port!r}")
-        return host, int(port)
+        text = environ.get("OTEL_EXPORTER_PROMETHEUS_PORT", "9464")
+        if not text.isdigit():
+            raise ConfigError(f"OTEL_EXPORTER_PROMETHEUS_PORT: not a port: {text!r}")
+        return host, int(text)
     return None
 
 
