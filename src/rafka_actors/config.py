@@ -129,6 +129,26 @@ class BrokerConfig:
         default=1000, metadata=_doc("least time between target assignments")
     )
     group_consumer_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
+    # KIP-932 share groups (share_group/, docs/share-groups.md), Kafka's names and defaults
+    group_share_session_timeout_ms: int = field(default=45000, metadata=_doc("member session"))
+    group_share_heartbeat_interval_ms: int = field(
+        default=5000, metadata=_doc("heartbeat cadence told to share members")
+    )
+    group_share_max_size: int = field(default=200, metadata=_doc("members per share group"))
+    group_share_record_lock_duration_ms: int = field(
+        default=30000, metadata=_doc("how long an acquired record stays locked")
+    )
+    group_share_delivery_count_limit: int = field(
+        default=5, metadata=_doc("deliveries of a record before it is archived")
+    )
+    group_share_partition_max_record_locks: int = field(
+        default=2000, metadata=_doc("records in flight per share partition")
+    )
+    share_auto_offset_reset: str = field(
+        # Kafka's group config; here the default of every share group
+        default="latest",
+        metadata=_doc("where a share group starts on a partition: latest|earliest"),
+    )
     offsets_retention_minutes: int = field(default=10080, metadata=_doc("empty groups' offsets"))
     offsets_commit_timeout_ms: int = field(
         # Kafka's: how long a coordinator write may take before the request is answered
@@ -285,12 +305,32 @@ def load_config(
     if config.socket_request_max_bytes <= 0:
         raise ConfigError("socket.request.max.bytes must be positive")
     _check_consumer_group_settings(config)
+    _check_share_group_settings(config)
     _check_network_settings(config)
     if config.coordinator_log_fsync not in ("always", "interval", "never"):
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
     if config.coordinator_log_preallocate_bytes < 0:
         raise ConfigError("coordinator.log.preallocate.bytes must be >= 0")
     return config
+
+
+def _check_share_group_settings(config: BrokerConfig) -> None:
+    if config.share_auto_offset_reset not in ("latest", "earliest"):
+        raise ConfigError("share.auto.offset.reset must be latest or earliest")
+    for name in (
+        "group_share_session_timeout_ms",
+        "group_share_heartbeat_interval_ms",
+        "group_share_max_size",
+        "group_share_record_lock_duration_ms",
+        "group_share_delivery_count_limit",
+        "group_share_partition_max_record_locks",
+    ):
+        if getattr(config, name) <= 0:
+            raise ConfigError(f"{kafka_key(name)} must be positive")
+    if config.group_share_heartbeat_interval_ms >= config.group_share_session_timeout_ms:
+        raise ConfigError(
+            "group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms"
+        )
 
 
 def _check_consumer_group_settings(config: BrokerConfig) -> None:
@@ -329,6 +369,10 @@ def _check_network_settings(config: BrokerConfig) -> None:
     ):
         if getattr(config, name) <= 0:
             raise ConfigError(f"{kafka_key(name)} must be positive")
+    if config.group_share_heartbeat_interval_ms >= config.group_share_session_timeout_ms:
+        raise ConfigError(
+            "group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms"
+        )
     if config.offsets_commit_timeout_ms <= 0:
         raise ConfigError("offsets.commit.timeout.ms must be positive")
     if config.group_passivation_idle_ms < 0:

@@ -20,6 +20,9 @@ def test_defaults_are_kafkas() -> None:
     assert config.socket_request_max_bytes == 104857600
     assert config.group_initial_rebalance_delay_ms == 3000
     assert config.offsets_commit_timeout_ms == 5000
+    assert config.group_share_record_lock_duration_ms == 30000
+    assert config.group_share_delivery_count_limit == 5
+    assert config.share_auto_offset_reset == "latest"
 
 
 def test_file_then_env_then_flags(tmp_path: Path) -> None:
@@ -53,6 +56,10 @@ def test_env_name_form() -> None:
         {"group.consumer.rebalance.heartbeat.interval.ms": "0"},
         {"offsets.commit.timeout.ms": "0"},
         {"coordinator.log.preallocate.bytes": "-1"},
+        # share groups
+        {"share.auto.offset.reset": "none"},
+        {"group.share.record.lock.duration.ms": "0"},
+        {"group.share.heartbeat.interval.ms": "45000"},
     ],
 )
 def test_bad_values_are_refused(overrides: dict[str, str]) -> None:

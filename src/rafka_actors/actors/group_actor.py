@@ -91,6 +91,10 @@ _SPANS: Final = {
     ops.OffsetDeleteOp: "rafka.broker.group.offset-delete",
     ops.ConsumerGroupHeartbeatOp: "rafka.broker.group.consumer-heartbeat",
     ops.ConsumerGroupDescribeOp: "rafka.broker.group.consumer-describe",
+    ops.ShareGroupHeartbeatOp: "rafka.broker.group.share-heartbeat",
+    ops.ShareGroupDescribeOp: "rafka.broker.group.share-describe",
+    ops.ShareSessionOp: "rafka.broker.group.share-session",
+    ops.ShareAcquireOp: "rafka.broker.group.share-acquire",
 }
 
 

@@ -4,7 +4,9 @@
 and owners; reset plans) and `render` prints them as tables or JSON. Classic and KIP-848
 consumer groups share one description: the KIP-848 fields (epochs, target assignments,
 subscriptions) are None for classic groups, where the protocol name (the assignor the members
-agreed on, e.g. "range") fills `assignor`.
+agreed on, e.g. "range") fills `assignor`. A share group (KIP-932) is described like a KIP-848
+group (its members' target assignment is their assignment); its offsets are its share
+partitions' start offsets, and its lag the records not yet acknowledged.
 
 A group that does not exist is described with Kafka's state name for that, "Dead".
 
@@ -21,7 +23,7 @@ from ..metrics.lag import lag_ms
 TopicPartition = tuple[str, int]
 Assignment = dict[str, tuple[int, ...]]  # topic -> partitions
 
-CLASSIC, CONSUMER = "classic", "consumer"
+CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"
 DEAD = "Dead"
 INACTIVE_STATES = frozenset({"Empty", DEAD})
 
@@ -86,16 +88,23 @@ class OffsetRow:
     owner: Member | None
     # `--watch`: the append time of the record at the committed offset (None: caught up)
     append_time_ms: int | None = None
+    # a share group's lag: its records not yet acknowledged (current_offset is its start)
+    share_lag: int | None = None
 
     @property
     def lag(self) -> int | None:
+        if self.share_lag is not None:
+            return self.share_lag
         if self.current_offset is None or self.log_end_offset is None:
             return None
         return max(self.log_end_offset - self.current_offset, 0)
 
     def lag_seconds(self, now_ms: int) -> float | None:
-        """The broker metric's lag in seconds (metrics/lag.py), as of `now_ms`."""
-        if self.current_offset is None or self.log_end_offset is None:
+        """The broker metric's lag in seconds (metrics/lag.py), as of `now_ms`; None for a
+        share group (no committed offset)."""
+        if self.share_lag is not None or self.current_offset is None:
+            return None
+        if self.log_end_offset is None:
             return None
         return lag_ms(now_ms, self.log_end_offset, self.current_offset, self.append_time_ms) / 1000
 

@@ -130,6 +130,13 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         consumer_assignors=consumer_assignors(config),
         consumer_assignment_interval_ms=config.group_consumer_assignment_interval_ms,
         consumer_max_size=config.group_consumer_max_size,
+        share_session_timeout_ms=config.group_share_session_timeout_ms,
+        share_heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
+        share_max_size=config.group_share_max_size,
+        share_record_lock_duration_ms=config.group_share_record_lock_duration_ms,
+        share_delivery_count_limit=config.group_share_delivery_count_limit,
+        share_partition_max_record_locks=config.group_share_partition_max_record_locks,
+        share_auto_offset_reset=config.share_auto_offset_reset,
     )
 
 

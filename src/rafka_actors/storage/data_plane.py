@@ -147,6 +147,12 @@ class DataPlane:
             for event in waiters:
                 event.set()
 
+    def wake_readers(self, keys: Iterable[PartitionKey]) -> None:
+        """Wake the long polls waiting on `keys` as an append would (share groups: records
+        acknowledged or released may let a waiting ShareFetch acquire)."""
+        for key in keys:
+            self._wake(key)
+
     async def wait_for_append(self, keys: Iterable[PartitionKey], deadline: float) -> None:
         """Return at the first append to any of `keys`, or at `deadline` (trio time)."""
         event = trio.Event()
