@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from ..consumer_group.records import ConsumerGroupMetadataRecord
 from ..group.records import GroupMetadataRecord
 from ..ids import GroupKey
+from ..share_group.records import ShareGroupMetadataRecord
 from .histograms import Buckets, LoopHistogram
 
 # Request latency: 50 us .. 10 s (a long poll's Fetch waits up to its max wait).
@@ -115,7 +116,7 @@ class BrokerMetrics:
         r.register(self.request_seconds)
         self.rebalances = Counter(
             "rafka_group_rebalances",
-            "Rebalances settled (classic) or group epochs bumped (consumer), by cause",
+            "Rebalances settled (classic) or group epochs bumped (consumer, share), by cause",
             ["org", "group", "type", "cause"],
             registry=r,
         )
@@ -184,6 +185,10 @@ class BrokerMetrics:
                 labels = (str(key.org_id), key.group_id, "consumer")
                 self.rebalances.labels(*labels, cause_label(record.reason)).inc()
                 # KIP-848 has no barrier: the epoch moves and the target follows at once
+                self.rebalance_seconds.labels(*labels).observe(0.0)
+            elif type(record) is ShareGroupMetadataRecord and self._admits(key):
+                labels = (str(key.org_id), key.group_id, "share")
+                self.rebalances.labels(*labels, "unknown").inc()  # its record has no reason
                 self.rebalance_seconds.labels(*labels).observe(0.0)
 
     def _admits(self, key: GroupKey) -> bool:
