@@ -97,3 +97,37 @@ def test_metrics_stay_on_loopback_unless_a_host_is_named() -> None:
     assert metrics_address(off.with_values(metrics_listen="0.0.0.0:1"), {}) == ("0.0.0.0", 1)
     otel = {"OTEL_METRICS_EXPORTER": "prometheus", "OTEL_EXPORTER_PROMETHEUS_PORT": "9999"}
     assert metrics_address(off, otel) == ("localhost", 9999)
+
+
+async def test_the_endpoint_serves_get_metrics_only() -> None:
+    import trio
+
+    from rafka_actors.metrics.endpoint import open_metrics_listener, serve_metrics
+
+    metrics = BrokerMetrics(LabelPolicy())
+    metrics.observe_request(8, "OffsetCommit", 3, 0.001)
+    listener = await open_metrics_listener("127.0.0.1", 0)
+    port = listener.socket.getsockname()[1]
+
+    async def ask(request: bytes) -> bytes:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        async with stream:
+            await stream.send_all(request)
+            answer = b""
+            while chunk := await stream.receive_some(65536):
+                answer += chunk
+            return answer
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_metrics, metrics, listener)
+        text = await ask(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert text.startswith(b"HTTP/1.1 200 OK")
+        assert b'rafka_request_duration_seconds_count{api="OffsetCommit",org="3"} 1.0' in text
+        open_metrics = await ask(
+            b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n"
+        )
+        assert b"Content-Type: application/openmetrics-text" in open_metrics
+        assert open_metrics.rstrip().endswith(b"# EOF")
+        assert (await ask(b"POST /metrics HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 405")
+        assert (await ask(b"GET /other HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 404")
+        nursery.cancel_scope.cancel()

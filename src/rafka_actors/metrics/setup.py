@@ -28,6 +28,8 @@ def metrics_address(config: BrokerConfig, environ: Mapping[str, str]) -> tuple[s
         # only an explicit host leaves loopback (":9404" is not "every interface" here)
         return ("127.0.0.1" if config.metrics_listen.startswith(":") else host), port
     exporters = {e.strip() for e in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
+    for other in sorted(exporters - {"prometheus", "none", ""}):
+        log.warning("OTEL_METRICS_EXPORTER=%s: not supported (prometheus or none)", other)
     if "prometheus" in exporters:
         host = environ.get("OTEL_EXPORTER_PROMETHEUS_HOST", "localhost")
         text = environ.get("OTEL_EXPORTER_PROMETHEUS_PORT", "9464")
