@@ -131,3 +131,45 @@ async def test_the_endpoint_serves_get_metrics_only() -> None:
         assert (await ask(b"POST /metrics HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 405")
         assert (await ask(b"GET /other HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 404")
         nursery.cancel_scope.cancel()
+
+
+def test_the_collector_caps_partition_series_and_counts_the_rest(tmp_path: Path) -> None:
+    from collections.abc import Callable, Iterator
+    from types import MappingProxyType
+    from typing import Any, cast
+
+    from rafka_actors.actors.snapshot import GroupSnapshot, GroupSummary
+    from rafka_actors.group_common.committed import CommittedOffset
+    from rafka_actors.metrics.collector import BrokerCollector
+    from rafka_actors.storage.data_plane import DataPlane
+
+    data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
+    topic = data.create_topic("t", 3)
+    for index in range(3):
+        topic.partitions[index].append([build_batch([(b"k", b"v")] * 4, base_timestamp=1_000)])
+    offsets = {("t", i): CommittedOffset(1, -1, None, 2_000) for i in range(3)}
+
+    class Groups:  # what the collector reads of the registry
+        def snapshots(
+            self, wanted: Callable[[GroupKey], bool]
+        ) -> Iterator[tuple[GroupKey, GroupSnapshot]]:
+            for group_id in ("a", "b", "hidden"):
+                key = GroupKey(0, group_id)
+                if wanted(key):
+                    summary = GroupSummary(group_id, "Empty", "consumer", "classic", "", 0, 1)
+                    yield key, GroupSnapshot(summary, MappingProxyType(offsets))
+
+    metrics = BrokerMetrics(LabelPolicy.of("", "hidden", "", "", 4))
+    collector = BrokerCollector(metrics, cast(Any, Groups()), data, 10, clock=lambda: 5.0)
+    try:
+        families = {f.name: f for f in collector.collect()}
+    finally:
+        data.close()
+    lag = families["rafka_group_lag_records"]
+    assert [(s.labels["group"], s.labels["partition"], s.value) for s in lag.samples] == [
+        ("a", "0", 3), ("a", "1", 3), ("a", "2", 3), ("b", "0", 3),
+    ]  # fmt: skip
+    # now 5 s, the record at offset 1 appended at 1 s
+    assert {s.value for s in families["rafka_group_lag_seconds"].samples} == {4.0}
+    text = generate_latest(metrics.registry).decode()
+    assert 'rafka_metrics_series_dropped_total{kind="partition"} 2.0' in text
