@@ -84,6 +84,8 @@ class GroupRegistry:
         self._published: dict[GroupKey, GroupSnapshot] = {}  # of running and resting groups
         # ListGroups' lines of groups with neither: read once from the log
         self._summaries: dict[GroupKey, GroupSummary | None] = {}
+        # snapshots of groups without a published one, read from the log for the metrics
+        self._read_for_metrics: dict[GroupKey, GroupSnapshot] = {}
         if passivate_after_s > 0:
             nursery.start_soon(self._passivate_forever)
 
@@ -136,6 +138,8 @@ class GroupRegistry:
 
     def _publish(self, key: GroupKey, published: GroupSnapshot) -> None:
         self._published[key] = published
+        if self._read_for_metrics:
+            self._read_for_metrics.pop(key, None)  # older than this, now
 
     async def _supervise(self, actor: GroupActor) -> None:
         key = actor.key
@@ -262,18 +266,20 @@ class GroupRegistry:
         self, wanted: Callable[[GroupKey], bool] = lambda _key: True
     ) -> Iterator[tuple[GroupKey, GroupSnapshot]]:
         """Every `wanted` stored group's latest snapshot, for the metrics endpoint at scrape
-        time: the published one, or one read from the log (a group without an actor changes
-        only by starting one, which publishes)."""
+        time: the published one, or one read from the log. A group without an actor changes
+        only by starting one, which publishes: what was read stays true until then, and is
+        kept for the next scrape (only once metrics are read: the endpoint's memory)."""
         now = now_ms()
         stored = self._log.keys()  # a list of group keys, not a dict view
         for key in stored:
             if not wanted(key):
                 continue
-            published = self._published.get(key)
+            published = self._published.get(key) or self._read_for_metrics.get(key)
             if published is None:
                 published = snapshot.snapshot_of(
                     key.group_id, stored_group(self._log, key, now, self._config)
                 )
+                self._read_for_metrics[key] = published
             yield key, published
 
     def _stored_membership(self, key: GroupKey, now: int) -> AnyGroup:
