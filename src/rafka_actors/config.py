@@ -17,6 +17,7 @@ listen address.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
 import os
 from collections.abc import Mapping
@@ -33,6 +34,10 @@ ENV_PREFIX = "RAFKA_"
 
 class ConfigError(ValueError):
     """A setting that can't be parsed or is out of range."""
+
+
+class ConfigFileMissing(ConfigError):
+    """The --config file cannot be read (a missing file, not a bad setting)."""
 
 
 def _doc(text: str) -> dict[str, str]:
@@ -194,6 +199,10 @@ class BrokerConfig:
     metrics_burrow_window: int = field(
         default=10, metadata=_doc("commits per partition in the live Burrow window")
     )
+    # -- when the disk fills (issue 47) --
+    log_dir_free_space_warning_bytes: int = field(
+        default=1 << 30, metadata=_doc("warn when the data dir has less free space; 0: never")
+    )
 
     @property
     def sasl_enabled(self) -> bool:
@@ -273,9 +282,10 @@ def parse_properties(text: str) -> dict[str, str]:
 def _apply(values: dict[str, Any], source: Mapping[str, Any], origin: str) -> None:
     for key, raw in source.items():
         name = field_name(key)
-        if name not in FIELDS:
-            log.warning("ignoring unknown setting %r from %s", key, origin)
-            continue
+        if name not in FIELDS:  # a typo must not pass for a default silently
+            close = difflib.get_close_matches(name, FIELDS, n=1)
+            hint = f" (did you mean {kafka_key(close[0])}?)" if close else ""
+            raise ConfigError(f"unknown setting {key!r} from {origin}{hint}")
         values[name] = _convert(name, raw)
 
 
@@ -297,7 +307,12 @@ def load_config(
     """Layer defaults, file, environment and flags (see the module docstring)."""
     values: dict[str, Any] = {}
     if config_file is not None:
-        _apply(values, parse_properties(config_file.read_text()), str(config_file))
+        try:
+            text = config_file.read_text()
+        except OSError as exc:
+            message = f"cannot read the config file {config_file}: {exc.strerror}"
+            raise ConfigFileMissing(message) from exc
+        _apply(values, parse_properties(text), str(config_file))
     _apply(values, _from_env(os.environ if environ is None else environ), "environment")
     _apply(values, overrides or {}, "command line")
     config = BrokerConfig(**values)
@@ -311,6 +326,8 @@ def load_config(
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
     if config.coordinator_log_preallocate_bytes < 0:
         raise ConfigError("coordinator.log.preallocate.bytes must be >= 0")
+    if config.log_dir_free_space_warning_bytes < 0:
+        raise ConfigError("log.dir.free.space.warning.bytes must be >= 0")
     return config
 
 

@@ -67,10 +67,12 @@ def test_bad_values_are_refused(overrides: dict[str, str]) -> None:
         load_config(environ={}, overrides=overrides)
 
 
-def test_unknown_keys_are_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    config = load_config(environ={}, overrides={"no.such.key": "1"})
-    assert config == BrokerConfig()
-    assert "no.such.key" in caplog.text
+def test_unknown_keys_are_refused_with_a_hint() -> None:
+    """Issue 46: a mistyped key must not pass for its default silently (it was a warning)."""
+    with pytest.raises(ConfigError, match=r"unknown setting 'no\.such\.key' from command line"):
+        load_config(environ={}, overrides={"no.such.key": "1"})
+    with pytest.raises(ConfigError, match=r"did you mean group\.min\.session\.timeout\.ms\?"):
+        load_config(environ={}, overrides={"group.min.sesion.timeout.ms": "1"})
 
 
 def test_properties_parser_rejects_junk() -> None:

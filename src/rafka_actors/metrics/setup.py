@@ -13,6 +13,7 @@ import trio
 from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
 from ..config import BrokerConfig, ConfigError, split_host_port
+from ..refusals import CannotListen
 from ..storage.data_plane import DataPlane
 from .collector import BrokerCollector
 from .endpoint import open_metrics_listener, serve_metrics
@@ -68,7 +69,10 @@ async def start_metrics(
     try:
         listener = await open_metrics_listener(host, port)
     except OSError as exc:
-        raise ConfigError(f"metrics.listen {host}:{port}: {exc.strerror or exc}") from exc
+        raise CannotListen(
+            f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}",
+            "stop whatever listens there (ss -ltnp shows it) or choose another metrics.listen",
+        ) from exc
     bound_host, bound_port = listener.socket.getsockname()[:2]
     await nursery.start(serve_metrics, metrics, listener)
     log.info("metrics on http://%s:%d/metrics", bound_host, bound_port)
