@@ -134,6 +134,11 @@ class BrokerConfig:
         default=1000, metadata=_doc("least time between target assignments")
     )
     group_consumer_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
+    # Online migration between the classic and consumer protocols (coordinator/migration.py)
+    group_consumer_migration_policy: str = field(
+        default="bidirectional",
+        metadata=_doc("disabled, upgrade, downgrade or bidirectional: groups with members"),
+    )
     # KIP-932 share groups (share_group/, docs/share-groups.md), Kafka's names and defaults
     group_share_session_timeout_ms: int = field(default=45000, metadata=_doc("member session"))
     group_share_heartbeat_interval_ms: int = field(
@@ -352,12 +357,18 @@ def _check_share_group_settings(config: BrokerConfig) -> None:
 
 def _check_consumer_group_settings(config: BrokerConfig) -> None:
     from .consumer_group.assignors import ASSIGNORS  # the one list of assignors we have
+    from .group_common.effects import MIGRATION_POLICIES
 
     names = consumer_assignors(config)
     unknown = [n for n in names if n not in ASSIGNORS]
     if not names or unknown:
         raise ConfigError(
             f"group.consumer.assignors: {unknown or 'empty'}; known: {', '.join(ASSIGNORS)}"
+        )
+    if config.group_consumer_migration_policy not in MIGRATION_POLICIES:
+        raise ConfigError(
+            f"group.consumer.migration.policy: {config.group_consumer_migration_policy!r}; "
+            f"one of {', '.join(MIGRATION_POLICIES)}"
         )
     if config.group_consumer_heartbeat_interval_ms <= 0:
         raise ConfigError("group.consumer.heartbeat.interval.ms must be positive")

@@ -49,6 +49,9 @@ class Member:
     target_assignment: Assignment | None = None
     subscribed_topics: tuple[str, ...] = ()
     subscribed_regex: str | None = None
+    # KIP-848 groups: "classic" for a classic member inside it (a migration under way),
+    # "consumer" otherwise; None where the broker does not say
+    protocol: str | None = None
 
     def partitions(self) -> list[TopicPartition]:
         return sorted((t, p) for t, ps in (self.assignment or {}).items() for p in ps)

@@ -162,6 +162,7 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         consumer_assignors=consumer_assignors(config),
         consumer_assignment_interval_ms=config.group_consumer_assignment_interval_ms,
         consumer_max_size=config.group_consumer_max_size,
+        consumer_migration_policy=config.group_consumer_migration_policy,
         share_session_timeout_ms=config.group_share_session_timeout_ms,
         share_heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
         share_max_size=config.group_share_max_size,

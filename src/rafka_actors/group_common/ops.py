@@ -251,6 +251,7 @@ class ConsumerGroupDescribeOpResp:
     assignor_name: str = ""
     members: tuple[DescribedConsumer, ...] = ()
     cgp_id: str = ""
+    classic_members: tuple[str, ...] = ()  # the members using the classic protocol (migration)
 
 
 # -- KIP-932 share groups (share_group/) -------------------------------------------------------
