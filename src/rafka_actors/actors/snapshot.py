@@ -37,6 +37,8 @@ class GroupSummary:
     protocol_type: str
     group_type: str  # "classic", "consumer" (KIP-848) or "share" (KIP-932), as ListGroups v5
     cgp_id: str = ""  # the group's stable identity, for our admin tool (not in ListGroups)
+    members: int = 0  # for the metrics endpoint (not in ListGroups)
+    generation: int = -1  # classic: the generation; consumer and share: the group epoch
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +54,33 @@ def summary_of(group_id: str, group: AnyGroup) -> GroupSummary | None:
     if group is None:
         return None
     if isinstance(group, ConsumerGroup):
-        return GroupSummary(group_id, group.state.value, "consumer", "consumer", group.cgp_id)
+        return GroupSummary(
+            group_id,
+            group.state.value,
+            "consumer",
+            "consumer",
+            group.cgp_id,
+            len(group.members),
+            group.group_epoch,
+        )
     if isinstance(group, ShareGroup):
-        return GroupSummary(group_id, group.state.value, "share", "share", group.cgp_id)
+        return GroupSummary(
+            group_id,
+            group.state.value,
+            "share",
+            "share",
+            group.cgp_id,
+            len(group.members),
+            group.group_epoch,
+        )
     return GroupSummary(
-        group_id, group.state.value, group.protocol_type or "", "classic", group.cgp_id
+        group_id,
+        group.state.value,
+        group.protocol_type or "",
+        "classic",
+        group.cgp_id,
+        len(group.members),
+        group.generation,
     )
 
 

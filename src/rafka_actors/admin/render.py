@@ -195,6 +195,29 @@ def offsets(results: Sequence[GroupOffsets], output: str) -> str:
     return table(OFFSET_HEADERS + OWNER_HEADERS, rows)
 
 
+def watched_offsets(results: Sequence[GroupOffsets], now_ms: int) -> str:
+    """`offsets --watch`: the offsets table with lag in seconds, no owners (a terminal's width)."""
+    rows = [
+        (
+            r.group_id,
+            r.topic,
+            r.partition,
+            r.current_offset,
+            r.log_end_offset,
+            r.lag,
+            _seconds(r.lag_seconds(now_ms)),
+            r.owner.client_id if r.owner else None,
+        )
+        for result in results
+        for r in result.rows
+    ]
+    return table((*OFFSET_HEADERS, "LAG-SECONDS", "CLIENT-ID"), rows)
+
+
+def _seconds(value: float | None) -> str | None:
+    return None if value is None else f"{value:.1f}"
+
+
 def _offsets_json(result: GroupOffsets) -> dict[str, Any]:
     group = result.group
     return {
