@@ -37,7 +37,10 @@ from ..group_common.ops import (
     SyncGroupOp,
     SyncGroupOpResp,
     TimerFired,
+    TxnMarkerOp,
+    TxnOffsetCommitOp,
 )
+from ..group_common.txn_offsets import apply_marker
 from . import offsets, timers
 from .heartbeat import heartbeat, response_assignment
 from .state import ConsumerGroup, OtherGroup
@@ -164,4 +167,6 @@ _HANDLERS: dict[type, Any] = {
     SyncGroupOp: _sync,
     HeartbeatOp: _classic_heartbeat,
     LeaveGroupOp: _leave,
+    TxnOffsetCommitOp: offsets.txn_commit,
+    TxnMarkerOp: apply_marker,
 }

@@ -2,7 +2,9 @@
 
 Every record has a hierarchical key below its group (`key_tail`): ``()`` for the group record
 (classic or consumer: one per group), ``(topic, partition)`` for an offset, ``(0, 0)`` for a
-consumer group's target-assignment metadata and ``(0, 1, member, kind)`` for its member records.
+consumer group's target-assignment metadata, ``(0, 1, member, kind)`` for its member records
+and ``(1, producer, topic, partition)`` for a pending transactional offset, whose transaction's
+marker is the tombstone ``(1, producer)`` (group_common/txn_offsets.py).
 A later record replaces an earlier one with the same key, and a tombstone deletes every record
 whose key starts with its own: a group tombstone everything, a member tombstone
 ``(0, 1, member)`` that member's three records, a consumer-state tombstone ``(0,)`` every
@@ -29,12 +31,20 @@ from ..consumer_group.records import (
 )
 from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
+from ..group_common.txn_offsets import TxnMarkerRecord, TxnOffsetCommitRecord
 from ..ids import GroupKey
 
 CompactionKey = tuple[Hashable, ...]
 MEMBER_KIND = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
 TARGET_METADATA_TAIL: CompactionKey = (0, 0)
-_TOMBSTONES = (GroupTombstone, OffsetTombstone, ConsumerMemberTombstone, ConsumerStateTombstone)
+PENDING_TXN = 1  # the head of a pending transactional offset's key: (1, producer, topic, part)
+_TOMBSTONES = (
+    GroupTombstone,
+    OffsetTombstone,
+    ConsumerMemberTombstone,
+    ConsumerStateTombstone,
+    TxnMarkerRecord,
+)
 V = TypeVar("V")
 
 
@@ -51,6 +61,11 @@ def key_tail(record: Record) -> CompactionKey:
         return TARGET_METADATA_TAIL
     if cls is ConsumerStateTombstone:
         return (0,)
+    if cls is TxnOffsetCommitRecord:
+        r = record
+        return (PENDING_TXN, r.producer_id, r.topic, r.partition)  # type: ignore[attr-defined]
+    if cls is TxnMarkerRecord:
+        return (PENDING_TXN, record.producer_id)  # type: ignore[attr-defined]
     return ()  # the group record (classic or consumer) and the group tombstone
 
 
@@ -59,14 +74,16 @@ def is_tombstone(record: Record) -> bool:
 
 
 class GroupRecords(Generic[V]):
-    """The latest group record, consumer-group records and offsets of one group."""
+    """The latest group record, consumer-group records, offsets and pending transactional
+    offsets of one group."""
 
-    __slots__ = ("consumer", "group", "offsets")
+    __slots__ = ("consumer", "group", "offsets", "pending")
 
     def __init__(self) -> None:
         self.group: V | None = None
         self.consumer: dict[CompactionKey, V] = {}  # by key tail
         self.offsets: dict[tuple[str, int], V] = {}
+        self.pending: dict[tuple[int, str, int], V] = {}  # by (producer id, topic, partition)
 
     def apply(self, records: Sequence[Record], stored: Sequence[V] | None = None) -> None:
         """Apply ``records`` in order, keeping ``stored[i]`` for ``records[i]`` (default: it)."""
@@ -83,6 +100,14 @@ class GroupRecords(Generic[V]):
                 self.group = None
                 self.consumer.clear()
                 self.offsets.clear()
+                self.pending.clear()
+            elif cls is TxnOffsetCommitRecord:
+                r = record
+                self.pending[(r.producer_id, r.topic, r.partition)] = value  # type: ignore[attr-defined]
+            elif cls is TxnMarkerRecord:
+                producer_id = record.producer_id  # type: ignore[attr-defined]
+                for done in [k for k in self.pending if k[0] == producer_id]:
+                    del self.pending[done]
             elif cls is GroupMetadataRecord or cls is ConsumerGroupMetadataRecord:
                 self.group = value
             elif cls is ConsumerMemberTombstone or cls is ConsumerStateTombstone:
@@ -94,10 +119,10 @@ class GroupRecords(Generic[V]):
                 self.consumer[key_tail(record)] = value
 
     def is_empty(self) -> bool:
-        return self.group is None and not self.offsets and not self.consumer
+        return self.group is None and not self.offsets and not self.consumer and not self.pending
 
     def records(self) -> list[V]:
-        return self.membership() + list(self.offsets.values())
+        return self.membership() + list(self.offsets.values()) + list(self.pending.values())
 
     def membership(self) -> list[V]:
         """The group record and the KIP-848 records: all but the offsets."""

@@ -33,6 +33,7 @@ from ..group_common.ops import (
     JoinGroupOp,
     OffsetCommitOp,
     TimerFired,
+    TxnOffsetCommitOp,
 )
 from ..group_common.records import Record
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
@@ -66,7 +67,7 @@ def deadline_after(result: Result, op: Any, before: int | None) -> int | None:
 
 # The ops whose step may create a group, and so read `fresh_cgp_id` (JoinGroup, a simple
 # consumer's first commit, a KIP-848 member's first heartbeat).
-_CREATING = frozenset({JoinGroupOp, OffsetCommitOp, ConsumerGroupHeartbeatOp})
+_CREATING = frozenset({JoinGroupOp, OffsetCommitOp, ConsumerGroupHeartbeatOp, TxnOffsetCommitOp})
 
 
 def creates_group(op: Any) -> bool:
@@ -131,6 +132,7 @@ def _to_classic(group: ConsumerGroup, fx: Effects) -> ClassicGroup:
     the JoinGroup that made it one)."""
     classic = ClassicGroup(group.group_id, group.cgp_id, state_timestamp_ms=fx.now)
     classic.offsets = group.offsets
+    classic.pending_txn = group.pending_txn
     fx.records.append(ConsumerStateTombstone(group.group_id))
     fx.records.append(group_record(classic, "empty consumer group became a classic group"))
     return classic
@@ -143,5 +145,9 @@ def _consumer_successor(group: ClassicGroup, fx: Effects) -> ConsumerGroup | Non
     if not group.is_empty() or group.pending_members:
         return None
     return ConsumerGroup(
-        group.group_id, group.cgp_id, state_timestamp_ms=fx.now, offsets=group.offsets
+        group.group_id,
+        group.cgp_id,
+        state_timestamp_ms=fx.now,
+        offsets=group.offsets,
+        pending_txn=group.pending_txn,
     )

@@ -21,6 +21,7 @@ from ..group.replay import from_metadata
 from ..group.state import ClassicGroup
 from ..group_common.committed import CommittedOffset
 from ..group_common.records import OffsetCommitRecord, Record
+from ..group_common.txn_offsets import TxnOffsetCommitRecord, replay_pending
 from .latest import GroupRecords
 
 CONSUMER_SESSION_TIMEOUT_MS = 45_000  # group.consumer.session.timeout.ms's default
@@ -42,8 +43,8 @@ def replay(
         group = assemble(head, consumer, now_ms, consumer_session_timeout_ms)
     elif isinstance(head, GroupMetadataRecord):
         group = from_metadata(head, now_ms)
-    elif latest.offsets:  # offsets of a simple group, written before any group record
-        first = next(iter(latest.offsets.values()))
+    elif latest.offsets or latest.pending:  # a simple group's, before any group record
+        first = next(iter(latest.offsets.values() or latest.pending.values()))
         group = ClassicGroup(first.group_id, "", state_timestamp_ms=now_ms)
     else:
         return None
@@ -52,4 +53,7 @@ def replay(
         tp: CommittedOffset(r.offset, r.leader_epoch, r.metadata, r.commit_timestamp_ms)
         for tp, r in offsets.items()
     }
+    if latest.pending:
+        pending = cast(list[TxnOffsetCommitRecord], list(latest.pending.values()))
+        group.pending_txn = replay_pending(pending, group.offsets)
     return group

@@ -7,7 +7,7 @@ are in offsets.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -19,8 +19,20 @@ class CommittedOffset:
     commit_timestamp_ms: int
 
 
+@dataclass(slots=True)
+class PendingTxn:
+    """One producer's pending transactional offsets in one group (txn_offsets.py)."""
+
+    producer_epoch: int
+    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    # Partitions committed (non-transactionally) after this producer's pending offset: at a
+    # commit marker the later regular commit wins, as in Kafka.
+    superseded: set[tuple[str, int]] = field(default_factory=set)
+
+
 class OffsetHolder(Protocol):
     """A group of any type, as far as its offsets go."""
 
     group_id: str
     offsets: dict[tuple[str, int], CommittedOffset]
+    pending_txn: dict[int, PendingTxn]  # by producer id

@@ -253,6 +253,45 @@ class ConsumerGroupDescribeOpResp:
     cgp_id: str = ""
 
 
+# -- transactional offsets (KIP-98, KIP-447) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitOp:
+    """TxnOffsetCommit: offsets a transaction commits, pending until its end marker."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    # (topic, partition, offset, leader epoch, metadata)
+    offsets: tuple[tuple[str, int, int, int, str | None], ...]
+    member_id: str = UNKNOWN_MEMBER
+    generation_id: int = NO_GENERATION
+    group_instance_id: str | None = None
+    api_version: int = 3  # v6+ (KIP-1319) answers a stale member epoch STALE_MEMBER_EPOCH
+    transactional_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitOpResp:
+    results: tuple[tuple[str, int, int], ...]  # (topic, partition, error)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarkerOp:
+    """The transaction coordinator's end marker for one group: a producer's pending
+    transactional offsets are merged (committed=True) or discarded."""
+
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarkerOpResp:
+    error_code: int
+
+
 @dataclass(frozen=True, slots=True)
 class TimerFired:
     """The actor's own command: a deadline the state machine asked for has passed."""
@@ -272,6 +311,8 @@ OP_CODES: dict[type, int] = {
     ExpireOffsetsOp: 0x10,
     ConsumerGroupHeartbeatOp: 0x11,
     ConsumerGroupDescribeOp: 0x12,
+    TxnOffsetCommitOp: 0x20,
+    TxnMarkerOp: 0x21,
     # responses: the request's code with the high bit set
     JoinGroupOpResp: 0x86,
     SyncGroupOpResp: 0x87,
@@ -285,6 +326,8 @@ OP_CODES: dict[type, int] = {
     ExpireOffsetsOpResp: 0x90,
     ConsumerGroupHeartbeatOpResp: 0x91,
     ConsumerGroupDescribeOpResp: 0x92,
+    TxnOffsetCommitOpResp: 0xA0,
+    TxnMarkerOpResp: 0xA1,
 }
 _BY_CODE = {code: cls for cls, code in OP_CODES.items()}
 
@@ -301,6 +344,8 @@ Op = (
     | ExpireOffsetsOp
     | ConsumerGroupHeartbeatOp
     | ConsumerGroupDescribeOp
+    | TxnOffsetCommitOp
+    | TxnMarkerOp
     | TimerFired
 )
 

@@ -9,9 +9,11 @@ dataclass's fields in declaration order (so ``GroupMetadataRecord.members`` is a
 1 OffsetCommit, 2 GroupMetadata, 3 OffsetTombstone, 4 GroupTombstone; the KIP-848 consumer-group
 records keep Kafka's numbers where they are free (5 member metadata, 6 target-assignment
 metadata, 7 target-assignment member, 8 current member assignment) and take 9 (group metadata),
-10 (member tombstone) and 11 (consumer-state tombstone). A change of a type's fields is a new
-version, never a reinterpretation of an old one: new fields go at the end, the newest version
-is written, and an older version still decodes (the fields it lacks take their defaults).
+10 (member tombstone) and 11 (consumer-state tombstone). Transactional offsets take 20 (a
+pending transactional offset) and 21 (a transaction's end marker). A change of a type's fields
+is a new version, never a reinterpretation of an old one: new fields go at the end, the newest
+version is written, and an older version still decodes (the fields it lacks take their
+defaults).
 GroupMetadata is at version 1 (it added when the rebalance began and who departed); every other
 type is at version 0.
 
@@ -28,10 +30,12 @@ Compaction keys
 `compaction_key` gives each entry a hierarchical key: ``(org, group, topic, partition)`` for
 offsets, ``(org, group)`` for the group record (classic or consumer: one group record per group),
 ``(org, group, 0, 0)`` for a consumer group's target-assignment metadata and
-``(org, group, 0, 1, member, kind)`` for its member records. A tombstone deletes every earlier
+``(org, group, 0, 1, member, kind)`` for its member records, ``(org, group, 1, producer, topic,
+partition)`` for a pending transactional offset. A tombstone deletes every earlier
 entry whose key starts with its own, so a GroupTombstone wipes the group record and all of the
 group's offsets, a ConsumerMemberTombstone ``(org, group, 0, 1, member)`` a member's three
-records, and a ConsumerStateTombstone ``(org, group, 0)`` all consumer-group records.
+records, a ConsumerStateTombstone ``(org, group, 0)`` all consumer-group records, and a
+TxnMarkerRecord ``(org, group, 1, producer)`` the producer's pending offsets.
 
 The live view
 -------------
@@ -66,6 +70,7 @@ from ..consumer_group.records import (
 )
 from ..coordinator.latest import (
     MEMBER_KIND,
+    PENDING_TXN,
     TARGET_METADATA_TAIL,
     CompactionKey,
     GroupRecords,
@@ -75,6 +80,7 @@ from ..coordinator.latest import (
 )
 from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
+from ..group_common.txn_offsets import TxnMarkerRecord, TxnOffsetCommitRecord
 from ..ids import GroupKey
 from .coordinator_segments import CoordinatorLogError
 
@@ -111,6 +117,9 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_METADATA = 9
     CONSUMER_MEMBER_TOMBSTONE = 10
     CONSUMER_STATE_TOMBSTONE = 11
+    # transactional offsets (20-24)
+    TXN_OFFSET_COMMIT = 20
+    TXN_MARKER = 21
 
 
 class CoordinatorRecordError(CoordinatorLogError, ValueError):
@@ -126,6 +135,7 @@ _Kinds = frozenset[type]
 _STR: _Kinds = frozenset({str})
 _OPT_STR: _Kinds = frozenset({str, type(None)})
 _INT: _Kinds = frozenset({int})
+_BOOL: _Kinds = frozenset({bool})
 _BYTES: _Kinds = frozenset({bytes})
 _MEMBERS: _Kinds = frozenset()  # marker (by identity): GroupMetadataRecord's member rows
 _MEMBER_ROW = (_STR, _OPT_STR, _STR, _STR, _INT, _INT, _BYTES, _BYTES)
@@ -165,6 +175,11 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
     ),
     ConsumerMemberTombstone: (RecordType.CONSUMER_MEMBER_TOMBSTONE, ((_STR, _STR),)),
     ConsumerStateTombstone: (RecordType.CONSUMER_STATE_TOMBSTONE, ((_STR,),)),
+    TxnOffsetCommitRecord: (
+        RecordType.TXN_OFFSET_COMMIT,
+        ((_STR, _INT, _INT, _STR, _INT, _INT, _INT, _OPT_STR, _INT),),
+    ),
+    TxnMarkerRecord: (RecordType.TXN_MARKER, ((_STR, _INT, _INT, _BOOL),)),
 }
 _BY_TAG: dict[int, tuple[type, tuple[_Schema, ...]]] = {
     tag: (cls, schemas) for cls, (tag, schemas) in _SCHEMAS.items()
@@ -407,4 +422,14 @@ def entry_compaction_key(payload: bytes) -> tuple[CompactionKey, bool]:
         return (*head, *TARGET_METADATA_TAIL), False
     if cls is ConsumerStateTombstone:
         return (*head, 0), True
+    if cls is TxnOffsetCommitRecord or cls is TxnMarkerRecord:
+        producer_id = items[5] if len(items) >= 6 else None
+        if type(producer_id) is not int:
+            raise CoordinatorRecordError(f"bad producer id {producer_id!r}")
+        if cls is TxnMarkerRecord:
+            return (*head, PENDING_TXN, producer_id), True
+        topic, partition = items[7:9] if len(items) >= 9 else (None, None)
+        if type(topic) is not str or type(partition) is not int:
+            raise CoordinatorRecordError(f"bad pending offset key ({topic!r}, {partition!r})")
+        return (*head, PENDING_TXN, producer_id, topic, partition), False
     return head, cls is GroupTombstone
