@@ -91,6 +91,8 @@ _SPANS: Final = {
     ops.OffsetDeleteOp: "rafka.broker.group.offset-delete",
     ops.ConsumerGroupHeartbeatOp: "rafka.broker.group.consumer-heartbeat",
     ops.ConsumerGroupDescribeOp: "rafka.broker.group.consumer-describe",
+    ops.TxnOffsetCommitOp: "rafka.broker.group.txn-offset-commit",
+    ops.TxnMarkerOp: "rafka.broker.group.txn-marker",
 }
 
 

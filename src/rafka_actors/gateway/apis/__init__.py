@@ -22,6 +22,7 @@ from . import (
     produce,
     sasl,
     topics_admin,
+    txn_offsets,
 )
 
 G = "rafka.gateway.group."  # the spans of design note 000 (telemetry.py)
@@ -48,6 +49,7 @@ API_TABLE: dict[int, Api] = {
         Api(19, "CreateTopics", 2, 7, topics_admin.create_topics),
         Api(20, "DeleteTopics", 1, 6, topics_admin.delete_topics),
         Api(22, "InitProducerId", 0, 5, init_producer_id.handle),
+        Api(28, "TxnOffsetCommit", 0, 4, txn_offsets.txn_offset_commit, G + "txn-offset-commit"),
         Api(36, "SaslAuthenticate", 0, 2, sasl.sasl_authenticate),
         Api(42, "DeleteGroups", 0, 2, group_admin.delete_groups, G + "delete"),
         Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete, G + "offset-delete"),
