@@ -13,12 +13,10 @@ from trio.testing import MockClock
 
 from rafka_actors.gateway.apis import API_TABLE
 
-from .test_group_apis import (  # noqa: F401 (ctx, connect, client: pytest fixtures)
+from . import test_group_apis as group_apis
+from .test_group_apis import (
     Client,
-    client,
     committed,
-    connect,
-    ctx,
     fetch_req,
     join_and_sync,
     join_req,
@@ -27,6 +25,8 @@ from .test_group_apis import (  # noqa: F401 (ctx, connect, client: pytest fixtu
     sync_req,
 )
 
+# the fixtures of the group APIs' tests: a broker context, and a client on a connection to it
+ctx, connect, client = group_apis.ctx, group_apis.connect, group_apis.client
 TXN = 28
 UNSTABLE = ErrorCode.unstable_offset_commit
 

@@ -82,6 +82,9 @@ class OffsetRow:
     current_offset: int | None
     log_end_offset: int | None
     owner: Member | None
+    # a transaction's offset is pending for the partition (not committed until its marker;
+    # OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for it)
+    pending_transaction: bool = False
 
     @property
     def lag(self) -> int | None:
