@@ -18,11 +18,16 @@ from rafka_actors.group_common.ops import (
     DeleteGroupOp,
     ExpireOffsetsOp,
     JoinGroupOp,
+    OffsetDeleteOp,
     OffsetFetchOp,
     TxnMarkerOp,
     TxnOffsetCommitOp,
 )
-from rafka_actors.group_common.txn_offsets import TxnMarkerRecord, TxnOffsetCommitRecord
+from rafka_actors.group_common.txn_offsets import (
+    TxnMarkerRecord,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
+)
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import (
     compaction_key,
@@ -235,6 +240,25 @@ def test_delete_group_drops_pending_offsets_in_the_live_view() -> None:
     assert h.group is None and replay(h.records, h.now) is None
 
 
+def test_offset_delete_removes_the_partitions_pending_offsets_too() -> None:
+    """As Kafka's offset tombstone does (OffsetMetadataManager.replay of a null value)."""
+    h = GroupHarness()
+    h.commit({TP: 10})
+    h.call(txn_op({TP: 20, ("topic", 1): 21}))
+    h.call(txn_op({TP: 30}, producer_id=OTHER_PID))
+    resp = h.call(OffsetDeleteOp(GROUP_ID, (TP,)))
+    assert resp.results == (("topic", 0, 0),)
+    assert TP not in h.g.offsets and OTHER_PID not in h.g.pending_txn
+    assert set(h.g.pending_txn[PID].offsets) == {("topic", 1)}
+    assert fetch_rows(h, stable=True, partitions=(TP,)) == {TP: (-1, 0)}
+    replayed = replay(h.records, h.now)
+    assert replayed is not None and {
+        p: set(t.offsets) for p, t in replayed.pending_txn.items()
+    } == {PID: {("topic", 1)}}
+    h.call(TxnMarkerOp(PID, 0, True))
+    assert TP not in h.g.offsets and h.g.offsets[("topic", 1)].offset == 21
+
+
 # -- consumer groups (KIP-848) -------------------------------------------------------------------
 
 
@@ -298,12 +322,14 @@ def test_records_encode_and_compact_under_the_producer() -> None:
     key = GroupKey(7, GROUP_ID)
     pending = TxnOffsetCommitRecord(GROUP_ID, PID, 2, "t", 1, 5, -1, None, 123)
     marker = TxnMarkerRecord(GROUP_ID, PID, 2, True)
-    for record in (pending, marker):
+    dropped = TxnOffsetTombstone(GROUP_ID, PID, "t", 1)
+    for record in (pending, marker, dropped):
         payload = encode_entry(key, record)
         assert decode_entry(payload) == (key, record)
         assert entry_compaction_key(payload) == compaction_key(key, record)
     assert compaction_key(key, pending) == ((7, GROUP_ID, 1, PID, "t", 1), False)
     assert compaction_key(key, marker) == ((7, GROUP_ID, 1, PID), True)
+    assert compaction_key(key, dropped) == ((7, GROUP_ID, 1, PID, "t", 1), True)
     view: GroupRecords[Any] = GroupRecords()
     other = TxnOffsetCommitRecord(GROUP_ID, OTHER_PID, 0, "t", 1, 6, -1, "", 124)
     view.apply([pending, other, marker])

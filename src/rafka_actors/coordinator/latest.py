@@ -31,7 +31,7 @@ from ..consumer_group.records import (
 )
 from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
-from ..group_common.txn_offsets import TxnMarkerRecord, TxnOffsetCommitRecord
+from ..group_common.txn_offsets import TxnMarkerRecord, TxnOffsetCommitRecord, TxnOffsetTombstone
 from ..ids import GroupKey
 
 CompactionKey = tuple[Hashable, ...]
@@ -44,6 +44,7 @@ _TOMBSTONES = (
     ConsumerMemberTombstone,
     ConsumerStateTombstone,
     TxnMarkerRecord,
+    TxnOffsetTombstone,
 )
 V = TypeVar("V")
 
@@ -61,7 +62,7 @@ def key_tail(record: Record) -> CompactionKey:
         return TARGET_METADATA_TAIL
     if cls is ConsumerStateTombstone:
         return (0,)
-    if cls is TxnOffsetCommitRecord:
+    if cls is TxnOffsetCommitRecord or cls is TxnOffsetTombstone:
         r = record
         return (PENDING_TXN, r.producer_id, r.topic, r.partition)  # type: ignore[attr-defined]
     if cls is TxnMarkerRecord:
@@ -104,6 +105,10 @@ class GroupRecords(Generic[V]):
             elif cls is TxnOffsetCommitRecord:
                 r = record
                 self.pending[(r.producer_id, r.topic, r.partition)] = value  # type: ignore[attr-defined]
+            elif cls is TxnOffsetTombstone:
+                pending_key = key_tail(record)[1:]
+                if pending_key in self.pending:
+                    del self.pending[pending_key]
             elif cls is TxnMarkerRecord:
                 producer_id = record.producer_id  # type: ignore[attr-defined]
                 for done in [k for k in self.pending if k[0] == producer_id]:

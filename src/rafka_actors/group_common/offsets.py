@@ -27,7 +27,7 @@ from .ops import (
     OffsetFetchOpResp,
 )
 from .records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
-from .txn_offsets import pending_partitions, supersede
+from .txn_offsets import drop_pending, pending_partitions, supersede
 
 NO_OFFSET = -1
 _OK = int(ErrorCode.none)  # the error of every stored or fetched partition, as an int
@@ -111,6 +111,8 @@ def delete_unsubscribed(
             continue
         if group.offsets.pop((topic, partition), None) is not None:
             fx.records.append(OffsetTombstone(op.group_id, topic, partition))
+        if group.pending_txn:  # Kafka's tombstone removes the partition's pending offsets too
+            drop_pending(op.group_id, group.pending_txn, (topic, partition), fx)
         results.append((topic, partition, _OK))
     fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
 

@@ -7,7 +7,9 @@ are not committed offsets: OffsetFetch does not see them, and with `require_stab
 UNSTABLE_OFFSET_COMMIT for their partitions. The transaction coordinator's end marker
 (`TxnMarkerOp`) merges them into the committed offsets or discards them, like Kafka's
 `OffsetMetadataManager.replayEndTransactionMarker` (design note 003, "In-memory structure").
-Retention never expires an offset with a pending transactional commit.
+Retention never expires an offset with a pending transactional commit. OffsetDelete removes
+a partition's pending offsets with its committed one, as Kafka's offset tombstone does
+(`TxnOffsetTombstone`, key ``(1, producer id, topic, partition)``).
 
 Records. A merge writes an OffsetCommitRecord for every offset it commits, then a
 `TxnMarkerRecord`, which deletes the producer's pending records (it is a tombstone of key
@@ -53,6 +55,17 @@ class TxnOffsetCommitRecord(Record):
     leader_epoch: int
     metadata: str | None
     commit_timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetTombstone(Record):
+    """A producer's pending offset of one partition was deleted (OffsetDelete): Kafka's
+    offset tombstone removes the pending offsets of its partition too."""
+
+    group_id: str
+    producer_id: int
+    topic: str
+    partition: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +131,21 @@ def store_pending(
         )
         results.append((topic, partition, _OK))
     fx.reply(waiter, TxnOffsetCommitOpResp(tuple(results)))
+
+
+def drop_pending(
+    group_id: str, pending: dict[int, PendingTxn], tp: TopicPartition, fx: Effects
+) -> bool:
+    """Delete every producer's pending offset of `tp` (OffsetDelete); whether there was one."""
+    dropped = False
+    for producer_id, txn in list(pending.items()):
+        if txn.offsets.pop(tp, None) is not None:
+            txn.superseded.discard(tp)
+            fx.records.append(TxnOffsetTombstone(group_id, producer_id, *tp))
+            dropped = True
+            if not txn.offsets:
+                del pending[producer_id]
+    return dropped
 
 
 def supersede(pending: dict[int, PendingTxn], tp: TopicPartition) -> None:

@@ -10,7 +10,8 @@ dataclass's fields in declaration order (so ``GroupMetadataRecord.members`` is a
 records keep Kafka's numbers where they are free (5 member metadata, 6 target-assignment
 metadata, 7 target-assignment member, 8 current member assignment) and take 9 (group metadata),
 10 (member tombstone) and 11 (consumer-state tombstone). Transactional offsets take 20 (a
-pending transactional offset) and 21 (a transaction's end marker). A change of a type's fields
+pending transactional offset), 21 (a transaction's end marker) and 22 (a deleted pending
+offset). A change of a type's fields
 is a new version, never a reinterpretation of an old one: new fields go at the end, the newest
 version is written, and an older version still decodes (the fields it lacks take their
 defaults).
@@ -80,7 +81,7 @@ from ..coordinator.latest import (
 )
 from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
-from ..group_common.txn_offsets import TxnMarkerRecord, TxnOffsetCommitRecord
+from ..group_common.txn_offsets import TxnMarkerRecord, TxnOffsetCommitRecord, TxnOffsetTombstone
 from ..ids import GroupKey
 from .coordinator_segments import CoordinatorLogError
 
@@ -120,6 +121,7 @@ class RecordType(IntEnum):
     # transactional offsets (20-24)
     TXN_OFFSET_COMMIT = 20
     TXN_MARKER = 21
+    TXN_OFFSET_TOMBSTONE = 22
 
 
 class CoordinatorRecordError(CoordinatorLogError, ValueError):
@@ -180,6 +182,7 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
         ((_STR, _INT, _INT, _STR, _INT, _INT, _INT, _OPT_STR, _INT),),
     ),
     TxnMarkerRecord: (RecordType.TXN_MARKER, ((_STR, _INT, _INT, _BOOL),)),
+    TxnOffsetTombstone: (RecordType.TXN_OFFSET_TOMBSTONE, ((_STR, _INT, _STR, _INT),)),
 }
 _BY_TAG: dict[int, tuple[type, tuple[_Schema, ...]]] = {
     tag: (cls, schemas) for cls, (tag, schemas) in _SCHEMAS.items()
@@ -422,14 +425,16 @@ def entry_compaction_key(payload: bytes) -> tuple[CompactionKey, bool]:
         return (*head, *TARGET_METADATA_TAIL), False
     if cls is ConsumerStateTombstone:
         return (*head, 0), True
-    if cls is TxnOffsetCommitRecord or cls is TxnMarkerRecord:
+    if cls is TxnOffsetCommitRecord or cls is TxnMarkerRecord or cls is TxnOffsetTombstone:
         producer_id = items[5] if len(items) >= 6 else None
         if type(producer_id) is not int:
             raise CoordinatorRecordError(f"bad producer id {producer_id!r}")
         if cls is TxnMarkerRecord:
             return (*head, PENDING_TXN, producer_id), True
-        topic, partition = items[7:9] if len(items) >= 9 else (None, None)
+        at = 7 if cls is TxnOffsetCommitRecord else 6  # after the producer epoch, if any
+        topic, partition = items[at : at + 2] if len(items) >= at + 2 else (None, None)
         if type(topic) is not str or type(partition) is not int:
             raise CoordinatorRecordError(f"bad pending offset key ({topic!r}, {partition!r})")
-        return (*head, PENDING_TXN, producer_id, topic, partition), False
+        tombstone = cls is TxnOffsetTombstone
+        return (*head, PENDING_TXN, producer_id, topic, partition), tombstone
     return head, cls is GroupTombstone
