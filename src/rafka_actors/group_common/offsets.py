@@ -10,7 +10,7 @@ write their records and reply. Each partition's metadata is limited to
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Mapping, Set
 from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
@@ -71,7 +71,7 @@ def fetch(group: GroupT, op: OffsetFetchOp, waiter: int, fx: Effects) -> GroupT:
 def fetched(
     offsets: Mapping[tuple[str, int], CommittedOffset],
     partitions: tuple[tuple[str, int], ...] | None,
-    unstable: Container[tuple[str, int]] = frozenset(),
+    unstable: Set[tuple[str, int]] = frozenset(),
 ) -> OffsetFetchOpResp:
     """OffsetFetch's answer from a group's offsets: each partition asked for (None: every one
     committed, in order), -1 where none is committed, and UNSTABLE_OFFSET_COMMIT (offset -1)
@@ -82,7 +82,7 @@ def fetched(
     rows: list[tuple[str, int, int, int, str | None, int]] = []
     for topic, partition in wanted:
         found = offsets.get((topic, partition))
-        if (topic, partition) in unstable:
+        if unstable and (topic, partition) in unstable:
             rows.append((topic, partition, NO_OFFSET, -1, "", _UNSTABLE))
         elif found is None:
             rows.append((topic, partition, NO_OFFSET, -1, "", _OK))
