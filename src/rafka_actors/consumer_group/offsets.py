@@ -32,9 +32,8 @@ from ..group_common.ops import (
     OffsetFetchOp,
     OffsetFetchOpResp,
     TxnOffsetCommitOp,
-    TxnOffsetCommitOpResp,
 )
-from ..group_common.txn_offsets import store_pending
+from ..group_common.txn_offsets import store_pending, txn_failed
 from .state import ConsumerGroup
 from .subscription import subscribed_names
 
@@ -81,8 +80,7 @@ def txn_commit(
             stale = op.api_version >= STALE_EPOCH_TXN_VERSION
             error = ErrorCode.stale_member_epoch if stale else ErrorCode.illegal_generation
     if error:
-        code = int(error)
-        fx.reply(waiter, TxnOffsetCommitOpResp(tuple((t, p, code) for t, p, *_ in op.offsets)))
+        fx.reply(waiter, txn_failed(op, error))
     else:
         store_pending(group.group_id, group.pending_txn, op, waiter, fx)
     return group

@@ -29,9 +29,8 @@ from ..group_common.ops import (
     OffsetDeleteOp,
     OffsetDeleteOpResp,
     TxnOffsetCommitOp,
-    TxnOffsetCommitOpResp,
 )
-from ..group_common.txn_offsets import store_pending
+from ..group_common.txn_offsets import store_pending, txn_failed
 from . import rebalance as rb
 from .consumer_protocol import subscribed_topics
 from .membership import validate_member
@@ -116,10 +115,6 @@ def _validate_txn_commit(group: ClassicGroup, op: TxnOffsetCommitOp) -> int:
         if op.generation_id != group.generation:
             return ErrorCode.illegal_generation
     return ErrorCode.none
-
-
-def txn_failed(op: TxnOffsetCommitOp, error: int) -> TxnOffsetCommitOpResp:
-    return TxnOffsetCommitOpResp(tuple((t, p, int(error)) for t, p, *_ in op.offsets))
 
 
 def delete_offsets(

@@ -92,6 +92,11 @@ def fenced_epoch(pending: dict[int, PendingTxn], producer_id: int, epoch: int) -
     return txn is not None and epoch < txn.producer_epoch
 
 
+def txn_failed(op: TxnOffsetCommitOp, error: int) -> TxnOffsetCommitOpResp:
+    """Every partition of the request refused with `error`."""
+    return TxnOffsetCommitOpResp(tuple((t, p, int(error)) for t, p, *_ in op.offsets))
+
+
 def store_pending(
     group_id: str,
     pending: dict[int, PendingTxn],
@@ -101,8 +106,7 @@ def store_pending(
 ) -> None:
     """Keep a validated TxnOffsetCommit's offsets pending, each within the metadata limit."""
     if fenced_epoch(pending, op.producer_id, op.producer_epoch):
-        code = int(ErrorCode.invalid_producer_epoch)
-        fx.reply(waiter, TxnOffsetCommitOpResp(tuple((t, p, code) for t, p, *_ in op.offsets)))
+        fx.reply(waiter, txn_failed(op, ErrorCode.invalid_producer_epoch))
         return
     results = []
     txn: PendingTxn | None = pending.get(op.producer_id)
