@@ -66,7 +66,8 @@ def deadline_after(result: Result, op: Any, before: int | None) -> int | None:
 
 
 # The ops whose step may create a group, and so read `fresh_cgp_id` (JoinGroup, a simple
-# consumer's first commit, a KIP-848 member's first heartbeat).
+# consumer's first commit, a KIP-848 member's first heartbeat, a producer's first
+# transactional commit for a group nobody joined).
 _CREATING = frozenset({JoinGroupOp, OffsetCommitOp, ConsumerGroupHeartbeatOp, TxnOffsetCommitOp})
 
 
