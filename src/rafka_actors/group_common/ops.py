@@ -253,9 +253,27 @@ class ConsumerGroupDescribeOpResp:
     cgp_id: str = ""
 
 
-# -- transactional offsets (KIP-98, KIP-447) ---------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TxnMarkerOp:
+    """The transaction coordinator's end marker for one group: a producer's pending
+    transactional offsets are merged (committed=True) or discarded."""
+
+    producer_id: int
+    producer_epoch: int
+    committed: bool
 
 
+@dataclass(frozen=True, slots=True)
+class TxnMarkerOpResp:
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired:
+    """The actor's own command: a deadline the state machine asked for has passed."""
+
+
+# -- transactional offsets (KIP-98, KIP-447; the marker above is the transaction coordinator's)
 @dataclass(frozen=True, slots=True)
 class TxnOffsetCommitOp:
     """TxnOffsetCommit: offsets a transaction commits, pending until its end marker."""
@@ -277,26 +295,6 @@ class TxnOffsetCommitOpResp:
     results: tuple[tuple[str, int, int], ...]  # (topic, partition, error)
 
 
-@dataclass(frozen=True, slots=True)
-class TxnMarkerOp:
-    """The transaction coordinator's end marker for one group: a producer's pending
-    transactional offsets are merged (committed=True) or discarded."""
-
-    producer_id: int
-    producer_epoch: int
-    committed: bool
-
-
-@dataclass(frozen=True, slots=True)
-class TxnMarkerOpResp:
-    error_code: int
-
-
-@dataclass(frozen=True, slots=True)
-class TimerFired:
-    """The actor's own command: a deadline the state machine asked for has passed."""
-
-
 OP_CODES: dict[type, int] = {
     JoinGroupOp: 0x06,
     SyncGroupOp: 0x07,
@@ -311,7 +309,6 @@ OP_CODES: dict[type, int] = {
     ExpireOffsetsOp: 0x10,
     ConsumerGroupHeartbeatOp: 0x11,
     ConsumerGroupDescribeOp: 0x12,
-    TxnOffsetCommitOp: 0x20,
     TxnMarkerOp: 0x21,
     # responses: the request's code with the high bit set
     JoinGroupOpResp: 0x86,
@@ -326,9 +323,9 @@ OP_CODES: dict[type, int] = {
     ExpireOffsetsOpResp: 0x90,
     ConsumerGroupHeartbeatOpResp: 0x91,
     ConsumerGroupDescribeOpResp: 0x92,
-    TxnOffsetCommitOpResp: 0xA0,
     TxnMarkerOpResp: 0xA1,
 }
+OP_CODES |= {TxnOffsetCommitOp: 0x20, TxnOffsetCommitOpResp: 0xA0}  # transactional offsets
 _BY_CODE = {code: cls for cls, code in OP_CODES.items()}
 
 Op = (
