@@ -65,12 +65,16 @@ async def test_pending_offsets_survive_restarts_and_the_marker_decides(tmp_path:
         assert await fetched(registry, stable=False) == {A: (5, 0), B: (-1, 0)}
         done = await registry.ask(KEY, TxnMarkerOp(1, 0, True))
         assert done.error_code == ErrorCode.none
-        aborted = await registry.ask(KEY, TxnMarkerOp(2, 0, False))
+        aborted = await registry.ask(KEY, TxnMarkerOp(2, 1, False))  # producer 2 was fenced
         assert aborted.error_code == ErrorCode.none
         assert await fetched(registry, stable=True) == {A: (10, 0), B: (-1, 0)}
 
     async with broker(tmp_path) as (registry, _):  # the markers' outcome is durable
         assert await fetched(registry, stable=True) == {A: (10, 0), B: (-1, 0)}
+        zombie = await registry.ask(
+            KEY, TxnOffsetCommitOp(KEY.group_id, 2, 0, (("t", 1, 21, -1, None),))
+        )
+        assert zombie.results == (("t", 1, ErrorCode.invalid_producer_epoch),)  # so is its epoch
         # a marker sent again after a crash of the transaction coordinator is harmless
         again = await registry.ask(KEY, TxnMarkerOp(1, 0, True))
         assert again.error_code == ErrorCode.none

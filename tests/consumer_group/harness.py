@@ -175,4 +175,5 @@ def durable_view(group: ConsumerGroup) -> Any:
         dict(group.offsets),
         dict(group.static_members),
         {pid: (t.producer_epoch, t.offsets) for pid, t in group.pending_txn.items()},
+        dict(group.txn_epochs),
     )

@@ -281,6 +281,7 @@ class Run:
         assert {p: (t.producer_epoch, t.offsets) for p, t in replayed.pending_txn.items()} == {
             p: (t.producer_epoch, t.offsets) for p, t in self.group.pending_txn.items()
         }
+        assert replayed.txn_epochs == self.group.txn_epochs
         COUNTS["group: replays compared"] += 1
 
 

@@ -20,10 +20,11 @@ Heartbeats and commits are checked against a small oracle on the spot; in partic
 of a known member with a stale generation is always refused with ILLEGAL_GENERATION.
 
 Transactional offsets (issue 43 §2) join in: two producers commit offsets in transactions
-(TxnOffsetCommit, with members or without, sometimes as a fenced zombie epoch), end them
-with commit or abort markers, and OffsetFetch with require_stable reads them. A model of the
-pending offsets per producer checks every answer, the merge (a later regular commit wins),
-and that a replay of the records rebuilds the pending offsets exactly.
+(TxnOffsetCommit, with members or without, sometimes as a fenced zombie epoch, also after
+the marker that ended its transaction), end them with commit or abort markers, and
+OffsetFetch with require_stable reads them. A model of the pending offsets per producer
+checks every answer, the merge (a later regular commit wins), and that a replay of the
+records rebuilds the pending offsets and the producers' epochs exactly.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         self.epochs = {100: 0, 200: 0}
         self.pending: dict[int, dict[tuple[str, int], int]] = {}
         self.pending_epoch: dict[int, int] = {}
+        self.marker_epoch: dict[int, int] = {}  # the latest epoch of a marker the group got
         self.superseded: dict[int, set[tuple[str, int]]] = {}
 
     @initialize()
@@ -385,7 +387,8 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         else:
             valid = False
             assert error != ErrorCode.none
-        if valid and epoch < self.pending_epoch.get(producer, -1):
+        known = max(self.pending_epoch.get(producer, -1), self.marker_epoch.get(producer, -1))
+        if valid and epoch < known:  # a fenced zombie's, even after its transaction ended
             assert error == ErrorCode.invalid_producer_epoch
         elif valid:
             assert error == ErrorCode.none
@@ -401,6 +404,9 @@ class ClassicGroupMachine(RuleBasedStateMachine):
     @rule(producer=PRODUCERS, committed=st.booleans())
     def txn_marker(self, producer: int, committed: bool) -> None:
         before = dict(self.h.group.offsets) if self.h.group is not None else {}
+        if self.h.group is not None:  # (a marker to no group leaves nothing behind)
+            epoch = max(self.marker_epoch.get(producer, -1), self.epochs[producer])
+            self.marker_epoch[producer] = epoch
         response = self.h.call(TxnMarkerOp(producer, self.epochs[producer], committed))
         assert response.error_code == ErrorCode.none
         pending = self.pending.pop(producer, {})
@@ -437,6 +443,8 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         assert {pid: (t.producer_epoch, t.offsets) for pid, t in again.items()} == {
             pid: (t.producer_epoch, t.offsets) for pid, t in held.items()
         }
+        if live is not None and replayed is not None:
+            assert replayed.txn_epochs == live.txn_epochs == self.marker_epoch
 
     # -- time --------------------------------------------------------------------------------------
     @rule(ms=SLEEPS)

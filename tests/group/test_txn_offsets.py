@@ -27,6 +27,7 @@ from rafka_actors.group_common.txn_offsets import (
     TxnMarkerRecord,
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
+    TxnProducerEpochRecord,
 )
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import (
@@ -206,6 +207,27 @@ def test_producer_epoch_fencing() -> None:
     assert not h.g.pending_txn and not h.g.offsets
 
 
+def test_a_zombies_commit_after_its_transaction_ended_is_fenced() -> None:
+    """The coordinator aborted the fenced producer's transaction (bumped epoch 4) before the
+    zombie's TxnOffsetCommit (epoch 3) came: refused, as Kafka's producer state on the
+    offsets partition refuses it; else the next commit marker of the producer id would merge
+    it. The epoch survives a replay."""
+    h = GroupHarness()
+    h.commit({TP: 1})
+    assert h.call(TxnMarkerOp(PID, 4, False)).error_code == ErrorCode.none  # nothing pending
+    assert errors(h.call(txn_op({TP: 99}, epoch=3))) == {ErrorCode.invalid_producer_epoch}
+    replayed = replay(h.records, h.now)
+    assert replayed is not None and replayed.txn_epochs == {PID: 4}
+    assert errors(h.call(txn_op({TP: 5}, epoch=4))) == {ErrorCode.none}  # the new producer
+    assert h.call(TxnMarkerOp(PID, 3, True)).error_code == ErrorCode.invalid_producer_epoch
+    assert h.call(TxnMarkerOp(PID, 4, True)).error_code == ErrorCode.none
+    assert h.g.offsets[TP].offset == 5
+    # an old marker sent again when nothing is pending is harmless and changes nothing
+    before = len(h.records)
+    assert h.call(TxnMarkerOp(PID, 2, True)).error_code == ErrorCode.none
+    assert len(h.records) == before and h.g.txn_epochs == {PID: 4}
+
+
 def test_marker_for_a_group_that_does_not_exist() -> None:
     h = GroupHarness()
     assert h.call(TxnMarkerOp(PID, 0, True)).error_code == ErrorCode.none
@@ -323,17 +345,19 @@ def test_records_encode_and_compact_under_the_producer() -> None:
     pending = TxnOffsetCommitRecord(GROUP_ID, PID, 2, "t", 1, 5, -1, None, 123)
     marker = TxnMarkerRecord(GROUP_ID, PID, 2, True)
     dropped = TxnOffsetTombstone(GROUP_ID, PID, "t", 1)
-    for record in (pending, marker, dropped):
+    epoch = TxnProducerEpochRecord(GROUP_ID, PID, 2)
+    for record in (pending, marker, dropped, epoch):
         payload = encode_entry(key, record)
         assert decode_entry(payload) == (key, record)
         assert entry_compaction_key(payload) == compaction_key(key, record)
     assert compaction_key(key, pending) == ((7, GROUP_ID, 1, PID, "t", 1), False)
     assert compaction_key(key, marker) == ((7, GROUP_ID, 1, PID), True)
     assert compaction_key(key, dropped) == ((7, GROUP_ID, 1, PID, "t", 1), True)
+    assert compaction_key(key, epoch) == ((7, GROUP_ID, 2, PID), False)  # not under (1, PID)
     view: GroupRecords[Any] = GroupRecords()
     other = TxnOffsetCommitRecord(GROUP_ID, OTHER_PID, 0, "t", 1, 6, -1, "", 124)
-    view.apply([pending, other, marker])
-    assert view.records() == [other]
+    view.apply([pending, other, epoch, marker])
+    assert view.records() == [other, epoch]
 
 
 def test_snapshot_hides_pending_offsets_but_honours_require_stable() -> None:

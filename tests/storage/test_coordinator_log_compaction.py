@@ -27,6 +27,7 @@ from rafka_actors.group_common.txn_offsets import (
     TxnMarkerRecord,
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
+    TxnProducerEpochRecord,
 )
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import (
@@ -69,6 +70,11 @@ def end(key: GroupKey, producer: int) -> tuple[GroupKey, Record]:
     return key, TxnMarkerRecord(key.group_id, producer, 0, True)
 
 
+def epoch(key: GroupKey, producer: int, value: int) -> tuple[GroupKey, Record]:
+    """The latest epoch of the producer's markers."""
+    return key, TxnProducerEpochRecord(key.group_id, producer, value)
+
+
 def unpend(key: GroupKey, producer: int, topic: str) -> tuple[GroupKey, Record]:
     """OffsetDelete of a partition with a pending offset."""
     return key, TxnOffsetTombstone(key.group_id, producer, topic, 0)
@@ -87,7 +93,7 @@ SCENARIO: list[list[tuple[GroupKey, Record]]] = [
 ]
 OLD_SEGMENTS = 4
 
-State = dict[GroupKey, tuple[Any, ...]]  # (group record, offsets, pending offsets)
+State = dict[GroupKey, tuple[Any, ...]]  # (group record, offsets, pending offsets, epochs)
 
 
 def state_of(view: LatestRecords) -> State:
@@ -102,7 +108,8 @@ def state_of(view: LatestRecords) -> State:
             for r in records
             if isinstance(r, TxnOffsetCommitRecord)
         }
-        state[key] = (group, offsets, pending)
+        epochs = {r.producer_id: r for r in records if isinstance(r, TxnProducerEpochRecord)}
+        state[key] = (group, offsets, pending, epochs)
     return state
 
 
@@ -170,7 +177,7 @@ def test_compaction_keeps_the_latest_entry_per_key(scenario: Path) -> None:
     assert state_of(view) == before
     assert view.records_of(A)[0] == meta(A, 2)[1]
     assert set(state_of(view)[A][1]) == {("t0", 0), ("t2", 0), ("t4", 0), ("t9", 0)}
-    assert state_of(view)[B] == (meta(B, 1)[1], {}, {})
+    assert state_of(view)[B] == (meta(B, 1)[1], {}, {}, {})
 
 
 def test_tombstones_go_once_their_retention_has_passed(scenario: Path) -> None:
@@ -370,6 +377,7 @@ def entry_strategy() -> st.SearchStrategy[tuple[GroupKey, Record]]:
         st.builds(pend, keys, producers, topics, st.integers(0, 1000)),
         st.builds(end, keys, producers),
         st.builds(unpend, keys, producers, topics),
+        st.builds(epoch, keys, producers, st.integers(0, 9)),
     )
 
 

@@ -20,6 +20,7 @@ from rafka_actors.group_common.txn_offsets import (
     TxnMarkerRecord,
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
+    TxnProducerEpochRecord,
 )
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import (
@@ -87,6 +88,7 @@ records: st.SearchStrategy[Record] = st.one_of(
         committed=st.booleans(),
     ),
     st.builds(TxnOffsetTombstone, group_id=text, producer_id=int64, topic=text, partition=int32),
+    st.builds(TxnProducerEpochRecord, group_id=text, producer_id=int64, producer_epoch=int32),
 )
 keys = st.builds(GroupKey, org_id=int64, group_id=text)
 

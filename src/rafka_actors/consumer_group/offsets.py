@@ -82,7 +82,7 @@ def txn_commit(
     if error:
         fx.reply(waiter, txn_failed(op, error))
     else:
-        store_pending(group.group_id, group.pending_txn, op, waiter, fx)
+        store_pending(group, op, waiter, fx)
     return group
 
 

@@ -113,6 +113,7 @@ class ConsumerGroup:
     owners: dict[tuple[TopicId, int], str] = field(default_factory=dict)
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
     pending_txn: dict[int, PendingTxn] = field(default_factory=dict)  # by producer id
+    txn_epochs: dict[int, int] = field(default_factory=dict)  # producer id -> latest marker's
     topics_version: int = -1  # soft: the topic image the metadata hash was computed from
     assignment_deadline: int | None = None  # soft: a throttled target assignment is due
 

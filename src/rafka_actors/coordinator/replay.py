@@ -21,7 +21,11 @@ from ..group.replay import from_metadata
 from ..group.state import ClassicGroup
 from ..group_common.committed import CommittedOffset
 from ..group_common.records import OffsetCommitRecord, Record
-from ..group_common.txn_offsets import TxnOffsetCommitRecord, replay_pending
+from ..group_common.txn_offsets import (
+    TxnOffsetCommitRecord,
+    TxnProducerEpochRecord,
+    replay_pending,
+)
 from .latest import GroupRecords
 
 CONSUMER_SESSION_TIMEOUT_MS = 45_000  # group.consumer.session.timeout.ms's default
@@ -43,8 +47,8 @@ def replay(
         group = assemble(head, consumer, now_ms, consumer_session_timeout_ms)
     elif isinstance(head, GroupMetadataRecord):
         group = from_metadata(head, now_ms)
-    elif latest.offsets or latest.pending:  # a simple group's, before any group record
-        first = next(iter(latest.offsets.values() or latest.pending.values()))
+    elif not latest.is_empty():  # a simple group's offsets, before any group record
+        first = next(iter(latest.records()))
         group = ClassicGroup(first.group_id, "", state_timestamp_ms=now_ms)
     else:
         return None
@@ -56,4 +60,7 @@ def replay(
     if latest.pending:
         pending = cast(list[TxnOffsetCommitRecord], list(latest.pending.values()))
         group.pending_txn = replay_pending(pending, group.offsets)
+    if latest.producers:
+        epochs = cast(list[TxnProducerEpochRecord], list(latest.producers.values()))
+        group.txn_epochs = {r.producer_id: r.producer_epoch for r in epochs}
     return group

@@ -99,7 +99,7 @@ def txn_commit(
     if error:
         fx.reply(waiter, txn_failed(op, error))
         return group
-    store_pending(group.group_id, group.pending_txn, op, waiter, fx)
+    store_pending(group, op, waiter, fx)
     return group
 
 

@@ -112,6 +112,7 @@ class ClassicGroup:
     sync_deadline: int | None = None
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
     pending_txn: dict[int, PendingTxn] = field(default_factory=dict)  # by producer id
+    txn_epochs: dict[int, int] = field(default_factory=dict)  # producer id -> latest marker's
     # Kept for the next group record, so the log tells each rebalance's story: when it
     # started, and who went away since the last record, and why.
     rebalance_started_ms: int = -1

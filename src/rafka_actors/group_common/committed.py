@@ -36,3 +36,4 @@ class OffsetHolder(Protocol):
     group_id: str
     offsets: dict[tuple[str, int], CommittedOffset]
     pending_txn: dict[int, PendingTxn]  # by producer id
+    txn_epochs: dict[int, int]  # producer id -> the latest epoch of its markers

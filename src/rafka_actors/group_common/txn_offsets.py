@@ -18,6 +18,14 @@ compacted log and a replay of the whole history agree without the marker having 
 re-interpreted, and a torn batch (offsets written, marker lost) only leaves the offsets pending
 until the coordinator, which retries its markers, sends the marker again.
 
+Zombies. As on Kafka's `__consumer_offsets` partition, whose producer state remembers each
+producer's latest epoch (a marker's too), a TxnOffsetCommit whose epoch is older than one the
+group has seen from its producer, in a pending offset or in a marker, is a fenced zombie's:
+INVALID_PRODUCER_EPOCH (fatal to the clients). Otherwise a zombie's late commit, arriving after
+the marker that aborted its transaction, would wait pending for the next commit marker of the
+producer id and be merged with it. The group keeps that epoch per producer (`txn_epochs`) and
+writes it as a `TxnProducerEpochRecord` (key ``(2, producer id)``), so a restart keeps it.
+
 Order. Kafka keeps, at a commit marker, the most recent of a pending offset and a regular
 commit of the same partition made after it (by log position). The live group knows this
 order exactly (`PendingTxn.superseded`); a group rebuilt from the log, whose view keeps no
@@ -79,6 +87,16 @@ class TxnMarkerRecord(Record):
     committed: bool
 
 
+@dataclass(frozen=True, slots=True)
+class TxnProducerEpochRecord(Record):
+    """The latest epoch a marker of this producer carried: offsets of an older epoch are a
+    fenced zombie's."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+
+
 def pending_partitions(pending: dict[int, PendingTxn]) -> frozenset[TopicPartition]:
     """Every partition with a pending transactional offset (OffsetFetch's unstable ones)."""
     if not pending:
@@ -86,10 +104,12 @@ def pending_partitions(pending: dict[int, PendingTxn]) -> frozenset[TopicPartiti
     return frozenset(tp for txn in pending.values() for tp in txn.offsets)
 
 
-def fenced_epoch(pending: dict[int, PendingTxn], producer_id: int, epoch: int) -> bool:
-    """A producer epoch older than the one its pending offsets carry is a fenced zombie's."""
-    txn = pending.get(producer_id)
-    return txn is not None and epoch < txn.producer_epoch
+def fenced_epoch(group: OffsetHolder, producer_id: int, epoch: int) -> bool:
+    """An epoch older than the producer's latest the group has seen is a fenced zombie's."""
+    txn = group.pending_txn.get(producer_id)
+    if txn is not None and epoch < txn.producer_epoch:
+        return True
+    return epoch < group.txn_epochs.get(producer_id, epoch)
 
 
 def txn_failed(op: TxnOffsetCommitOp, error: int) -> TxnOffsetCommitOpResp:
@@ -97,15 +117,10 @@ def txn_failed(op: TxnOffsetCommitOp, error: int) -> TxnOffsetCommitOpResp:
     return TxnOffsetCommitOpResp(tuple((t, p, int(error)) for t, p, *_ in op.offsets))
 
 
-def store_pending(
-    group_id: str,
-    pending: dict[int, PendingTxn],
-    op: TxnOffsetCommitOp,
-    waiter: int,
-    fx: Effects,
-) -> None:
+def store_pending(group: OffsetHolder, op: TxnOffsetCommitOp, waiter: int, fx: Effects) -> None:
     """Keep a validated TxnOffsetCommit's offsets pending, each within the metadata limit."""
-    if fenced_epoch(pending, op.producer_id, op.producer_epoch):
+    group_id, pending = group.group_id, group.pending_txn
+    if fenced_epoch(group, op.producer_id, op.producer_epoch):
         fx.reply(waiter, txn_failed(op, ErrorCode.invalid_producer_epoch))
         return
     results = []
@@ -167,28 +182,26 @@ def apply_marker(group: GroupT, op: TxnMarkerOp, waiter: int, fx: Effects) -> Gr
     if group is None:
         fx.reply(waiter, TxnMarkerOpResp(ErrorCode.none))
     else:
-        end_transaction(group.group_id, group.offsets, group.pending_txn, op, waiter, fx)
+        end_transaction(group, op, waiter, fx)
     return group
 
 
-def end_transaction(
-    group_id: str,
-    offsets: dict[TopicPartition, CommittedOffset],
-    pending: dict[int, PendingTxn],
-    op: TxnMarkerOp,
-    waiter: int,
-    fx: Effects,
-) -> None:
-    """Merge (commit) or discard (abort) the producer's pending offsets. A marker for a
-    producer with nothing pending is answered OK and writes nothing: the coordinator may
-    send a marker again after a crash. A marker older than the pending offsets' epoch is
-    refused (INVALID_PRODUCER_EPOCH) and changes nothing."""
+def end_transaction(group: OffsetHolder, op: TxnMarkerOp, waiter: int, fx: Effects) -> None:
+    """Merge (commit) or discard (abort) the producer's pending offsets, and remember the
+    marker's epoch (see "Zombies"). A marker for a producer with nothing pending is answered
+    OK: the coordinator may send a marker again after a crash. A marker older than the pending
+    offsets' epoch is refused (INVALID_PRODUCER_EPOCH) and changes nothing."""
+    group_id, offsets, pending = group.group_id, group.offsets, group.pending_txn
     txn = pending.get(op.producer_id)
+    if txn is not None and op.producer_epoch < txn.producer_epoch:
+        fx.reply(waiter, TxnMarkerOpResp(ErrorCode.invalid_producer_epoch))
+        return
+    if op.producer_epoch > group.txn_epochs.get(op.producer_id, -1):  # (before the marker,
+        # which stays the last record of the step)
+        group.txn_epochs[op.producer_id] = op.producer_epoch
+        fx.records.append(TxnProducerEpochRecord(group_id, op.producer_id, op.producer_epoch))
     if txn is None:
         fx.reply(waiter, TxnMarkerOpResp(ErrorCode.none))
-        return
-    if op.producer_epoch < txn.producer_epoch:
-        fx.reply(waiter, TxnMarkerOpResp(ErrorCode.invalid_producer_epoch))
         return
     del pending[op.producer_id]
     if op.committed:

@@ -10,8 +10,8 @@ dataclass's fields in declaration order (so ``GroupMetadataRecord.members`` is a
 records keep Kafka's numbers where they are free (5 member metadata, 6 target-assignment
 metadata, 7 target-assignment member, 8 current member assignment) and take 9 (group metadata),
 10 (member tombstone) and 11 (consumer-state tombstone). Transactional offsets take 20 (a
-pending transactional offset), 21 (a transaction's end marker) and 22 (a deleted pending
-offset). A change of a type's fields
+pending transactional offset), 21 (a transaction's end marker), 22 (a deleted pending
+offset) and 23 (a producer's latest marker epoch). A change of a type's fields
 is a new version, never a reinterpretation of an old one: new fields go at the end, the newest
 version is written, and an older version still decodes (the fields it lacks take their
 defaults).
@@ -32,7 +32,8 @@ Compaction keys
 offsets, ``(org, group)`` for the group record (classic or consumer: one group record per group),
 ``(org, group, 0, 0)`` for a consumer group's target-assignment metadata and
 ``(org, group, 0, 1, member, kind)`` for its member records, ``(org, group, 1, producer, topic,
-partition)`` for a pending transactional offset. A tombstone deletes every earlier
+partition)`` for a pending transactional offset, ``(org, group, 2, producer)`` for a producer's
+latest marker epoch. A tombstone deletes every earlier
 entry whose key starts with its own, so a GroupTombstone wipes the group record and all of the
 group's offsets, a ConsumerMemberTombstone ``(org, group, 0, 1, member)`` a member's three
 records, a ConsumerStateTombstone ``(org, group, 0)`` all consumer-group records, and a
@@ -72,6 +73,7 @@ from ..consumer_group.records import (
 from ..coordinator.latest import (
     MEMBER_KIND,
     PENDING_TXN,
+    PRODUCER_EPOCH,
     TARGET_METADATA_TAIL,
     CompactionKey,
     GroupRecords,
@@ -81,7 +83,12 @@ from ..coordinator.latest import (
 )
 from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
-from ..group_common.txn_offsets import TxnMarkerRecord, TxnOffsetCommitRecord, TxnOffsetTombstone
+from ..group_common.txn_offsets import (
+    TxnMarkerRecord,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
+    TxnProducerEpochRecord,
+)
 from ..ids import GroupKey
 from .coordinator_segments import CoordinatorLogError
 
@@ -122,6 +129,7 @@ class RecordType(IntEnum):
     TXN_OFFSET_COMMIT = 20
     TXN_MARKER = 21
     TXN_OFFSET_TOMBSTONE = 22
+    TXN_PRODUCER_EPOCH = 23
 
 
 class CoordinatorRecordError(CoordinatorLogError, ValueError):
@@ -183,6 +191,7 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
     ),
     TxnMarkerRecord: (RecordType.TXN_MARKER, ((_STR, _INT, _INT, _BOOL),)),
     TxnOffsetTombstone: (RecordType.TXN_OFFSET_TOMBSTONE, ((_STR, _INT, _STR, _INT),)),
+    TxnProducerEpochRecord: (RecordType.TXN_PRODUCER_EPOCH, ((_STR, _INT, _INT),)),
 }
 _BY_TAG: dict[int, tuple[type, tuple[_Schema, ...]]] = {
     tag: (cls, schemas) for cls, (tag, schemas) in _SCHEMAS.items()
@@ -402,6 +411,11 @@ def compaction_key(key: GroupKey, record: Record) -> tuple[CompactionKey, bool]:
     return (key.org_id, key.group_id, *key_tail(record)), is_tombstone(record)
 
 
+_TRANSACTIONAL = frozenset(
+    {TxnOffsetCommitRecord, TxnMarkerRecord, TxnOffsetTombstone, TxnProducerEpochRecord}
+)
+
+
 def entry_compaction_key(payload: bytes) -> tuple[CompactionKey, bool]:
     """`compaction_key` of an encoded entry, for `CoordinatorSegments.compact_sealed`.
 
@@ -425,10 +439,12 @@ def entry_compaction_key(payload: bytes) -> tuple[CompactionKey, bool]:
         return (*head, *TARGET_METADATA_TAIL), False
     if cls is ConsumerStateTombstone:
         return (*head, 0), True
-    if cls is TxnOffsetCommitRecord or cls is TxnMarkerRecord or cls is TxnOffsetTombstone:
+    if cls in _TRANSACTIONAL:
         producer_id = items[5] if len(items) >= 6 else None
         if type(producer_id) is not int:
             raise CoordinatorRecordError(f"bad producer id {producer_id!r}")
+        if cls is TxnProducerEpochRecord:
+            return (*head, PRODUCER_EPOCH, producer_id), False
         if cls is TxnMarkerRecord:
             return (*head, PENDING_TXN, producer_id), True
         at = 7 if cls is TxnOffsetCommitRecord else 6  # after the producer epoch, if any
