@@ -39,6 +39,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from rafka_actors.consumer_group.state import ConsumerGroup, ConsumerGroupState
 from rafka_actors.consumer_group.subscription import subscribed_names
 from rafka_actors.group_common.ops import TxnMarkerOp, TxnOffsetCommitOp
+from rafka_actors.group_common.txn_offsets import pending_of
 
 from .harness import CONFIG, GROUP_ID, REBALANCE_TIMEOUT_MS, ConsumerHarness, durable_view
 
@@ -200,7 +201,7 @@ class Reconciliation(RuleBasedStateMachine):
     @invariant()
     def pending_offsets_are_the_models(self) -> None:
         group = self.h.group
-        held = group.pending_txn if group is not None else {}
+        held = pending_of(group) if group is not None else {}
         assert {p: {tp: c.offset for tp, c in t.offsets.items()} for p, t in held.items()} == {
             p: offsets for p, offsets in self.pending.items() if offsets
         }

@@ -49,6 +49,7 @@ from rafka_actors.group_common.ops import (
 )
 from rafka_actors.group_common.records import Record
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
+from rafka_actors.group_common.txn_offsets import epochs_of, pending_of
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import decode_entry, encode_entry
 
@@ -278,10 +279,10 @@ class Run:
         assert self.group is not None, f"deleted group replays as {type(replayed).__name__}"
         assert type(replayed) is type(self.group)
         assert replayed.offsets == live_offsets
-        assert {p: (t.producer_epoch, t.offsets) for p, t in replayed.pending_txn.items()} == {
-            p: (t.producer_epoch, t.offsets) for p, t in self.group.pending_txn.items()
+        assert {p: (t.producer_epoch, t.offsets) for p, t in pending_of(replayed).items()} == {
+            p: (t.producer_epoch, t.offsets) for p, t in pending_of(self.group).items()
         }
-        assert replayed.txn_epochs == self.group.txn_epochs
+        assert epochs_of(replayed) == epochs_of(self.group)
         COUNTS["group: replays compared"] += 1
 
 

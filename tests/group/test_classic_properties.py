@@ -47,6 +47,7 @@ from rafka_actors.coordinator import machine
 from rafka_actors.coordinator.replay import replay
 from rafka_actors.group.state import GroupState
 from rafka_actors.group_common.ops import OffsetFetchOp, TxnMarkerOp, TxnOffsetCommitOp
+from rafka_actors.group_common.txn_offsets import epochs_of, pending_of
 
 from .harness import DEFAULT_CONFIG, GROUP_ID, GroupHarness, protocols
 
@@ -434,17 +435,17 @@ class ClassicGroupMachine(RuleBasedStateMachine):
     @invariant()
     def pending_offsets_match_the_model_and_replay(self) -> None:
         live = self.h.group
-        held = {} if live is None else live.pending_txn
+        held = {} if live is None else pending_of(live)
         assert {pid: {tp: c.offset for tp, c in t.offsets.items()} for pid, t in held.items()} == {
             pid: offsets for pid, offsets in self.pending.items() if offsets
         }
         replayed = replay(self.h.records, self.h.now)
-        again = {} if replayed is None else replayed.pending_txn
+        again = {} if replayed is None else pending_of(replayed)
         assert {pid: (t.producer_epoch, t.offsets) for pid, t in again.items()} == {
             pid: (t.producer_epoch, t.offsets) for pid, t in held.items()
         }
         if live is not None and replayed is not None:
-            assert replayed.txn_epochs == live.txn_epochs == self.marker_epoch
+            assert epochs_of(replayed) == epochs_of(live) == self.marker_epoch
 
     # -- time --------------------------------------------------------------------------------------
     @rule(ms=SLEEPS)

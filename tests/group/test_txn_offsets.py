@@ -28,6 +28,8 @@ from rafka_actors.group_common.txn_offsets import (
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
     TxnProducerEpochRecord,
+    epochs_of,
+    pending_of,
 )
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import (
@@ -130,7 +132,7 @@ def test_unknown_group_with_a_generation_is_illegal_generation() -> None:
     }
     assert h.group is None
     assert errors(h.call(txn_op({TP: 1}))) == {ErrorCode.none}  # a simple group is created
-    assert isinstance(h.group, ClassicGroup) and h.g.pending_txn[PID].offsets[TP].offset == 1
+    assert isinstance(h.group, ClassicGroup) and pending_of(h.g)[PID].offsets[TP].offset == 1
 
 
 def test_metadata_too_large_per_partition() -> None:
@@ -160,7 +162,7 @@ def test_pending_invisible_until_commit_marker_then_merged() -> None:
         TP: (20, 0),
         ("topic", 1): (21, 0),
     }
-    assert not h.g.pending_txn
+    assert not pending_of(h.g)
     assert type(h.records[-1]) is TxnMarkerRecord
     # the marker again (the coordinator retries after a crash): harmless, writes nothing
     before = len(h.records)
@@ -185,7 +187,7 @@ def test_a_later_regular_commit_wins_over_the_pending_one() -> None:
     h.now += 5
     h.commit({TP: 99})
     replayed = replay(h.records, h.now)
-    assert replayed is not None and replayed.pending_txn[PID].superseded == {TP}
+    assert replayed is not None and pending_of(replayed)[PID].superseded == {TP}
     h.call(TxnMarkerOp(PID, 0, True))
     assert h.g.offsets[TP].offset == 99 and h.g.offsets[("topic", 1)].offset == 21
     # a transactional commit after the regular one is the later one again
@@ -201,10 +203,10 @@ def test_producer_epoch_fencing() -> None:
     h.call(txn_op({TP: 1}, epoch=3))
     assert errors(h.call(txn_op({TP: 2}, epoch=2))) == {ErrorCode.invalid_producer_epoch}
     assert h.call(TxnMarkerOp(PID, 2, True)).error_code == ErrorCode.invalid_producer_epoch
-    assert h.g.pending_txn[PID].offsets[TP].offset == 1
+    assert pending_of(h.g)[PID].offsets[TP].offset == 1
     # the coordinator aborts a fenced producer's transaction with a bumped epoch
     assert h.call(TxnMarkerOp(PID, 4, False)).error_code == ErrorCode.none
-    assert not h.g.pending_txn and not h.g.offsets
+    assert not pending_of(h.g) and not h.g.offsets
 
 
 def test_a_zombies_commit_after_its_transaction_ended_is_fenced() -> None:
@@ -217,7 +219,7 @@ def test_a_zombies_commit_after_its_transaction_ended_is_fenced() -> None:
     assert h.call(TxnMarkerOp(PID, 4, False)).error_code == ErrorCode.none  # nothing pending
     assert errors(h.call(txn_op({TP: 99}, epoch=3))) == {ErrorCode.invalid_producer_epoch}
     replayed = replay(h.records, h.now)
-    assert replayed is not None and replayed.txn_epochs == {PID: 4}
+    assert replayed is not None and epochs_of(replayed) == {PID: 4}
     assert errors(h.call(txn_op({TP: 5}, epoch=4))) == {ErrorCode.none}  # the new producer
     assert h.call(TxnMarkerOp(PID, 3, True)).error_code == ErrorCode.invalid_producer_epoch
     assert h.call(TxnMarkerOp(PID, 4, True)).error_code == ErrorCode.none
@@ -225,7 +227,7 @@ def test_a_zombies_commit_after_its_transaction_ended_is_fenced() -> None:
     # an old marker sent again when nothing is pending is harmless and changes nothing
     before = len(h.records)
     assert h.call(TxnMarkerOp(PID, 2, True)).error_code == ErrorCode.none
-    assert len(h.records) == before and h.g.txn_epochs == {PID: 4}
+    assert len(h.records) == before and epochs_of(h.g) == {PID: 4}
 
 
 def test_marker_for_a_group_that_does_not_exist() -> None:
@@ -252,7 +254,7 @@ def test_a_group_with_only_pending_offsets_is_not_expired() -> None:
     h.call(txn_op({TP: 20}))
     h.now += 10_000
     assert not h.call(ExpireOffsetsOp(retention_ms=1_000)).group_deleted
-    assert h.group is not None and h.g.pending_txn
+    assert h.group is not None and pending_of(h.g)
 
 
 def test_delete_group_drops_pending_offsets_in_the_live_view() -> None:
@@ -270,12 +272,12 @@ def test_offset_delete_removes_the_partitions_pending_offsets_too() -> None:
     h.call(txn_op({TP: 30}, producer_id=OTHER_PID))
     resp = h.call(OffsetDeleteOp(GROUP_ID, (TP,)))
     assert resp.results == (("topic", 0, 0),)
-    assert TP not in h.g.offsets and OTHER_PID not in h.g.pending_txn
-    assert set(h.g.pending_txn[PID].offsets) == {("topic", 1)}
+    assert TP not in h.g.offsets and OTHER_PID not in pending_of(h.g)
+    assert set(pending_of(h.g)[PID].offsets) == {("topic", 1)}
     assert fetch_rows(h, stable=True, partitions=(TP,)) == {TP: (-1, 0)}
     replayed = replay(h.records, h.now)
     assert replayed is not None and {
-        p: set(t.offsets) for p, t in replayed.pending_txn.items()
+        p: set(t.offsets) for p, t in pending_of(replayed).items()
     } == {PID: {("topic", 1)}}
     h.call(TxnMarkerOp(PID, 0, True))
     assert TP not in h.g.offsets and h.g.offsets[("topic", 1)].offset == 21
@@ -312,14 +314,14 @@ def test_consumer_group_txn_commit_fenced_by_member_epoch(consumers: ConsumerHar
     assert consumer_txn(h, "m2", epoch - 1, version=6) == {ErrorCode.stale_member_epoch}
     assert consumer_txn(h, "", -1) == {ErrorCode.unknown_member_id}  # not empty
     assert consumer_txn(h, "m2", epoch) == {ErrorCode.none}
-    assert not h.consumer.offsets and h.consumer.pending_txn[PID].offsets[("foo", 0)].offset == 7
+    assert not h.consumer.offsets and pending_of(h.consumer)[PID].offsets[("foo", 0)].offset == 7
     rows = h.send(OffsetFetchOp(CONSUMER_GROUP_ID, (("foo", 0),), require_stable=True)).offsets
     assert rows == (("foo", 0, -1, -1, "", UNSTABLE),)
     replayed = h.replayed()
-    assert replayed.pending_txn[PID].offsets == h.consumer.pending_txn[PID].offsets
+    assert pending_of(replayed)[PID].offsets == pending_of(h.consumer)[PID].offsets
     h.send(TxnMarkerOp(PID, 0, True))
     assert h.consumer.offsets[("foo", 0)].offset == 7
-    assert h.replayed().offsets == h.consumer.offsets and not h.replayed().pending_txn
+    assert h.replayed().offsets == h.consumer.offsets and not pending_of(h.replayed())
 
 
 def test_pending_offsets_survive_a_change_of_group_type() -> None:
@@ -333,8 +335,8 @@ def test_pending_offsets_survive_a_change_of_group_type() -> None:
     h.send(
         JoinGroupOp(CONSUMER_GROUP_ID, "", "consumer", 10_000, (("range", b""),), new_member_id="x")
     )
-    assert isinstance(h.group, ClassicGroup) and PID in h.group.pending_txn
-    assert PID in h.replayed().pending_txn
+    assert isinstance(h.group, ClassicGroup) and PID in pending_of(h.group)
+    assert PID in pending_of(h.replayed())
 
 
 # -- records, compaction, snapshot ---------------------------------------------------------------

@@ -72,7 +72,7 @@ def snapshot_of(
     if offsets_from is not None:
         offsets, unstable = offsets_from.offsets, offsets_from.unstable
     else:
-        unstable = pending_partitions(group.pending_txn) if group is not None else frozenset()
+        unstable = pending_partitions(group)
         if group is None or not group.offsets:
             offsets = NO_OFFSETS
         else:

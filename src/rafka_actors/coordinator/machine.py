@@ -133,7 +133,7 @@ def _to_classic(group: ConsumerGroup, fx: Effects) -> ClassicGroup:
     the JoinGroup that made it one)."""
     classic = ClassicGroup(group.group_id, group.cgp_id, state_timestamp_ms=fx.now)
     classic.offsets = group.offsets
-    classic.pending_txn, classic.txn_epochs = group.pending_txn, group.txn_epochs
+    classic.txn = group.txn
     fx.records.append(ConsumerStateTombstone(group.group_id))
     fx.records.append(group_record(classic, "empty consumer group became a classic group"))
     return classic
@@ -150,6 +150,5 @@ def _consumer_successor(group: ClassicGroup, fx: Effects) -> ConsumerGroup | Non
         group.cgp_id,
         state_timestamp_ms=fx.now,
         offsets=group.offsets,
-        pending_txn=group.pending_txn,
-        txn_epochs=group.txn_epochs,
+        txn=group.txn,
     )

@@ -19,7 +19,7 @@ from ..consumer_group.state import ConsumerGroup
 from ..group.records import GroupMetadataRecord
 from ..group.replay import from_metadata
 from ..group.state import ClassicGroup
-from ..group_common.committed import CommittedOffset
+from ..group_common.committed import CommittedOffset, TxnOffsets
 from ..group_common.records import OffsetCommitRecord, Record
 from ..group_common.txn_offsets import (
     TxnOffsetCommitRecord,
@@ -57,10 +57,11 @@ def replay(
         tp: CommittedOffset(r.offset, r.leader_epoch, r.metadata, r.commit_timestamp_ms)
         for tp, r in offsets.items()
     }
-    if latest.pending:
+    if latest.pending or latest.producers:
         pending = cast(list[TxnOffsetCommitRecord], list(latest.pending.values()))
-        group.pending_txn = replay_pending(pending, group.offsets)
-    if latest.producers:
         epochs = cast(list[TxnProducerEpochRecord], list(latest.producers.values()))
-        group.txn_epochs = {r.producer_id: r.producer_epoch for r in epochs}
+        group.txn = TxnOffsets(
+            replay_pending(pending, group.offsets),
+            {r.producer_id: r.producer_epoch for r in epochs},
+        )
     return group

@@ -30,10 +30,19 @@ class PendingTxn:
     superseded: set[tuple[str, int]] = field(default_factory=set)
 
 
+@dataclass(slots=True)
+class TxnOffsets:
+    """A group's transactional offsets (txn_offsets.py): pending ones per producer, and the
+    latest epoch of each producer's markers. Made at a group's first transactional op: most
+    groups never have one, and each pays only an empty slot for it."""
+
+    pending: dict[int, PendingTxn] = field(default_factory=dict)  # by producer id
+    epochs: dict[int, int] = field(default_factory=dict)  # producer id -> latest marker's
+
+
 class OffsetHolder(Protocol):
     """A group of any type, as far as its offsets go."""
 
     group_id: str
     offsets: dict[tuple[str, int], CommittedOffset]
-    pending_txn: dict[int, PendingTxn]  # by producer id
-    txn_epochs: dict[int, int]  # producer id -> the latest epoch of its markers
+    txn: TxnOffsets | None  # None: no transactional op yet

@@ -27,7 +27,7 @@ from .ops import (
     OffsetFetchOpResp,
 )
 from .records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
-from .txn_offsets import drop_pending, pending_partitions, supersede
+from .txn_offsets import drop_pending, pending_of, pending_partitions, supersede
 
 NO_OFFSET = -1
 _OK = int(ErrorCode.none)  # the error of every stored or fetched partition, as an int
@@ -46,8 +46,8 @@ def store_offsets(group: OffsetHolder, op: OffsetCommitOp, waiter: int, fx: Effe
             continue
         metadata = metadata or ""  # Kafka stores a null metadata as "" (NO_METADATA)
         group.offsets[(topic, partition)] = CommittedOffset(offset, epoch, metadata, fx.now)
-        if group.pending_txn:
-            supersede(group.pending_txn, (topic, partition))
+        if group.txn is not None:
+            supersede(group.txn, (topic, partition))
         fx.records.append(
             OffsetCommitRecord(op.group_id, topic, partition, offset, epoch, metadata, fx.now)
         )
@@ -63,7 +63,7 @@ def fetch(group: GroupT, op: OffsetFetchOp, waiter: int, fx: Effects) -> GroupT:
     if group is None:
         fx.reply(waiter, fetched({}, op.partitions))
         return group
-    unstable = pending_partitions(group.pending_txn) if op.require_stable else frozenset()
+    unstable = pending_partitions(group) if op.require_stable else frozenset()
     fx.reply(waiter, fetched(group.offsets, op.partitions, unstable))
     return group
 
@@ -93,7 +93,7 @@ def fetched(
 
 def unexpirable(group: OffsetHolder) -> frozenset[tuple[str, int]]:
     """The partitions retention must not expire: those with a pending transactional offset."""
-    return pending_partitions(group.pending_txn)
+    return pending_partitions(group)
 
 
 def delete_unsubscribed(
@@ -111,8 +111,8 @@ def delete_unsubscribed(
             continue
         if group.offsets.pop((topic, partition), None) is not None:
             fx.records.append(OffsetTombstone(op.group_id, topic, partition))
-        if group.pending_txn:  # Kafka's tombstone removes the partition's pending offsets too
-            drop_pending(op.group_id, group.pending_txn, (topic, partition), fx)
+        if group.txn is not None:  # Kafka's tombstone removes the partition's pending ones too
+            drop_pending(op.group_id, group.txn, (topic, partition), fx)
         results.append((topic, partition, _OK))
     fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
 
@@ -130,7 +130,7 @@ def expire(
     """Tombstone the expired offsets; delete the group too if none are left and not `keep`
     (nor any transactional offset pending: retention leaves those alone)."""
     assert group is not None
-    keep = keep or bool(group.pending_txn)
+    keep = keep or bool(pending_of(group))
     for topic, partition in expired:
         del group.offsets[(topic, partition)]
         fx.records.append(OffsetTombstone(group.group_id, topic, partition))

@@ -2,7 +2,7 @@
 
 A TxnOffsetCommit that its group's protocol has validated (group/offsets.py for classic and
 simple groups, consumer_group/offsets.py for KIP-848 groups) stores its offsets here, in the
-group's `pending_txn`, keyed by producer id, and writes one `TxnOffsetCommitRecord` each. They
+group's `txn.pending`, keyed by producer id, and writes one `TxnOffsetCommitRecord` each. They
 are not committed offsets: OffsetFetch does not see them, and with `require_stable` it answers
 UNSTABLE_OFFSET_COMMIT for their partitions. The transaction coordinator's end marker
 (`TxnMarkerOp`) merges them into the committed offsets or discards them, like Kafka's
@@ -23,8 +23,10 @@ producer's latest epoch (a marker's too), a TxnOffsetCommit whose epoch is older
 group has seen from its producer, in a pending offset or in a marker, is a fenced zombie's:
 INVALID_PRODUCER_EPOCH (fatal to the clients). Otherwise a zombie's late commit, arriving after
 the marker that aborted its transaction, would wait pending for the next commit marker of the
-producer id and be merged with it. The group keeps that epoch per producer (`txn_epochs`) and
+producer id and be merged with it. The group keeps that epoch per producer (`txn.epochs`) and
 writes it as a `TxnProducerEpochRecord` (key ``(2, producer id)``), so a restart keeps it.
+
+A group holds all this in `txn` (committed.TxnOffsets), None until its first transactional op.
 
 Order. Kafka keeps, at a commit marker, the most recent of a pending offset and a regular
 commit of the same partition made after it (by log position). The live group knows this
@@ -35,12 +37,14 @@ than the pending one wins).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from .committed import CommittedOffset, OffsetHolder, PendingTxn
+from .committed import CommittedOffset, OffsetHolder, PendingTxn, TxnOffsets
 from .effects import Effects
 from .ops import TxnMarkerOp, TxnMarkerOpResp, TxnOffsetCommitOp, TxnOffsetCommitOpResp
 from .records import OffsetCommitRecord, Record
@@ -97,8 +101,31 @@ class TxnProducerEpochRecord(Record):
     producer_epoch: int
 
 
-def pending_partitions(pending: dict[int, PendingTxn]) -> frozenset[TopicPartition]:
+NO_PENDING: Mapping[int, PendingTxn] = MappingProxyType({})
+NO_EPOCHS: Mapping[int, int] = MappingProxyType({})
+
+
+def pending_of(group: OffsetHolder | None) -> Mapping[int, PendingTxn]:
+    """The group's pending transactional offsets, by producer id (read only)."""
+    txn = group.txn if group is not None else None
+    return NO_PENDING if txn is None else txn.pending
+
+
+def epochs_of(group: OffsetHolder | None) -> Mapping[int, int]:
+    """The latest epoch of each producer's markers the group got (read only)."""
+    txn = group.txn if group is not None else None
+    return NO_EPOCHS if txn is None else txn.epochs
+
+
+def _txn_of(group: OffsetHolder) -> TxnOffsets:
+    if group.txn is None:
+        group.txn = TxnOffsets()
+    return group.txn
+
+
+def pending_partitions(group: OffsetHolder | None) -> frozenset[TopicPartition]:
     """Every partition with a pending transactional offset (OffsetFetch's unstable ones)."""
+    pending = pending_of(group)
     if not pending:
         return frozenset()
     return frozenset(tp for txn in pending.values() for tp in txn.offsets)
@@ -106,10 +133,10 @@ def pending_partitions(pending: dict[int, PendingTxn]) -> frozenset[TopicPartiti
 
 def fenced_epoch(group: OffsetHolder, producer_id: int, epoch: int) -> bool:
     """An epoch older than the producer's latest the group has seen is a fenced zombie's."""
-    txn = group.pending_txn.get(producer_id)
+    txn = pending_of(group).get(producer_id)
     if txn is not None and epoch < txn.producer_epoch:
         return True
-    return epoch < group.txn_epochs.get(producer_id, epoch)
+    return epoch < epochs_of(group).get(producer_id, epoch)
 
 
 def txn_failed(op: TxnOffsetCommitOp, error: int) -> TxnOffsetCommitOpResp:
@@ -119,10 +146,10 @@ def txn_failed(op: TxnOffsetCommitOp, error: int) -> TxnOffsetCommitOpResp:
 
 def store_pending(group: OffsetHolder, op: TxnOffsetCommitOp, waiter: int, fx: Effects) -> None:
     """Keep a validated TxnOffsetCommit's offsets pending, each within the metadata limit."""
-    group_id, pending = group.group_id, group.pending_txn
     if fenced_epoch(group, op.producer_id, op.producer_epoch):
         fx.reply(waiter, txn_failed(op, ErrorCode.invalid_producer_epoch))
         return
+    group_id, pending = group.group_id, _txn_of(group).pending
     results = []
     txn: PendingTxn | None = pending.get(op.producer_id)
     for topic, partition, offset, epoch, metadata in op.offsets:
@@ -152,11 +179,9 @@ def store_pending(group: OffsetHolder, op: TxnOffsetCommitOp, waiter: int, fx: E
     fx.reply(waiter, TxnOffsetCommitOpResp(tuple(results)))
 
 
-def drop_pending(
-    group_id: str, pending: dict[int, PendingTxn], tp: TopicPartition, fx: Effects
-) -> bool:
+def drop_pending(group_id: str, state: TxnOffsets, tp: TopicPartition, fx: Effects) -> bool:
     """Delete every producer's pending offset of `tp` (OffsetDelete); whether there was one."""
-    dropped = False
+    pending, dropped = state.pending, False
     for producer_id, txn in list(pending.items()):
         if txn.offsets.pop(tp, None) is not None:
             txn.superseded.discard(tp)
@@ -167,9 +192,9 @@ def drop_pending(
     return dropped
 
 
-def supersede(pending: dict[int, PendingTxn], tp: TopicPartition) -> None:
+def supersede(state: TxnOffsets, tp: TopicPartition) -> None:
     """A regular commit of `tp`: it wins over the pending offsets committed before it."""
-    for txn in pending.values():
+    for txn in state.pending.values():
         if tp in txn.offsets:
             txn.superseded.add(tp)
 
@@ -191,19 +216,19 @@ def end_transaction(group: OffsetHolder, op: TxnMarkerOp, waiter: int, fx: Effec
     marker's epoch (see "Zombies"). A marker for a producer with nothing pending is answered
     OK: the coordinator may send a marker again after a crash. A marker older than the pending
     offsets' epoch is refused (INVALID_PRODUCER_EPOCH) and changes nothing."""
-    group_id, offsets, pending = group.group_id, group.offsets, group.pending_txn
-    txn = pending.get(op.producer_id)
+    group_id, offsets = group.group_id, group.offsets
+    txn = pending_of(group).get(op.producer_id)
     if txn is not None and op.producer_epoch < txn.producer_epoch:
         fx.reply(waiter, TxnMarkerOpResp(ErrorCode.invalid_producer_epoch))
         return
-    if op.producer_epoch > group.txn_epochs.get(op.producer_id, -1):  # (before the marker,
+    if op.producer_epoch > epochs_of(group).get(op.producer_id, -1):  # (before the marker,
         # which stays the last record of the step)
-        group.txn_epochs[op.producer_id] = op.producer_epoch
+        _txn_of(group).epochs[op.producer_id] = op.producer_epoch
         fx.records.append(TxnProducerEpochRecord(group_id, op.producer_id, op.producer_epoch))
     if txn is None:
         fx.reply(waiter, TxnMarkerOpResp(ErrorCode.none))
         return
-    del pending[op.producer_id]
+    del _txn_of(group).pending[op.producer_id]
     if op.committed:
         for (topic, partition), committed in sorted(txn.offsets.items()):
             if (topic, partition) in txn.superseded:
