@@ -28,6 +28,7 @@ from ..group_common.committed import CommittedOffset
 from ..group_common.offsets import fetched
 from ..group_common.ops import OffsetFetchOp, OffsetFetchOpResp
 from ..group_common.txn_offsets import pending_partitions
+from ..share_group.state import ShareGroup
 
 NO_OFFSETS: Mapping[tuple[str, int], CommittedOffset] = MappingProxyType({})
 
@@ -39,7 +40,7 @@ class GroupSummary:
     group_id: str
     state: str
     protocol_type: str
-    group_type: str  # "classic" or "consumer" (KIP-848), as ListGroups v5 reports it
+    group_type: str  # "classic", "consumer" (KIP-848) or "share" (KIP-932), as ListGroups v5
     cgp_id: str = ""  # the group's stable identity, for our admin tool (not in ListGroups)
 
 
@@ -59,6 +60,8 @@ def summary_of(group_id: str, group: AnyGroup) -> GroupSummary | None:
         return None
     if isinstance(group, ConsumerGroup):
         return GroupSummary(group_id, group.state.value, "consumer", "consumer", group.cgp_id)
+    if isinstance(group, ShareGroup):
+        return GroupSummary(group_id, group.state.value, "share", "share", group.cgp_id)
     return GroupSummary(
         group_id, group.state.value, group.protocol_type or "", "classic", group.cgp_id
     )
@@ -72,7 +75,7 @@ def snapshot_of(
     if offsets_from is not None:
         offsets, unstable = offsets_from.offsets, offsets_from.unstable
     else:
-        unstable = pending_partitions(group)
+        unstable = pending_partitions(None if isinstance(group, ShareGroup) else group)
         if group is None or not group.offsets:
             offsets = NO_OFFSETS
         else:
@@ -85,5 +88,7 @@ def read(snapshot: GroupSnapshot, op: Any) -> OffsetFetchOpResp | None:
     actor)."""
     if type(op) is not OffsetFetchOp or op.member_id is not None or op.member_epoch >= 0:
         return None
+    if snapshot.summary is not None and snapshot.summary.group_type == "share":
+        return None  # the share group's actor refuses it
     unstable = snapshot.unstable if op.require_stable else frozenset()
     return fetched(snapshot.offsets, op.partitions, unstable)

@@ -34,7 +34,7 @@ from ..group_common.ops import (
     TxnOffsetCommitOp,
 )
 from ..group_common.txn_offsets import store_pending, txn_failed
-from .state import ConsumerGroup
+from .state import ConsumerGroup, ConsumerMember
 from .subscription import subscribed_names
 
 
@@ -53,10 +53,12 @@ def _validate_commit(group: ConsumerGroup, op: OffsetCommitOp) -> int:
     member = group.members.get(op.member_id)
     if member is None:
         return ErrorCode.unknown_member_id
-    if op.api_version < 9:
+    # A classic member (migration: classic_members.py) commits with its generation, which is
+    # its member epoch, through any version; a mismatch tells it to rejoin.
+    if op.api_version < 9 and member.classic is None:
         return ErrorCode.unsupported_version
     if op.generation_id != member.member_epoch:
-        return ErrorCode.stale_member_epoch
+        return _epoch_mismatch(member)
     return ErrorCode.none
 
 
@@ -71,19 +73,27 @@ def txn_commit(
     """TxnOffsetCommit to a consumer group (Kafka's ConsumerGroup.validateOffsetCommit with
     isTransactional): no member and epoch -1 while the group has no members; otherwise the
     member must exist (UNKNOWN_MEMBER_ID) and name its current epoch. Any version may."""
-    error = ErrorCode.none
+    error: int = ErrorCode.none
     if not (op.generation_id < 0 and not group.members):
         member = group.members.get(op.member_id)
         if member is None:
             error = ErrorCode.unknown_member_id
         elif op.generation_id != member.member_epoch:
-            stale = op.api_version >= STALE_EPOCH_TXN_VERSION
-            error = ErrorCode.stale_member_epoch if stale else ErrorCode.illegal_generation
+            error = _epoch_mismatch(member)
+            if error == ErrorCode.stale_member_epoch and op.api_version < STALE_EPOCH_TXN_VERSION:
+                error = ErrorCode.illegal_generation
     if error:
         fx.reply(waiter, txn_failed(op, error))
     else:
         store_pending(group, op, waiter, fx)
     return group
+
+
+def _epoch_mismatch(member: ConsumerMember) -> int:
+    """Kafka's validateMemberEpoch: ILLEGAL_GENERATION for a classic member."""
+    if member.classic is not None:
+        return ErrorCode.illegal_generation
+    return ErrorCode.stale_member_epoch
 
 
 def fetch_offsets(
@@ -97,7 +107,7 @@ def fetch_offsets(
             fx.reply(waiter, OffsetFetchOpResp(ErrorCode.unknown_member_id))
             return group
         if member.member_epoch != op.member_epoch:
-            fx.reply(waiter, OffsetFetchOpResp(ErrorCode.stale_member_epoch))
+            fx.reply(waiter, OffsetFetchOpResp(_epoch_mismatch(member)))
             return group
     return fetch(group, op, waiter, fx)
 

@@ -2,14 +2,15 @@
 
 Every record has a hierarchical key below its group (`key_tail`): ``()`` for the group record
 (classic or consumer: one per group), ``(topic, partition)`` for an offset, ``(0, 0)`` for a
-consumer group's target-assignment metadata, ``(0, 1, member, kind)`` for its member records
-``(1, producer, topic, partition)`` for a pending transactional offset, whose transaction's
-marker is the tombstone ``(1, producer)``, and ``(2, producer)`` for the latest epoch of a
+consumer group's target-assignment metadata, ``(0, 1, member, kind)`` for its member records,
+``(20, producer, topic, partition)`` for a pending transactional offset, whose transaction's
+marker is the tombstone ``(20, producer)``, and ``(23, producer)`` for the latest epoch of a
 producer's markers (group_common/txn_offsets.py).
 A later record replaces an earlier one with the same key, and a tombstone deletes every record
 whose key starts with its own: a group tombstone everything, a member tombstone
 ``(0, 1, member)`` that member's three records, a consumer-state tombstone ``(0,)`` every
-consumer-group record.
+consumer-group record. A share group's partition states have tails ``(1, topic, partition)``
+(kept with the consumer-group records: neither is an offset) and its group record ``()``.
 
 `GroupRecords` applies records in log order and hands them back in a canonical order (group
 record, consumer-group records, offsets): replay (replay.py) reads that, the durable log keeps
@@ -39,12 +40,19 @@ from ..group_common.txn_offsets import (
     TxnProducerEpochRecord,
 )
 from ..ids import GroupKey
+from ..share_group.records import (
+    SHARE_PARTITION_TAIL,
+    ShareGroupMetadataRecord,
+    SharePartitionRecord,
+    SharePartitionTombstone,
+)
 
 CompactionKey = tuple[Hashable, ...]
 MEMBER_KIND = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
 TARGET_METADATA_TAIL: CompactionKey = (0, 0)
-PENDING_TXN = 1  # the head of a pending transactional offset's key: (1, producer, topic, part)
-PRODUCER_EPOCH = 2  # the head of a producer's latest marker epoch's key: (2, producer)
+# Heads of the transactional offsets' keys (their record types' numbers: share groups have 1):
+PENDING_TXN = 20  # a pending offset's (20, producer, topic, partition), its marker's (20, producer)
+PRODUCER_EPOCH = 23  # a producer's latest marker epoch: (23, producer)
 _TOMBSTONES = (
     GroupTombstone,
     OffsetTombstone,
@@ -52,6 +60,7 @@ _TOMBSTONES = (
     ConsumerStateTombstone,
     TxnMarkerRecord,
     TxnOffsetTombstone,
+    SharePartitionTombstone,
 )
 V = TypeVar("V")
 
@@ -76,6 +85,8 @@ def key_tail(record: Record) -> CompactionKey:
         return (PENDING_TXN, record.producer_id)  # type: ignore[attr-defined]
     if cls is TxnProducerEpochRecord:
         return (PRODUCER_EPOCH, record.producer_id)  # type: ignore[attr-defined]
+    if cls is SharePartitionRecord or cls is SharePartitionTombstone:
+        return (SHARE_PARTITION_TAIL, record.topic, record.partition)  # type: ignore[attr-defined]
     return ()  # the group record (classic or consumer) and the group tombstone
 
 
@@ -126,9 +137,17 @@ class GroupRecords(Generic[V]):
                 producer_id = record.producer_id  # type: ignore[attr-defined]
                 for done in [k for k in self.pending if k[0] == producer_id]:
                     del self.pending[done]
-            elif cls is GroupMetadataRecord or cls is ConsumerGroupMetadataRecord:
+            elif (
+                cls is GroupMetadataRecord
+                or cls is ConsumerGroupMetadataRecord
+                or cls is ShareGroupMetadataRecord
+            ):
                 self.group = value
-            elif cls is ConsumerMemberTombstone or cls is ConsumerStateTombstone:
+            elif (
+                cls is ConsumerMemberTombstone
+                or cls is ConsumerStateTombstone
+                or cls is SharePartitionTombstone
+            ):
                 tail = key_tail(record)
                 n = len(tail)
                 for stale in [k for k in self.consumer if k[:n] == tail]:

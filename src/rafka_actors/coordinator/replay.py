@@ -26,9 +26,13 @@ from ..group_common.txn_offsets import (
     TxnProducerEpochRecord,
     replay_pending,
 )
+from ..share_group.records import ShareGroupMetadataRecord
+from ..share_group.replay import assemble as assemble_share
+from ..share_group.state import ShareGroup
 from .latest import GroupRecords
 
 CONSUMER_SESSION_TIMEOUT_MS = 45_000  # group.consumer.session.timeout.ms's default
+SHARE_DELIVERY_COUNT_LIMIT = 5  # group.share.delivery.count.limit's default
 
 
 def replay(
@@ -36,20 +40,24 @@ def replay(
     now_ms: int,
     *,
     consumer_session_timeout_ms: int = CONSUMER_SESSION_TIMEOUT_MS,
-) -> ClassicGroup | ConsumerGroup | None:
+    share_delivery_count_limit: int = SHARE_DELIVERY_COUNT_LIMIT,
+) -> ClassicGroup | ConsumerGroup | ShareGroup | None:
     """The group its records describe (in log order; the live view's order is one)."""
     latest: GroupRecords[Record] = GroupRecords()
     latest.apply(list(records))
     head = latest.group
+    if isinstance(head, ShareGroupMetadataRecord):  # commits no offsets
+        return assemble_share(head, latest.consumer.values(), share_delivery_count_limit)
     group: ClassicGroup | ConsumerGroup
     if isinstance(head, ConsumerGroupMetadataRecord):
         consumer: list[ConsumerRecord] = list(latest.consumer.values())  # type: ignore[arg-type]
         group = assemble(head, consumer, now_ms, consumer_session_timeout_ms)
     elif isinstance(head, GroupMetadataRecord):
         group = from_metadata(head, now_ms)
-    elif not latest.is_empty():  # a simple group's offsets, before any group record
-        first = next(iter(latest.records()))
-        group = ClassicGroup(first.group_id, "", state_timestamp_ms=now_ms)
+    elif latest.offsets or latest.pending or latest.producers:  # a simple group's offsets,
+        # written before any group record
+        kept = [*latest.offsets.values(), *latest.pending.values(), *latest.producers.values()]
+        group = ClassicGroup(kept[0].group_id, "", state_timestamp_ms=now_ms)
     else:
         return None
     offsets = cast(dict[tuple[str, int], OffsetCommitRecord], latest.offsets)

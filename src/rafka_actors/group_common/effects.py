@@ -30,6 +30,26 @@ class GroupConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
     consumer_assignment_interval_ms: int = 1000
     consumer_max_size: int = 2**31 - 1
+    # KIP-932 share groups (share_group/), with Kafka's names and defaults in config.py
+    share_session_timeout_ms: int = 45000
+    share_heartbeat_interval_ms: int = 5000
+    share_max_size: int = 200
+    share_record_lock_duration_ms: int = 30000
+    share_delivery_count_limit: int = 5
+    share_partition_max_record_locks: int = 2000
+    share_auto_offset_reset: str = "latest"
+    # online migration between the protocols (coordinator/migration.py): Kafka's
+    # group.consumer.migration.policy, one of MIGRATION_POLICIES
+    consumer_migration_policy: str = "bidirectional"
+
+    def upgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("upgrade", "bidirectional")
+
+    def downgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("downgrade", "bidirectional")
+
+
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +78,9 @@ class MemberFenced:
     member_id: str
     reason: str
     group_epoch: int
+    # its going left only classic members, and the policy lets the group become a classic
+    # group: the coordinator converts it (coordinator/migration.py), so no epoch was bumped
+    downgrade: bool = False
 
 
 @dataclass(slots=True)

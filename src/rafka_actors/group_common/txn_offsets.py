@@ -9,11 +9,11 @@ UNSTABLE_OFFSET_COMMIT for their partitions. The transaction coordinator's end m
 `OffsetMetadataManager.replayEndTransactionMarker` (design note 003, "In-memory structure").
 Retention never expires an offset with a pending transactional commit. OffsetDelete removes
 a partition's pending offsets with its committed one, as Kafka's offset tombstone does
-(`TxnOffsetTombstone`, key ``(1, producer id, topic, partition)``).
+(`TxnOffsetTombstone`, key ``(20, producer id, topic, partition)``).
 
 Records. A merge writes an OffsetCommitRecord for every offset it commits, then a
 `TxnMarkerRecord`, which deletes the producer's pending records (it is a tombstone of key
-``(1, producer id)``; a pending record's key is ``(1, producer id, topic, partition)``). So a
+``(20, producer id)``; a pending record's key is ``(20, producer id, topic, partition)``). So a
 compacted log and a replay of the whole history agree without the marker having to be
 re-interpreted, and a torn batch (offsets written, marker lost) only leaves the offsets pending
 until the coordinator, which retries its markers, sends the marker again.
@@ -24,7 +24,7 @@ group has seen from its producer, in a pending offset or in a marker, is a fence
 INVALID_PRODUCER_EPOCH (fatal to the clients). Otherwise a zombie's late commit, arriving after
 the marker that aborted its transaction, would wait pending for the next commit marker of the
 producer id and be merged with it. The group keeps that epoch per producer (`txn.epochs`) and
-writes it as a `TxnProducerEpochRecord` (key ``(2, producer id)``), so a restart keeps it.
+writes it as a `TxnProducerEpochRecord` (key ``(23, producer id)``), so a restart keeps it.
 
 A group holds all this in `txn` (committed.TxnOffsets), None until its first transactional op.
 

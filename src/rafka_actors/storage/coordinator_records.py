@@ -11,12 +11,14 @@ records keep Kafka's numbers where they are free (5 member metadata, 6 target-as
 metadata, 7 target-assignment member, 8 current member assignment) and take 9 (group metadata),
 10 (member tombstone) and 11 (consumer-state tombstone). Transactional offsets take 20 (a
 pending transactional offset), 21 (a transaction's end marker), 22 (a deleted pending
-offset) and 23 (a producer's latest marker epoch). A change of a type's fields
+offset) and 23 (a producer's latest marker epoch). KIP-932 share groups take 30 (group
+metadata), 31 (a share partition's state) and 32 (its tombstone). A change of a type's fields
 is a new version, never a reinterpretation of an old one: new fields go at the end, the newest
 version is written, and an older version still decodes (the fields it lacks take their
 defaults).
-GroupMetadata is at version 1 (it added when the rebalance began and who departed); every other
-type is at version 0.
+GroupMetadata is at version 1 (it added when the rebalance began and who departed), consumer
+member metadata at version 1 (it added a classic-protocol member's session timeout and
+protocols, for online migration); every other type is at version 0.
 
 Decoding is strict, because a frame that passed its CRC but does not decode is either damage the
 CRC missed or a bug: the payload must be exactly one array of the declared arity and field types
@@ -31,13 +33,13 @@ Compaction keys
 `compaction_key` gives each entry a hierarchical key: ``(org, group, topic, partition)`` for
 offsets, ``(org, group)`` for the group record (classic or consumer: one group record per group),
 ``(org, group, 0, 0)`` for a consumer group's target-assignment metadata and
-``(org, group, 0, 1, member, kind)`` for its member records, ``(org, group, 1, producer, topic,
-partition)`` for a pending transactional offset, ``(org, group, 2, producer)`` for a producer's
+``(org, group, 0, 1, member, kind)`` for its member records, ``(org, group, 20, producer, topic,
+partition)`` for a pending transactional offset, ``(org, group, 23, producer)`` for a producer's
 latest marker epoch. A tombstone deletes every earlier
 entry whose key starts with its own, so a GroupTombstone wipes the group record and all of the
 group's offsets, a ConsumerMemberTombstone ``(org, group, 0, 1, member)`` a member's three
 records, a ConsumerStateTombstone ``(org, group, 0)`` all consumer-group records, and a
-TxnMarkerRecord ``(org, group, 1, producer)`` the producer's pending offsets.
+TxnMarkerRecord ``(org, group, 20, producer)`` the producer's pending offsets.
 
 The live view
 -------------
@@ -90,6 +92,12 @@ from ..group_common.txn_offsets import (
     TxnProducerEpochRecord,
 )
 from ..ids import GroupKey
+from ..share_group.records import (
+    SHARE_PARTITION_TAIL,
+    ShareGroupMetadataRecord,
+    SharePartitionRecord,
+    SharePartitionTombstone,
+)
 from .coordinator_segments import CoordinatorLogError
 
 __all__ = [
@@ -130,6 +138,10 @@ class RecordType(IntEnum):
     TXN_MARKER = 21
     TXN_OFFSET_TOMBSTONE = 22
     TXN_PRODUCER_EPOCH = 23
+    # KIP-932 share groups (share_group/records.py): 30-39
+    SHARE_GROUP_METADATA = 30
+    SHARE_PARTITION_STATE = 31
+    SHARE_PARTITION_TOMBSTONE = 32
 
 
 class CoordinatorRecordError(CoordinatorLogError, ValueError):
@@ -152,6 +164,9 @@ _MEMBER_ROW = (_STR, _OPT_STR, _STR, _STR, _INT, _INT, _BYTES, _BYTES)
 _NAMES: _Kinds = frozenset()  # marker: an array of strings
 _PARTITIONS: _Kinds = frozenset()  # marker: [[topic id (16 bytes), [partition, ...]], ...]
 _DEPARTED: _Kinds = frozenset()  # marker: [[member id, why], ...]
+_PROTOCOLS: _Kinds = frozenset()  # marker: [[protocol name, metadata bytes], ...]
+_MEMBER_METADATA_V0 = (_STR, _STR, _OPT_STR, _OPT_STR, _STR, _STR, _NAMES, _OPT_STR, _INT, _OPT_STR)
+_STATE_BATCHES: _Kinds = frozenset()  # marker: [[first, last, state, delivery count], ...]
 _Schema = tuple[_Kinds, ...]
 _GROUP_METADATA_V0 = (_STR, _STR, _OPT_STR, _INT, _OPT_STR, _OPT_STR, _INT, _MEMBERS, _STR)
 # The schema of every version of a type, oldest first; a record is written at its last.
@@ -168,7 +183,7 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
     GroupTombstone: (RecordType.GROUP_TOMBSTONE, ((_STR,),)),
     ConsumerMemberMetadataRecord: (
         RecordType.CONSUMER_MEMBER_METADATA,
-        ((_STR, _STR, _OPT_STR, _OPT_STR, _STR, _STR, _NAMES, _OPT_STR, _INT, _OPT_STR),),
+        (_MEMBER_METADATA_V0, (*_MEMBER_METADATA_V0, _INT, _PROTOCOLS)),
     ),
     ConsumerTargetMetadataRecord: (RecordType.CONSUMER_TARGET_METADATA, ((_STR, _INT, _INT),)),
     ConsumerTargetMemberRecord: (
@@ -192,6 +207,12 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
     TxnMarkerRecord: (RecordType.TXN_MARKER, ((_STR, _INT, _INT, _BOOL),)),
     TxnOffsetTombstone: (RecordType.TXN_OFFSET_TOMBSTONE, ((_STR, _INT, _STR, _INT),)),
     TxnProducerEpochRecord: (RecordType.TXN_PRODUCER_EPOCH, ((_STR, _INT, _INT),)),
+    ShareGroupMetadataRecord: (RecordType.SHARE_GROUP_METADATA, ((_STR, _STR, _INT),)),
+    SharePartitionRecord: (
+        RecordType.SHARE_PARTITION_STATE,
+        ((_STR, _STR, _INT, _INT, _STATE_BATCHES),),
+    ),
+    SharePartitionTombstone: (RecordType.SHARE_PARTITION_TOMBSTONE, ((_STR, _STR, _INT),)),
 }
 _BY_TAG: dict[int, tuple[type, tuple[_Schema, ...]]] = {
     tag: (cls, schemas) for cls, (tag, schemas) in _SCHEMAS.items()
@@ -269,6 +290,10 @@ def _checked(values: list[Any], schema: _Schema, what: str) -> list[Any]:
             values[i] = _partition_rows(value, what)
         elif kinds is _DEPARTED:
             values[i] = _departed(value, what)
+        elif kinds is _PROTOCOLS:
+            values[i] = _protocols(value, what)
+        elif kinds is _STATE_BATCHES:
+            values[i] = _state_batches(value, what)
         elif type(value) not in kinds:
             raise CoordinatorRecordError(f"{what}: field {i} is {_preview(value)}")
     return values
@@ -293,6 +318,27 @@ def _departed(value: Any, what: str) -> tuple[tuple[str, str], ...]:
     ):
         raise CoordinatorRecordError(f"{what}: departed are {_preview(value)}")
     return tuple((row[0], row[1]) for row in value)
+
+
+def _protocols(value: Any, what: str) -> tuple[tuple[str, bytes], ...]:
+    if type(value) is not list or any(
+        type(row) is not list
+        or len(row) != 2
+        or type(row[0]) is not str
+        or type(row[1]) is not bytes
+        for row in value
+    ):
+        raise CoordinatorRecordError(f"{what}: protocols are {_preview(value)}")
+    return tuple((row[0], row[1]) for row in value)
+
+
+def _state_batches(value: Any, what: str) -> tuple[tuple[int, int, int, int], ...]:
+    if type(value) is not list or any(
+        type(row) is not list or len(row) != 4 or any(type(v) is not int for v in row)
+        for row in value
+    ):
+        raise CoordinatorRecordError(f"{what}: state batches are {_preview(value)}")
+    return tuple((row[0], row[1], row[2], row[3]) for row in value)
 
 
 def _partition_rows(value: Any, what: str) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
@@ -453,4 +499,9 @@ def entry_compaction_key(payload: bytes) -> tuple[CompactionKey, bool]:
             raise CoordinatorRecordError(f"bad pending offset key ({topic!r}, {partition!r})")
         tombstone = cls is TxnOffsetTombstone
         return (*head, PENDING_TXN, producer_id, topic, partition), tombstone
+    if cls is SharePartitionRecord or cls is SharePartitionTombstone:
+        topic, partition = items[5:7] if len(items) >= 7 else (None, None)
+        if type(topic) is not str or type(partition) is not int:
+            raise CoordinatorRecordError(f"bad share partition key ({topic!r}, {partition!r})")
+        return (*head, SHARE_PARTITION_TAIL, topic, partition), cls is SharePartitionTombstone
     return head, cls is GroupTombstone
