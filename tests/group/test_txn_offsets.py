@@ -41,6 +41,7 @@ from rafka_actors.storage.coordinator_records import (
 
 from ..consumer_group.harness import GROUP_ID as CONSUMER_GROUP_ID
 from ..consumer_group.harness import ConsumerHarness
+from ..consumer_group.test_migration import classic_group_of, new_harness
 from .harness import GROUP_ID, GroupHarness
 
 PID, OTHER_PID = 1000, 2000
@@ -375,3 +376,22 @@ def test_snapshot_hides_pending_offsets_but_honours_require_stable() -> None:
     h.call(TxnMarkerOp(PID, 0, True))
     after = read(snapshot_of(GROUP_ID, h.group), OffsetFetchOp(GROUP_ID, (TP,), True))
     assert after is not None and after.offsets[0][2] == 20 and after.offsets[0][5] == 0
+
+
+def test_pending_offsets_survive_online_migration_both_ways() -> None:
+    """A classic group upgraded to a consumer group by a KIP-848 member, and downgraded when
+    it leaves, keeps a transaction's pending offsets (and the producer's epoch) throughout;
+    the marker then merges them."""
+    h = new_harness()  # (no initial-rebalance delay, topic foo)
+    generation = classic_group_of(h, 2)
+    op = txn_op({("foo", 1): 7}, group_id=CONSUMER_GROUP_ID, member_id="c0", generation=generation)
+    assert errors(h.send(op)) == {ErrorCode.none}
+    h.send(TxnMarkerOp(OTHER_PID, 3, False))  # another producer's epoch, nothing pending
+    assert h.join("k1").error_code == ErrorCode.none
+    assert isinstance(h.group, ConsumerGroup) and PID in pending_of(h.group)
+    assert epochs_of(h.group) == {OTHER_PID: 3}
+    assert h.heartbeat("k1", -1).error_code == ErrorCode.none
+    assert isinstance(h.group, ClassicGroup) and PID in pending_of(h.group)
+    assert epochs_of(h.replayed()) == {OTHER_PID: 3} and PID in pending_of(h.replayed())
+    assert h.send(TxnMarkerOp(PID, 0, True)).error_code == ErrorCode.none
+    assert h.group.offsets[("foo", 1)].offset == 7
