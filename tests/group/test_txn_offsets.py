@@ -20,6 +20,7 @@ from rafka_actors.group_common.ops import (
     JoinGroupOp,
     OffsetDeleteOp,
     OffsetFetchOp,
+    ShareGroupHeartbeatOp,
     TxnMarkerOp,
     TxnOffsetCommitOp,
 )
@@ -32,6 +33,7 @@ from rafka_actors.group_common.txn_offsets import (
     pending_of,
 )
 from rafka_actors.ids import GroupKey
+from rafka_actors.share_group.state import ShareGroup
 from rafka_actors.storage.coordinator_records import (
     compaction_key,
     decode_entry,
@@ -395,3 +397,15 @@ def test_pending_offsets_survive_online_migration_both_ways() -> None:
     assert epochs_of(h.replayed()) == {OTHER_PID: 3} and PID in pending_of(h.replayed())
     assert h.send(TxnMarkerOp(PID, 0, True)).error_code == ErrorCode.none
     assert h.group.offsets[("foo", 1)].offset == 7
+
+
+def test_a_share_group_takes_no_transactional_offsets() -> None:
+    """One group id, one type: a TxnOffsetCommit to a share group is refused as an
+    OffsetCommit is (GROUP_ID_NOT_FOUND); its marker has nothing to end."""
+    h = ConsumerHarness()
+    h.create_topic("foo", 1)
+    joined = h.send(ShareGroupHeartbeatOp(CONSUMER_GROUP_ID, "s1", 0, None, ("foo",)))
+    assert joined.error_code == ErrorCode.none and isinstance(h.group, ShareGroup)
+    refused = h.send(txn_op({("foo", 0): 1}, group_id=CONSUMER_GROUP_ID))
+    assert errors(refused) == {ErrorCode.group_id_not_found}
+    assert h.send(TxnMarkerOp(PID, 0, True)).error_code == ErrorCode.none
