@@ -169,6 +169,28 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = field(
         default=600_000, metadata=_doc("how often offsets are checked for expiry")
     )
+    # Retention, and the bounds of dynamic group configs (issue 45: topics and group configs).
+    log_retention_ms: int = field(
+        default=604_800_000, metadata=_doc("topics' default retention.ms (-1: forever)")
+    )
+    log_retention_bytes: int = field(
+        default=-1, metadata=_doc("topics' default retention.bytes per partition (-1: no limit)")
+    )
+    log_retention_check_interval_ms: int = field(
+        default=300_000, metadata=_doc("how often segments are checked for deletion")
+    )
+    group_consumer_min_session_timeout_ms: int = field(
+        default=45000, metadata=_doc("lowest consumer.session.timeout.ms a group may set")
+    )
+    group_consumer_max_session_timeout_ms: int = field(
+        default=60000, metadata=_doc("highest consumer.session.timeout.ms a group may set")
+    )
+    group_consumer_min_heartbeat_interval_ms: int = field(
+        default=5000, metadata=_doc("lowest consumer.heartbeat.interval.ms a group may set")
+    )
+    group_consumer_max_heartbeat_interval_ms: int = field(
+        default=15000, metadata=_doc("highest consumer.heartbeat.interval.ms a group may set")
+    )
     # The coordinator log (see actors/durable_log.py for what each fsync policy promises).
     coordinator_log_fsync: str = field(default="always", metadata=_doc("always|interval|never"))
     coordinator_log_fsync_interval_ms: int = field(default=1000, metadata=_doc("for interval"))
@@ -315,6 +337,8 @@ def load_config(
     _check_network_settings(config)
     if config.coordinator_log_fsync not in ("always", "interval", "never"):
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
+    if config.log_retention_check_interval_ms <= 0:
+        raise ConfigError("log.retention.check.interval.ms must be positive")
     if config.coordinator_log_preallocate_bytes < 0:
         raise ConfigError("coordinator.log.preallocate.bytes must be >= 0")
     if config.log_dir_free_space_warning_bytes < 0:

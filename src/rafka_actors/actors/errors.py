@@ -37,6 +37,10 @@ def error_response(op: Any, code: int) -> Any:
             return ops.TxnOffsetCommitOpResp(tuple((t, p, code) for t, p, *_ in op.offsets))
         case ops.TxnMarkerOp():
             return ops.TxnMarkerOpResp(code)
+        case ops.GroupConfigOp():
+            return ops.GroupConfigOpResp(code)
+        case ops.TopicsChangedOp():
+            return ops.TopicsChangedOpResp(code)
         case ops.ShareGroupHeartbeatOp():
             return ops.ShareGroupHeartbeatOpResp(code)
         case ops.ShareGroupDescribeOp():

@@ -94,6 +94,7 @@ def group_offsets(client: KafkaClient, group_id: str) -> GroupOffsets:
     partitions = sorted(set(committed) | set(owners))
     log_end = calls.log_offsets(client, partitions, calls.LATEST, strict=False)
     pending = calls.pending_transactional(client, group_id, partitions)
+    log_start = calls.log_offsets(client, partitions, calls.EARLIEST, strict=False)
     rows = [
         OffsetRow(
             group_id,
@@ -102,6 +103,7 @@ def group_offsets(client: KafkaClient, group_id: str) -> GroupOffsets:
             committed.get(tp),
             log_end.get(tp),
             owners.get(tp),
+            log_start.get(tp),
             pending_transaction=tp in pending,
         )
         for tp in partitions

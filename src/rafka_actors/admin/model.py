@@ -87,6 +87,7 @@ class OffsetRow:
     current_offset: int | None
     log_end_offset: int | None
     owner: Member | None
+    log_start_offset: int | None = None  # None: not known
     # a transaction's offset is pending for the partition (not committed until its marker;
     # OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for it)
     pending_transaction: bool = False
@@ -95,11 +96,15 @@ class OffsetRow:
 
     @property
     def lag(self) -> int | None:
+        """What is left to read: a committed offset below the log start (retention or
+        DeleteRecords removed what it points at) counts from the log start, where its
+        consumer resumes."""
         if self.share_lag is not None:
             return self.share_lag
         if self.current_offset is None or self.log_end_offset is None:
             return None
-        return max(self.log_end_offset - self.current_offset, 0)
+        position = max(self.current_offset, self.log_start_offset or 0)
+        return max(self.log_end_offset - position, 0)
 
 
 @dataclass(frozen=True)

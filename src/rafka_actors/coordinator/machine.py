@@ -38,6 +38,7 @@ from ..group_common.ops import (
     JoinGroupOp,
     OffsetCommitOp,
     TimerFired,
+    TopicsChangedOp,
     TxnOffsetCommitOp,
 )
 from ..group_common.records import Record
@@ -45,6 +46,7 @@ from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..share_group import machine as share_machine
 from ..share_group.state import ShareGroup
 from . import migration
+from .topic_changes import topics_changed
 
 AnyGroup: TypeAlias = ClassicGroup | ConsumerGroup | ShareGroup | None
 
@@ -135,7 +137,10 @@ def handle(
     type), so a caller need not mint one otherwise."""
     fx = Effects(now_ms, config, fresh_cgp_id, topics)
     new_group: AnyGroup
-    if isinstance(group, ShareGroup) or (group is None and type(op) in _SHARE_OPS):
+    if type(op) is TopicsChangedOp:  # issue 45: deleted topics, added partitions
+        topics_changed(group, op, waiter, fx)
+        new_group = group
+    elif isinstance(group, ShareGroup) or (group is None and type(op) in _SHARE_OPS):
         new_group = share_machine.handle(group, op, waiter, fx)
     elif type(op) in _SHARE_OPS:  # one group id, one type
         share_machine.refuse(op, waiter, fx)

@@ -435,6 +435,36 @@ class TxnOffsetCommitOpResp:
     results: tuple[tuple[str, int, int], ...]  # (topic, partition, error)
 
 
+# -- issue 45: group configs and topic changes (op codes 0x30-0x37) ---------------------------
+@dataclass(frozen=True, slots=True)
+class GroupConfigOp:
+    """The group's dynamic configs changed (IncrementalAlterConfigs, already stored): the live
+    group uses them from its next step on. `overrides`: every override the group now has."""
+
+    overrides: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigOpResp:
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsChangedOp:
+    """Topics of the group's organisation were deleted or got partitions: the offsets of the
+    deleted incarnations go (tombstoned), and a consumer group recomputes its target
+    assignment from the new topic image without waiting for a member."""
+
+    deleted: tuple[str, ...] = ()
+    deleted_at_ms: int = -1  # only offsets committed up to then go (-1: whenever committed)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsChangedOpResp:
+    error_code: int
+    offsets_deleted: int = 0
+
+
 OP_CODES: dict[type, int] = {
     JoinGroupOp: 0x06,
     SyncGroupOp: 0x07,
@@ -450,6 +480,8 @@ OP_CODES: dict[type, int] = {
     ConsumerGroupHeartbeatOp: 0x11,
     ConsumerGroupDescribeOp: 0x12,
     TxnMarkerOp: 0x21,
+    GroupConfigOp: 0x30,
+    TopicsChangedOp: 0x31,
     # KIP-932 share groups
     ShareGroupHeartbeatOp: 0x28,
     ShareGroupDescribeOp: 0x29,
@@ -472,6 +504,8 @@ OP_CODES: dict[type, int] = {
     ConsumerGroupHeartbeatOpResp: 0x91,
     ConsumerGroupDescribeOpResp: 0x92,
     TxnMarkerOpResp: 0xA1,
+    GroupConfigOpResp: 0xB0,
+    TopicsChangedOpResp: 0xB1,
     ShareGroupHeartbeatOpResp: 0xA8,
     ShareGroupDescribeOpResp: 0xA9,
     ShareSessionOpResp: 0xAA,
@@ -498,6 +532,8 @@ Op = (
     | ConsumerGroupDescribeOp
     | TxnOffsetCommitOp
     | TxnMarkerOp
+    | GroupConfigOp
+    | TopicsChangedOp
     | ShareGroupHeartbeatOp
     | ShareGroupDescribeOp
     | ShareSessionOp
