@@ -21,6 +21,7 @@ from rafka_actors.group_common.ops import (
     OffsetDeleteOp,
     OffsetFetchOp,
     ShareGroupHeartbeatOp,
+    TopicsChangedOp,
     TxnMarkerOp,
     TxnOffsetCommitOp,
 )
@@ -409,3 +410,14 @@ def test_a_share_group_takes_no_transactional_offsets() -> None:
     refused = h.send(txn_op({("foo", 0): 1}, group_id=CONSUMER_GROUP_ID))
     assert errors(refused) == {ErrorCode.group_id_not_found}
     assert h.send(TxnMarkerOp(PID, 0, True)).error_code == ErrorCode.none
+
+
+def test_a_deleted_topics_pending_offsets_go_with_its_offsets() -> None:
+    h = GroupHarness()
+    h.commit({TP: 10})
+    h.call(txn_op({TP: 20, ("other", 0): 5}))
+    assert h.call(TopicsChangedOp(deleted=("topic",))).offsets_deleted == 1
+    assert set(pending_of(h.g)[PID].offsets) == {("other", 0)}
+    assert set(pending_of(replay(h.records, h.now))[PID].offsets) == {("other", 0)}
+    h.call(TxnMarkerOp(PID, 0, True))
+    assert set(h.g.offsets) == {("other", 0)}
