@@ -96,6 +96,8 @@ _SPANS: Final = {
     ops.OffsetDeleteOp: "rafka.broker.group.offset-delete",
     ops.ConsumerGroupHeartbeatOp: "rafka.broker.group.consumer-heartbeat",
     ops.ConsumerGroupDescribeOp: "rafka.broker.group.consumer-describe",
+    ops.TxnOffsetCommitOp: "rafka.broker.group.txn-offset-commit",
+    ops.TxnMarkerOp: "rafka.broker.group.txn-marker",
     ops.TopicsChangedOp: "rafka.broker.group.topics-changed",
     ops.ShareGroupHeartbeatOp: "rafka.broker.group.share-heartbeat",
     ops.ShareGroupDescribeOp: "rafka.broker.group.share-describe",

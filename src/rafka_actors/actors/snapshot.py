@@ -7,6 +7,10 @@ from the last committed snapshot of the coordinator's state (seed 003, "Fetch pa
 outside the actor ever reads its live group; a snapshot is never changed once published, so a
 reader needs no lock and no turn of the actor.
 
+Pending transactional offsets are not committed offsets and are not in the snapshot's
+`offsets`; the snapshot keeps only which partitions have one (`unstable`), so that an
+OffsetFetch with `require_stable` gets UNSTABLE_OFFSET_COMMIT for them from the snapshot too.
+
 An OffsetFetch that names a KIP-848 member (v9+: member id and epoch) is checked against the
 member's epoch, which only the actor knows: it goes through the mailbox.
 """
@@ -23,6 +27,7 @@ from ..coordinator.machine import AnyGroup
 from ..group_common.committed import CommittedOffset
 from ..group_common.offsets import fetched
 from ..group_common.ops import OffsetFetchOp, OffsetFetchOpResp
+from ..group_common.txn_offsets import pending_partitions
 from ..share_group.state import ShareGroup
 
 NO_OFFSETS: Mapping[tuple[str, int], CommittedOffset] = MappingProxyType({})
@@ -45,6 +50,8 @@ class GroupSummary:
 class GroupSnapshot:
     summary: GroupSummary | None  # None: the group does not exist (never did, or deleted)
     offsets: Mapping[tuple[str, int], CommittedOffset]
+    # partitions with a pending transactional offset (not in `offsets` until committed)
+    unstable: frozenset[tuple[str, int]] = frozenset()
 
 
 NO_GROUP = GroupSnapshot(None, NO_OFFSETS)  # what a group with no stored records reads as
@@ -90,12 +97,14 @@ def snapshot_of(
     """The snapshot of `group` as it is now; with `offsets_from`, that snapshot's offsets
     (which the caller knows to be unchanged) instead of a copy of the group's."""
     if offsets_from is not None:
-        offsets = offsets_from.offsets
-    elif group is None or not group.offsets:
-        offsets = NO_OFFSETS
+        offsets, unstable = offsets_from.offsets, offsets_from.unstable
     else:
-        offsets = MappingProxyType(dict(group.offsets))
-    return GroupSnapshot(summary_of(group_id, group), offsets)
+        unstable = pending_partitions(None if isinstance(group, ShareGroup) else group)
+        if group is None or not group.offsets:
+            offsets = NO_OFFSETS
+        else:
+            offsets = MappingProxyType(dict(group.offsets))
+    return GroupSnapshot(summary_of(group_id, group), offsets, unstable)
 
 
 def read(snapshot: GroupSnapshot, op: Any) -> OffsetFetchOpResp | None:
@@ -105,4 +114,5 @@ def read(snapshot: GroupSnapshot, op: Any) -> OffsetFetchOpResp | None:
         return None
     if snapshot.summary is not None and snapshot.summary.group_type == "share":
         return None  # the share group's actor refuses it
-    return fetched(snapshot.offsets, op.partitions)
+    unstable = snapshot.unstable if op.require_stable else frozenset()
+    return fetched(snapshot.offsets, op.partitions, unstable)

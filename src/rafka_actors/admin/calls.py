@@ -308,6 +308,43 @@ def committed_offsets(client: KafkaClient, group_id: str) -> dict[TopicPartition
     return offsets
 
 
+def pending_transactional(
+    client: KafkaClient, group_id: str, partitions: Iterable[TopicPartition]
+) -> set[TopicPartition]:
+    """Which of `partitions` have a transactional offset pending: those a fetch that requires
+    stable offsets answers UNSTABLE_OFFSET_COMMIT for (Kafka's protocol shows that they are
+    pending, not what they hold)."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    if not by_topic:
+        return set()
+    topics = tuple(
+        fetch.OffsetFetchRequestTopics(name=TopicName(t), partition_indexes=tuple(map(i32, ps)))
+        for t, ps in sorted(by_topic.items())
+    )
+    request = fetch.OffsetFetchRequest(
+        groups=(
+            fetch.OffsetFetchRequestGroup(
+                group_id=GroupId(group_id), member_id=None, member_epoch=i32(-1), topics=topics
+            ),
+        ),
+        require_stable=True,
+    )
+    (group,) = client.call(request).groups
+    what = f"fetching the stable offsets of group {group_id!r}"
+    if group.error_code != ErrorCode.none:
+        raise BrokerError(group.error_code, what)
+    pending = set()
+    for topic in group.topics:
+        for p in topic.partitions:
+            if p.error_code == ErrorCode.unstable_offset_commit:
+                pending.add((topic.name, p.partition_index))
+            elif p.error_code != ErrorCode.none:
+                raise BrokerError(p.error_code, f"{what} ({topic.name}-{p.partition_index})")
+    return pending
+
+
 def log_offsets(
     client: KafkaClient,
     partitions: Iterable[TopicPartition],

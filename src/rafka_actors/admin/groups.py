@@ -4,7 +4,9 @@ Offsets (`groups offsets`, Kafka's `--describe --offsets`): the partitions shown
 the group has committed offsets for together with those assigned to its members, each with
 its committed offset (CURRENT-OFFSET), the partition's log-end offset from ListOffsets
 (LOG-END-OFFSET) and their difference (LAG), plus the member holding it, if any. A partition
-with no commit has no current offset and no lag ("-"), as in Kafka.
+with no commit has no current offset and no lag ("-"), as in Kafka. A partition for which a
+transaction's offset is pending (committed only when the transaction commits) is marked
+apart from its committed offset: a second OffsetFetch that requires stable offsets tells.
 
 Resetting (`groups reset-offsets`) first plans, then, only with `--execute`, commits:
 
@@ -92,6 +94,7 @@ def group_offsets(client: KafkaClient, group_id: str, *, times: bool = False) ->
     owners = group.owners()
     partitions = sorted(set(committed) | set(owners))
     log_end = calls.log_offsets(client, partitions, calls.LATEST, strict=False)
+    pending = calls.pending_transactional(client, group_id, partitions)
     log_start = calls.log_offsets(client, partitions, calls.EARLIEST, strict=False)
     # a committed offset below the log start is read from the log start, as LAG counts it
     lagging = {
@@ -110,6 +113,7 @@ def group_offsets(client: KafkaClient, group_id: str, *, times: bool = False) ->
             owners.get(tp),
             log_start.get(tp),
             appended.get(tp),
+            pending_transaction=tp in pending,
         )
         for tp in partitions
     ]

@@ -92,6 +92,9 @@ class OffsetRow:
     log_start_offset: int | None = None  # None: not known
     # `--watch`: the append time of the record at the committed offset (None: caught up)
     append_time_ms: int | None = None
+    # a transaction's offset is pending for the partition (not committed until its marker;
+    # OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for it)
+    pending_transaction: bool = False
     # a share group's lag: its records not yet acknowledged (current_offset is its start)
     share_lag: int | None = None
 

@@ -174,6 +174,7 @@ def _member_json(m: Member) -> dict[str, Any]:
 # -- offsets ------------------------------------------------------------------------------
 OFFSET_HEADERS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG")
 OWNER_HEADERS = ("CONSUMER-ID", "HOST", "CLIENT-ID")
+PENDING_HEADER = "PENDING-TXN"  # shown only when a transaction's offset is pending somewhere
 
 
 def offsets(results: Sequence[GroupOffsets], output: str) -> str:
@@ -192,6 +193,10 @@ def offsets(results: Sequence[GroupOffsets], output: str) -> str:
         for result in results
         for r in result.rows
     ]
+    pending = [r.pending_transaction for result in results for r in result.rows]
+    if any(pending):
+        marked = [(*row, "pending" if p else None) for row, p in zip(rows, pending, strict=True)]
+        return table((*OFFSET_HEADERS, *OWNER_HEADERS, PENDING_HEADER), marked)
     return table(OFFSET_HEADERS + OWNER_HEADERS, rows)
 
 
@@ -234,6 +239,7 @@ def _offsets_json(result: GroupOffsets) -> dict[str, Any]:
                 "consumer_id": r.owner.member_id if r.owner else None,
                 "host": r.owner.host if r.owner else None,
                 "client_id": r.owner.client_id if r.owner else None,
+                "pending_transaction": r.pending_transaction,
             }
             for r in result.rows
         ],
