@@ -27,6 +27,7 @@ from . import (
     share_admin,
     share_groups,
     topics_admin,
+    txn_offsets,
 )
 
 G = "rafka.gateway.group."  # the spans of design note 000 (telemetry.py)
@@ -54,6 +55,7 @@ API_TABLE: dict[int, Api] = {
         Api(20, "DeleteTopics", 1, 6, topics_admin.delete_topics),
         Api(21, "DeleteRecords", 0, 2, partitions_admin.delete_records),
         Api(22, "InitProducerId", 0, 5, init_producer_id.handle),
+        Api(28, "TxnOffsetCommit", 0, 4, txn_offsets.txn_offset_commit, G + "txn-offset-commit"),
         Api(32, "DescribeConfigs", 1, 4, configs.describe_configs),
         Api(33, "AlterConfigs", 0, 2, configs.alter_configs),
         Api(35, "DescribeLogDirs", 1, 5, partitions_admin.describe_log_dirs),
