@@ -153,16 +153,15 @@ def _kept(
         header = parse_header(blob, pos)
         if pos + header.size > len(blob):
             break  # a partial batch at the end of a size-limited answer
+        if header.producer_id >= 0:  # as the Java consumer: markers consume the list too
+            while pending and pending[0][1] <= header.last_offset:
+                state.add(pending.pop(0)[0])
         if header.is_control:
             marker = read_marker(bytes(blob[pos + HEADER_SIZE : pos + HEADER_SIZE + 32]))
             if marker is not None and marker[0] == ABORT:
                 state.discard(header.producer_id)
-        else:
-            if header.is_transactional:
-                while pending and pending[0][1] <= header.last_offset:
-                    state.add(pending.pop(0)[0])
-            if not (header.is_transactional and header.producer_id in state):
-                kept += header.records_count
+        elif not (header.is_transactional and header.producer_id in state):
+            kept += header.records_count
         pos += header.size
     return kept
 

@@ -43,13 +43,13 @@ def committed_view(blob: bytes, aborted: list[tuple[int, int]]) -> list[bytes]:
     while pos < len(blob):
         header = parse_header(blob, pos)
         end = pos + header.size
+        if header.producer_id >= 0:  # as the Java consumer: markers consume the list too
+            while pending and pending[0][1] <= header.last_offset:
+                aborting.add(pending.pop(0)[0])
         if header.is_control:
             marker = read_marker(bytes(blob[pos + HEADER_SIZE : end]))
             if marker is not None and marker[0] == ABORT:
                 aborting.discard(header.producer_id)
-        elif header.is_transactional:
-            while pending and pending[0][1] <= header.last_offset:
-                aborting.add(pending.pop(0)[0])
         if not header.is_control and not (
             header.is_transactional and header.producer_id in aborting
         ):
