@@ -139,6 +139,10 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = field(
         default=600_000, metadata=_doc("how often offsets are checked for expiry")
     )
+    # Transactions (the transaction coordinator, actors/txn_actor.py): Kafka's keys and defaults.
+    transaction_max_timeout_ms: int = field(
+        default=900_000, metadata=_doc("the longest transaction.timeout.ms a producer may ask")
+    )
     # The coordinator log (see actors/durable_log.py for what each fsync policy promises).
     coordinator_log_fsync: str = field(default="always", metadata=_doc("always|interval|never"))
     coordinator_log_fsync_interval_ms: int = field(default=1000, metadata=_doc("for interval"))
@@ -319,6 +323,8 @@ def _check_network_settings(config: BrokerConfig) -> None:
         raise ConfigError("offsets.commit.timeout.ms must be positive")
     if config.group_passivation_idle_ms < 0:
         raise ConfigError("group.passivation.idle.ms must be >= 0")
+    if config.transaction_max_timeout_ms <= 0:
+        raise ConfigError("transaction.max.timeout.ms must be positive")
     if config.queued_max_request_bytes == 0 or config.queued_max_request_bytes < -1:
         raise ConfigError("queued.max.request.bytes must be positive or -1 (no bound)")
     if config.connection_failed_authentication_delay_ms < 0:

@@ -54,6 +54,12 @@ RULES: tuple[Rule, ...] = (
     ("group", IO, "the classic group state machine is pure"),
     ("consumer_group", IO, "the KIP-848 group state machine is pure"),
     ("coordinator", IO, "the dispatch over both group types is pure"),
+    ("transaction", IO, "the transaction coordinator's state machine is pure"),
+    (
+        "transaction",
+        ours("group", "consumer_group", "coordinator"),
+        "transactions: beside the group types, not above them",
+    ),
     ("group", ours("consumer_group", "coordinator"), "classic: no KIP-848, nothing above"),
     ("consumer_group", ours("group", "coordinator"), "KIP-848: no classic, nothing above"),
     ("group_common", ours("group", "consumer_group", "coordinator"), "beneath all group types"),

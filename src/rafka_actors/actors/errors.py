@@ -33,4 +33,6 @@ def error_response(op: Any, code: int) -> Any:
             return ops.ConsumerGroupHeartbeatOpResp(code)
         case ops.ConsumerGroupDescribeOp():
             return ops.ConsumerGroupDescribeOpResp(code)
+        case ops.TxnMarkerOp():
+            return ops.TxnMarkerOpResp(code)
     raise TypeError(f"no error response for {type(op).__name__}")

@@ -22,10 +22,13 @@ from tricycle import open_service_nursery
 
 from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
+from ..actors.txn_markers import MarkerWriter, data_markers
+from ..actors.txn_registry import TransactionRegistry
 from ..auth.users import UsersFileError, UserStore
 from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
 from ..group_common.effects import GroupConfig
 from ..storage.data_plane import DataPlane
+from ..transaction.state import TxnConfig
 from .apis import API_TABLE
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
@@ -45,6 +48,7 @@ async def run_broker(
     data = DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
     try:
         coordinator = open_coordinator_log(config)
+        txn_log = open_coordinator_log(config, name="transactions")
         sasl = sasl_setup(config)
         listeners = await open_listeners(config)
         host, port = _bound_address(listeners[0])
@@ -52,6 +56,7 @@ async def run_broker(
         # still hold, then the coordinator log flushes and closes, then the partition logs.
         async with open_service_nursery() as storage:
             await storage.start(coordinator.run)
+            await storage.start(txn_log.run)
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
                 registry = GroupRegistry(
@@ -73,6 +78,16 @@ async def run_broker(
                     len(coordinator.keys()),
                     resumed,
                 )
+                transactions = TransactionRegistry(
+                    services,
+                    TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
+                    txn_log,
+                    MarkerWriter(data_markers(data), registry.ask),
+                    data.producer_ids.allocate,
+                    commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
+                )
+                resumed_txns = transactions.resume()
+                log.info("transaction log replayed: %d open transactions resumed", resumed_txns)
                 ctx = BrokerContext(
                     config=config,
                     data=data,
@@ -80,6 +95,7 @@ async def run_broker(
                     advertised_port=config.kafka_client_port or port,
                     apis=API_TABLE,
                     groups=registry,
+                    transactions=transactions,
                     limits=ConnectionLimits(
                         config.max_connections,
                         config.max_connections_per_ip,
@@ -99,7 +115,8 @@ async def run_broker(
         log.info("logs flushed and closed")
 
 
-def open_coordinator_log(config: BrokerConfig) -> DurableCoordinatorLog:
+def open_coordinator_log(config: BrokerConfig, name: str = "coordinator") -> DurableCoordinatorLog:
+    """The groups' log ("coordinator") or the transaction log ("transactions")."""
     return DurableCoordinatorLog.open(
         config.data_dir,
         fsync_policy=config.coordinator_log_fsync,
@@ -109,6 +126,7 @@ def open_coordinator_log(config: BrokerConfig) -> DurableCoordinatorLog:
         compaction_interval_ms=config.coordinator_log_compaction_interval_ms,
         tombstone_retention_ms=config.coordinator_log_tombstone_retention_ms,
         skip_corruption=config.coordinator_log_skip_corruption,
+        name=name,
     )
 
 

@@ -254,6 +254,21 @@ class ConsumerGroupDescribeOpResp:
 
 
 @dataclass(frozen=True, slots=True)
+class TxnMarkerOp:
+    """The transaction coordinator's end marker for one group: a producer's pending
+    transactional offsets are merged (committed=True) or discarded."""
+
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarkerOpResp:
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
 class TimerFired:
     """The actor's own command: a deadline the state machine asked for has passed."""
 
@@ -272,6 +287,7 @@ OP_CODES: dict[type, int] = {
     ExpireOffsetsOp: 0x10,
     ConsumerGroupHeartbeatOp: 0x11,
     ConsumerGroupDescribeOp: 0x12,
+    TxnMarkerOp: 0x21,
     # responses: the request's code with the high bit set
     JoinGroupOpResp: 0x86,
     SyncGroupOpResp: 0x87,
@@ -285,6 +301,7 @@ OP_CODES: dict[type, int] = {
     ExpireOffsetsOpResp: 0x90,
     ConsumerGroupHeartbeatOpResp: 0x91,
     ConsumerGroupDescribeOpResp: 0x92,
+    TxnMarkerOpResp: 0xA1,
 }
 _BY_CODE = {code: cls for cls, code in OP_CODES.items()}
 

@@ -76,6 +76,7 @@ from ..coordinator.latest import (
 from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
 from ..ids import GroupKey
+from ..transaction.records import TransactionRecord
 from .coordinator_segments import CoordinatorLogError
 
 __all__ = [
@@ -111,6 +112,8 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_METADATA = 9
     CONSUMER_MEMBER_TOMBSTONE = 10
     CONSUMER_STATE_TOMBSTONE = 11
+    # transactions (the transaction log): 25-29
+    TRANSACTION = 25
 
 
 class CoordinatorRecordError(CoordinatorLogError, ValueError):
@@ -132,6 +135,7 @@ _MEMBER_ROW = (_STR, _OPT_STR, _STR, _STR, _INT, _INT, _BYTES, _BYTES)
 _NAMES: _Kinds = frozenset()  # marker: an array of strings
 _PARTITIONS: _Kinds = frozenset()  # marker: [[topic id (16 bytes), [partition, ...]], ...]
 _DEPARTED: _Kinds = frozenset()  # marker: [[member id, why], ...]
+_TXN_PARTITIONS: _Kinds = frozenset()  # marker: [[topic name, [partition, ...]], ...]
 _Schema = tuple[_Kinds, ...]
 _GROUP_METADATA_V0 = (_STR, _STR, _OPT_STR, _INT, _OPT_STR, _OPT_STR, _INT, _MEMBERS, _STR)
 # The schema of every version of a type, oldest first; a record is written at its last.
@@ -165,6 +169,10 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
     ),
     ConsumerMemberTombstone: (RecordType.CONSUMER_MEMBER_TOMBSTONE, ((_STR, _STR),)),
     ConsumerStateTombstone: (RecordType.CONSUMER_STATE_TOMBSTONE, ((_STR,),)),
+    TransactionRecord: (
+        RecordType.TRANSACTION,
+        ((_STR, _INT, _INT, _INT, _INT, _STR, _TXN_PARTITIONS, _NAMES, _INT, _INT),),
+    ),
 }
 _BY_TAG: dict[int, tuple[type, tuple[_Schema, ...]]] = {
     tag: (cls, schemas) for cls, (tag, schemas) in _SCHEMAS.items()
@@ -242,6 +250,8 @@ def _checked(values: list[Any], schema: _Schema, what: str) -> list[Any]:
             values[i] = _partition_rows(value, what)
         elif kinds is _DEPARTED:
             values[i] = _departed(value, what)
+        elif kinds is _TXN_PARTITIONS:
+            values[i] = _txn_partitions(value, what)
         elif type(value) not in kinds:
             raise CoordinatorRecordError(f"{what}: field {i} is {_preview(value)}")
     return values
@@ -266,6 +276,19 @@ def _departed(value: Any, what: str) -> tuple[tuple[str, str], ...]:
     ):
         raise CoordinatorRecordError(f"{what}: departed are {_preview(value)}")
     return tuple((row[0], row[1]) for row in value)
+
+
+def _txn_partitions(value: Any, what: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    if type(value) is not list or any(
+        type(row) is not list
+        or len(row) != 2
+        or type(row[0]) is not str
+        or type(row[1]) is not list
+        or any(type(p) is not int for p in row[1])
+        for row in value
+    ):
+        raise CoordinatorRecordError(f"{what}: partitions are {_preview(value)}")
+    return tuple((row[0], tuple(row[1])) for row in value)
 
 
 def _partition_rows(value: Any, what: str) -> tuple[tuple[bytes, tuple[int, ...]], ...]:

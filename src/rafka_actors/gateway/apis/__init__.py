@@ -22,6 +22,7 @@ from . import (
     produce,
     sasl,
     topics_admin,
+    transactions,
 )
 
 G = "rafka.gateway.group."  # the spans of design note 000 (telemetry.py)
@@ -48,9 +49,14 @@ API_TABLE: dict[int, Api] = {
         Api(19, "CreateTopics", 2, 7, topics_admin.create_topics),
         Api(20, "DeleteTopics", 1, 6, topics_admin.delete_topics),
         Api(22, "InitProducerId", 0, 5, init_producer_id.handle),
+        Api(24, "AddPartitionsToTxn", 0, 3, transactions.add_partitions_to_txn),
+        Api(25, "AddOffsetsToTxn", 0, 3, transactions.add_offsets_to_txn),
+        Api(26, "EndTxn", 0, 3, transactions.end_txn),
         Api(36, "SaslAuthenticate", 0, 2, sasl.sasl_authenticate),
         Api(42, "DeleteGroups", 0, 2, group_admin.delete_groups, G + "delete"),
         Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete, G + "offset-delete"),
+        Api(65, "DescribeTransactions", 0, 0, transactions.describe_transactions),
+        Api(66, "ListTransactions", 0, 1, transactions.list_transactions),
         Api(
             68,
             "ConsumerGroupHeartbeat",
