@@ -44,7 +44,7 @@ from ..transaction.records import TransactionRecord, replay
 from ..transaction.state import PREPARED, Markers, Transaction, TxnConfig, markers_of
 from .coordinator_log import CoordinatorLog, now_ms, trio_time
 from .group_actor import BATCH_LIMIT, Envelope, StoreTimedOut
-from .txn_markers import MarkerWriter
+from .txn_markers import MarkerSink
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +79,17 @@ class TransactionActor:
         key: TxnKey,
         config: TxnConfig,
         txn_log: CoordinatorLog,
-        markers: MarkerWriter,
+        markers: MarkerSink,
         new_producer_id: Callable[[], int],
         *,
         txn: Transaction | None = None,
         publish: Callable[[TxnKey, Transaction | None], None] = lambda _key, _txn: None,
         mailbox_size: int = 256,
         commit_timeout_s: float = 5.0,
+        on_stop: Callable[[], None] = lambda: None,
     ) -> None:
+        """`on_stop()` is called the moment the actor decides to stop, before it yields again:
+        the registry then sends new requests to a fresh actor, not to this closed mailbox."""
         self.key = key
         self.config = config
         self.log = txn_log
@@ -95,6 +98,7 @@ class TransactionActor:
         self._markers = markers
         self._new_producer_id = new_producer_id
         self._publish = publish
+        self._on_stop = on_stop
         self._commit_timeout_s = commit_timeout_s
         self._held: list[tuple[Envelope, Any]] = []  # (envelope, answer) of the batch
         self._writing: Markers | None = None  # markers a task is writing now
@@ -130,6 +134,8 @@ class TransactionActor:
             try:
                 envelopes.append(self._inbox.receive_nowait())
             except trio.WouldBlock:
+                self._inbox.close()  # (no checkpoint since it was found empty)
+                self._on_stop()
                 return None
         elif deadline is None:
             envelopes.append(await self._inbox.receive())

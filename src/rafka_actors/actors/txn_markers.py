@@ -63,6 +63,12 @@ def data_markers(data: object) -> DataMarkers:
 AskGroup = Callable[[GroupKey, Any], Awaitable[Any]]
 
 
+class MarkerSink(Protocol):
+    async def write(self, org_id: int, markers: Markers) -> list[str]:
+        """Write every marker; return what failed (empty: all written)."""
+        ...
+
+
 class MarkerWriter:
     """Writes markers through the data plane and the group registry."""
 

@@ -26,7 +26,7 @@ from .coordinator_log import CoordinatorLog, now_ms
 from .group_actor import Envelope
 from .reply import ReplySlot
 from .txn_actor import TransactionActor, TxnKey
-from .txn_markers import MarkerWriter
+from .txn_markers import MarkerSink
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class TransactionRegistry:
         nursery: trio.Nursery,
         config: TxnConfig,
         txn_log: CoordinatorLog,
-        markers: MarkerWriter,
+        markers: MarkerSink,
         new_producer_id: Callable[[], int],
         *,
         commit_timeout_s: float = 5.0,
@@ -81,10 +81,15 @@ class TransactionRegistry:
             txn=self._known.get(key),
             publish=self._publish,
             commit_timeout_s=self._commit_timeout_s,
+            on_stop=lambda: self._stopped(key, actor),
         )
         self._running[key] = actor
         self._nursery.start_soon(self._supervise, actor)
         return actor
+
+    def _stopped(self, key: TxnKey, actor: TransactionActor) -> None:
+        if self._running.get(key) is actor:
+            del self._running[key]
 
     def _publish(self, key: TxnKey, txn: Transaction | None) -> None:
         if txn is None:
@@ -103,8 +108,7 @@ class TransactionRegistry:
             txn = replay(self._log.records_of(key))  # what was published may be stale
             self._publish(key, txn)
         finally:
-            if self._running.get(key) is actor:
-                del self._running[key]
+            self._stopped(key, actor)
 
     def resume(self) -> int:
         """Start the actors of open transactions (after a restart); how many."""
