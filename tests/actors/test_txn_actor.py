@@ -77,8 +77,12 @@ def registry_of(
 
 
 async def wait_for_state(registry: TransactionRegistry, state: TxnState) -> None:
+    """Poll the published state (on the mock clock: no real time passes)."""
     with trio.fail_after(60):
-        while (txn := registry.get(KEY)) is None or txn.state is not state:
+        for _ in range(100_000):
+            txn = registry.get(KEY)
+            if txn is not None and txn.state is state:
+                return
             await trio.sleep(0.01)
 
 
