@@ -2,7 +2,7 @@
 
 Hypothesis drives three producer handles of one transactional id through InitProducerId
 (with and without their current id and epoch, with valid and invalid timeouts),
-AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, an operator's abort and the passing of time,
+AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and the passing of time,
 in any order; the actor's duties (firing a due timeout, completing a prepared transaction's
 markers) are rules too, so they interleave with everything else. Every answer is checked
 against a model written from Kafka's TransactionCoordinator rules, and after every step:
@@ -14,7 +14,7 @@ against a model written from Kafka's TransactionCoordinator rules, and after eve
   deadline;
 * the producer epoch of a producer id never goes back;
 * every Prepare* record is a decision someone made: an accepted EndTxn of that kind, or an
-  abort (fence, timeout, operator); CompleteCommit follows only PrepareCommit.
+  abort (a fence or a timeout); CompleteCommit follows only PrepareCommit.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from rafka_actors.transaction.ops import (
     AddOffsetsOp,
     AddPartitionsOp,
     EndTxnOp,
-    ForceAbortOp,
     InitProducerIdOp,
     MarkersWritten,
     TxnTimerFired,
@@ -206,20 +205,6 @@ class TransactionMachine(RuleBasedStateMachine):
             elif m.state != done:
                 code = ErrorCode.invalid_txn_state
         assert answer.error_code == code, (answer, m, commit)
-
-    @rule()
-    def operator_abort(self) -> None:
-        answer = self.step(ForceAbortOp())
-        m = self.model
-        if not m.exists:
-            assert answer.error_code == ErrorCode.transactional_id_not_found
-        elif m.state in ("PrepareCommit", "PrepareAbort"):
-            assert answer.error_code == ErrorCode.concurrent_transactions
-        elif m.state != "Ongoing":
-            assert answer.error_code == ErrorCode.invalid_txn_state
-        else:
-            assert answer.error_code == ErrorCode.none
-            self._fence_abort()
 
     @rule(ms=SLEEPS)
     def time_passes(self, ms: int) -> None:

@@ -31,7 +31,6 @@ from .ops import (
     DescribeTxnOp,
     DescribeTxnResp,
     EndTxnOp,
-    ForceAbortOp,
     InitProducerIdOp,
     InitProducerIdResp,
     MarkersWritten,
@@ -82,14 +81,6 @@ def handle(
             if txn is None:
                 return Result(txn, None, DescribeTxnResp(ErrorCode.transactional_id_not_found))
             return Result(txn, None, DescribeTxnResp(ErrorCode.none, txn))
-        case ForceAbortOp():
-            if txn is None:
-                return Result(txn, None, TxnResp(ErrorCode.transactional_id_not_found))
-            if txn.state in PREPARED:
-                return Result(txn, None, TxnResp(ErrorCode.concurrent_transactions))
-            if txn.state is not TxnState.ONGOING:
-                return Result(txn, None, TxnResp(ErrorCode.invalid_txn_state))
-            return _changed(_fence_and_abort(txn, now), TxnResp(ErrorCode.none))
         case TxnTimerFired():
             if txn is None or not _expired(txn, now):
                 return Result(txn, None, None)

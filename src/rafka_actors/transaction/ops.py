@@ -3,7 +3,7 @@
 Each client API is one op; the gateway maps its answer to the response of the client's version
 (including the PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH downgrade of old versions, which is
 the wire's business, not the machine's). `TxnTimerFired` and `MarkersWritten` come from the
-actor itself; `ForceAbortOp` from the operator (`rafka-actors transactions abort`).
+actor itself.
 """
 
 from __future__ import annotations
@@ -49,13 +49,8 @@ class EndTxnOp:
 
 
 @dataclass(frozen=True, slots=True)
-class ForceAbortOp:
-    """Abort the open transaction now, fencing its producer, as a timeout does."""
-
-
-@dataclass(frozen=True, slots=True)
 class TxnResp:
-    """The answer of AddPartitions, AddOffsets, EndTxn and ForceAbort: one error code."""
+    """The answer of AddPartitions, AddOffsets and EndTxn: one error code."""
 
     error_code: int
 
