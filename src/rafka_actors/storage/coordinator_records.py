@@ -14,6 +14,8 @@ version, never a reinterpretation of an old one: new fields go at the end, the n
 is written, and an older version still decodes (the fields it lacks take their defaults).
 GroupMetadata is at version 1 (it added when the rebalance began and who departed); every other
 type is at version 0.
+Type 25 is a transactional id's state (transaction/records.py), stored in the transaction log,
+a log of its own (see docs/transactions.md).
 
 Decoding is strict, because a frame that passed its CRC but does not decode is either damage the
 CRC missed or a bug: the payload must be exactly one array of the declared arity and field types
