@@ -5,7 +5,7 @@ transactions and times out open ones."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 import pytest
@@ -13,7 +13,9 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
+from rafka_actors.actors.durable_log import CoordinatorLogError
 from rafka_actors.actors.txn_registry import TransactionRegistry
+from rafka_actors.group_common.records import Record
 from rafka_actors.ids import GroupKey
 from rafka_actors.transaction.ops import (
     AddOffsetsOp,
@@ -179,3 +181,50 @@ async def test_an_open_transaction_times_out_after_a_restart_and_its_producer_is
         second_life.cancel_scope.cancel()
     [(markers, state)] = sink.writes
     assert (markers.committed, markers.producer_epoch, state) == (False, epoch + 1, "PrepareAbort")
+
+
+class FailingOnce(MemoryCoordinatorLog):
+    """Fails the first append after `arm()`; stores the rest."""
+
+    armed = False
+
+    async def append(self, key: GroupKey, records: Sequence[Record]) -> None:
+        if self.armed:
+            self.armed = False
+            await trio.lowlevel.checkpoint()
+            raise CoordinatorLogError("disk full")
+        await super().append(key, records)
+
+
+async def test_a_failed_store_answers_retriably_and_the_state_is_what_the_log_has(
+    autojump_clock: trio.abc.Clock, nursery: trio.Nursery
+) -> None:
+    txn_log = FailingOnce()
+    registry = registry_of(nursery, txn_log, RecordingSink(txn_log))
+    init = await registry.ask(KEY, InitProducerIdOp(TIMEOUT_MS))
+    pid, epoch = init.producer_id, init.producer_epoch
+    await registry.ask(KEY, AddPartitionsOp(pid, epoch, frozenset({("out", 0)})))
+    txn_log.armed = True
+    answer = await registry.ask(KEY, EndTxnOp(pid, epoch, True))
+    assert answer.error_code == ErrorCode.coordinator_not_available
+    assert registry.get(KEY).state is TxnState.ONGOING  # the decision was not stored
+    assert (await registry.ask(KEY, EndTxnOp(pid, epoch, True))).error_code == 0
+    await wait_for_state(registry, TxnState.COMPLETE_COMMIT)
+
+
+async def test_requests_racing_with_a_stopping_actor_all_get_answers(
+    autojump_clock: trio.abc.Clock, nursery: trio.Nursery, txn_log: MemoryCoordinatorLog
+) -> None:
+    registry = registry_of(nursery, txn_log, RecordingSink(txn_log))
+    answers: list[int] = []
+
+    async def init_once() -> None:
+        answers.append((await registry.ask(KEY, InitProducerIdOp(TIMEOUT_MS))).error_code)
+
+    for _ in range(20):  # each actor stops (Empty: idle) as soon as its mailbox is empty
+        async with trio.open_nursery() as callers:
+            for _ in range(5):
+                callers.start_soon(init_once)
+                await trio.lowlevel.checkpoint()
+    assert answers == [ErrorCode.none] * 100
+    assert registry.get(KEY).producer_epoch == 99
