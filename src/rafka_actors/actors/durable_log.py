@@ -195,13 +195,16 @@ class DurableCoordinatorLog:
         tombstone_retention_ms: int = DEFAULT_TOMBSTONE_RETENTION_MS,
         skip_corruption: bool = False,
         name: str = "coordinator",
+        bulk: bool = True,
     ) -> DurableCoordinatorLog:
         """Open ``<data_dir>/<name>`` and replay it (blocking file I/O: call at start-up).
-        ``name``: "coordinator" for groups, "transactions" for the transaction log."""
+        ``name``: "coordinator" for groups, "transactions" for the transaction log; ``bulk``:
+        recognise offset entries in bulk (the transaction log has none, and a run of frames
+        the bulk pattern does not match is walked one frame per split of its chunk)."""
         directory = data_dir / name
         try:
             segments, view = _replay(
-                directory, segment_bytes, preallocate_bytes, skip_corruption, bulk=True
+                directory, segment_bytes, preallocate_bytes, skip_corruption, bulk=bulk
             )
         except AmbiguousKeys as exc:
             log.warning("%s log: %s; replaying it entry by entry", name, exc)

@@ -127,6 +127,7 @@ def open_coordinator_log(config: BrokerConfig, name: str = "coordinator") -> Dur
         tombstone_retention_ms=config.coordinator_log_tombstone_retention_ms,
         skip_corruption=config.coordinator_log_skip_corruption,
         name=name,
+        bulk=name == "coordinator",  # the transaction log holds no offsets to take in bulk
     )
 
 
