@@ -5,7 +5,8 @@ partitions to an output topic in transactions that carry its consumed offsets. M
 application is killed with SIGKILL and started again (its new producer fences the old one and
 aborts its open transaction), and later the broker is killed with SIGKILL and restarted on the
 same port and data directory (prepared transactions complete their markers, open ones time
-out). An application that exits with an error is started again, as a supervisor would. Then:
+out). An application that exits with an error, or makes no progress for STALL_S, is started
+again, as a supervisor would. Then:
 
 * a read_committed consumer of the output sees every input record exactly once;
 * the group's committed offsets equal the input's end offsets.
@@ -35,6 +36,11 @@ pytestmark = [needs_data_plane, needs_txn_offsets]
 
 PARTITIONS = 3
 DEADLINE = 240.0
+# A copier that makes no progress this long is killed and started again. Seen with
+# confluent-kafka 2.16 after the broker's restart: send_offsets_to_transaction waits forever
+# after its AddOffsetsToTxn succeeded, never sending the TxnOffsetCommit (past its timeout),
+# while its consumer stays out of the group.
+STALL_S = 20.0
 REPO = Path(__file__).resolve().parents[2]
 BROKER_SETTINGS = (
     "group.initial.rebalance.delay.ms=0",
@@ -168,8 +174,16 @@ def copy_across_kills(broker: BrokerProcess, client: str, records: int) -> None:
         wait_until(app, broker.bootstrap, f"out-{tag}", records // 2, deadline)
         broker.kill()  # and so does the broker
         broker.start()
+        progress, since = -1, time.monotonic()
         while not app.done():
             assert time.monotonic() < deadline, "the copier did not finish"
+            now_at = produced(broker.bootstrap, f"out-{tag}")
+            if now_at != progress:
+                progress, since = now_at, time.monotonic()
+            elif time.monotonic() - since > STALL_S:  # a liveness check, as a supervisor's
+                app.kill()
+                app.start()
+                since = time.monotonic()
             time.sleep(0.2)
     finally:
         app.stop()

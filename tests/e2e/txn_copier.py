@@ -19,6 +19,10 @@ import time
 
 BATCH = 50
 POLL_S = 0.5
+# Each transactional call gives up after this long; the copier then exits non-zero and the test
+# starts it again (seen once: librdkafka's send_offsets_to_transaction waiting on after the
+# broker's restart, its producer never sending the TxnOffsetCommit).
+CALL_TIMEOUT_S = 15
 # A killed copier's member leaves the group when its session runs out; a short session keeps
 # the restarted copier's wait short (the test's broker allows 1 s sessions).
 SESSION_MS, HEARTBEAT_MS = 2000, 500
@@ -41,7 +45,7 @@ def confluent_copier(bootstrap: str, source: str, sink: str, group: str, txn_id:
     producer = confluent_kafka.Producer(
         {"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 5}
     )
-    producer.init_transactions(60)
+    producer.init_transactions(CALL_TIMEOUT_S)
     consumer.subscribe([source])
     while True:
         records = [m for m in consumer.consume(BATCH, POLL_S) if not m.error()]
@@ -54,14 +58,16 @@ def confluent_copier(bootstrap: str, source: str, sink: str, group: str, txn_id:
             for m in records:
                 producer.produce(sink, m.value(), m.key(), partition=m.partition())
             producer.send_offsets_to_transaction(
-                consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 60
+                consumer.position(consumer.assignment()),
+                consumer.consumer_group_metadata(),
+                CALL_TIMEOUT_S,
             )
-            producer.commit_transaction(60)
+            producer.commit_transaction(CALL_TIMEOUT_S)
         except confluent_kafka.KafkaException as exc:
             if not exc.args[0].txn_requires_abort():
                 raise
-            producer.abort_transaction(60)
-            for tp in consumer.committed(consumer.assignment(), 60):
+            producer.abort_transaction(CALL_TIMEOUT_S)
+            for tp in consumer.committed(consumer.assignment(), CALL_TIMEOUT_S):
                 consumer.seek(
                     tp
                     if tp.offset >= 0
