@@ -24,6 +24,7 @@ import trio
 
 from . import gc_policy
 from .config import ConfigError, describe_settings, load_config
+from .refusals import refusal_in, unusable_data_dir
 
 log = logging.getLogger("rafka_actors")
 
@@ -51,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
         help="set any setting by its Kafka key, e.g. -o num.partitions=6",
     )
     serve.add_argument("--log-level", default="INFO")
+    serve.add_argument(
+        "--debug", action="store_true", help="show the traceback of a refusal to start"
+    )
     serve.add_argument("--help-config", action="store_true", help="list every setting")
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(commands)
@@ -75,6 +79,7 @@ async def _serve_until_signalled(config_args: argparse.Namespace) -> None:
     from .gateway.server import run_broker
 
     config = load_config(config_file=config_args.config, overrides=_overrides(config_args))
+    _check_data_dir(config.data_dir)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(run_broker, config)
@@ -83,6 +88,19 @@ async def _serve_until_signalled(config_args: argparse.Namespace) -> None:
                 log.info("received %s, shutting down", signal.Signals(signum).name)
                 nursery.cancel_scope.cancel()
                 break
+
+
+def _check_data_dir(data_dir: Path) -> None:
+    """The data dir must be a directory we can create, list and write in: refused up front,
+    in one line, rather than by whichever file the logs open first."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        probe = data_dir / ".rafka-write-check"
+        probe.write_bytes(b"")
+        probe.unlink()
+        os.listdir(data_dir)
+    except OSError as exc:
+        raise unusable_data_dir(data_dir, exc) from exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,9 +118,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             gc_policy.starting()
             trio.run(_serve_until_signalled, args)
-        except ConfigError as exc:
-            log.error("configuration error: %s", exc)
-            return 2
+        except BaseException as exc:
+            refusal = refusal_in(exc)
+            if refusal is None:
+                raise
+            # one line: what, where, what to do (refusals.py); the traceback only if asked
+            log.error("cannot start: %s", refusal, exc_info=exc if args.debug else None)
+            return refusal.exit_status
         return 0
     run = getattr(args, "run", None)
     return int(run(args)) if run is not None else 1

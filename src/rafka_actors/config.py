@@ -17,6 +17,7 @@ listen address.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
 import os
 from collections.abc import Mapping
@@ -33,6 +34,10 @@ ENV_PREFIX = "RAFKA_"
 
 class ConfigError(ValueError):
     """A setting that can't be parsed or is out of range."""
+
+
+class ConfigFileMissing(ConfigError):
+    """The --config file cannot be read (a missing file, not a bad setting)."""
 
 
 def _doc(text: str) -> dict[str, str]:
@@ -129,6 +134,26 @@ class BrokerConfig:
         default=1000, metadata=_doc("least time between target assignments")
     )
     group_consumer_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
+    # KIP-932 share groups (share_group/, docs/share-groups.md), Kafka's names and defaults
+    group_share_session_timeout_ms: int = field(default=45000, metadata=_doc("member session"))
+    group_share_heartbeat_interval_ms: int = field(
+        default=5000, metadata=_doc("heartbeat cadence told to share members")
+    )
+    group_share_max_size: int = field(default=200, metadata=_doc("members per share group"))
+    group_share_record_lock_duration_ms: int = field(
+        default=30000, metadata=_doc("how long an acquired record stays locked")
+    )
+    group_share_delivery_count_limit: int = field(
+        default=5, metadata=_doc("deliveries of a record before it is archived")
+    )
+    group_share_partition_max_record_locks: int = field(
+        default=2000, metadata=_doc("records in flight per share partition")
+    )
+    share_auto_offset_reset: str = field(
+        # Kafka's group config; here the default of every share group
+        default="latest",
+        metadata=_doc("where a share group starts on a partition: latest|earliest"),
+    )
     offsets_retention_minutes: int = field(default=10080, metadata=_doc("empty groups' offsets"))
     offsets_commit_timeout_ms: int = field(
         # Kafka's: how long a coordinator write may take before the request is answered
@@ -163,6 +188,10 @@ class BrokerConfig:
     )
     coordinator_log_skip_corruption: bool = field(
         default=False, metadata=_doc("start even if the middle of the log is corrupt")
+    )
+    # -- when the disk fills (issue 47) --
+    log_dir_free_space_warning_bytes: int = field(
+        default=1 << 30, metadata=_doc("warn when the data dir has less free space; 0: never")
     )
 
     @property
@@ -243,9 +272,10 @@ def parse_properties(text: str) -> dict[str, str]:
 def _apply(values: dict[str, Any], source: Mapping[str, Any], origin: str) -> None:
     for key, raw in source.items():
         name = field_name(key)
-        if name not in FIELDS:
-            log.warning("ignoring unknown setting %r from %s", key, origin)
-            continue
+        if name not in FIELDS:  # a typo must not pass for a default silently
+            close = difflib.get_close_matches(name, FIELDS, n=1)
+            hint = f" (did you mean {kafka_key(close[0])}?)" if close else ""
+            raise ConfigError(f"unknown setting {key!r} from {origin}{hint}")
         values[name] = _convert(name, raw)
 
 
@@ -267,7 +297,12 @@ def load_config(
     """Layer defaults, file, environment and flags (see the module docstring)."""
     values: dict[str, Any] = {}
     if config_file is not None:
-        _apply(values, parse_properties(config_file.read_text()), str(config_file))
+        try:
+            text = config_file.read_text()
+        except OSError as exc:
+            message = f"cannot read the config file {config_file}: {exc.strerror}"
+            raise ConfigFileMissing(message) from exc
+        _apply(values, parse_properties(text), str(config_file))
     _apply(values, _from_env(os.environ if environ is None else environ), "environment")
     _apply(values, overrides or {}, "command line")
     config = BrokerConfig(**values)
@@ -275,12 +310,34 @@ def load_config(
     if config.socket_request_max_bytes <= 0:
         raise ConfigError("socket.request.max.bytes must be positive")
     _check_consumer_group_settings(config)
+    _check_share_group_settings(config)
     _check_network_settings(config)
     if config.coordinator_log_fsync not in ("always", "interval", "never"):
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
     if config.coordinator_log_preallocate_bytes < 0:
         raise ConfigError("coordinator.log.preallocate.bytes must be >= 0")
+    if config.log_dir_free_space_warning_bytes < 0:
+        raise ConfigError("log.dir.free.space.warning.bytes must be >= 0")
     return config
+
+
+def _check_share_group_settings(config: BrokerConfig) -> None:
+    if config.share_auto_offset_reset not in ("latest", "earliest"):
+        raise ConfigError("share.auto.offset.reset must be latest or earliest")
+    for name in (
+        "group_share_session_timeout_ms",
+        "group_share_heartbeat_interval_ms",
+        "group_share_max_size",
+        "group_share_record_lock_duration_ms",
+        "group_share_delivery_count_limit",
+        "group_share_partition_max_record_locks",
+    ):
+        if getattr(config, name) <= 0:
+            raise ConfigError(f"{kafka_key(name)} must be positive")
+    if config.group_share_heartbeat_interval_ms >= config.group_share_session_timeout_ms:
+        raise ConfigError(
+            "group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms"
+        )
 
 
 def _check_consumer_group_settings(config: BrokerConfig) -> None:
@@ -319,6 +376,10 @@ def _check_network_settings(config: BrokerConfig) -> None:
     ):
         if getattr(config, name) <= 0:
             raise ConfigError(f"{kafka_key(name)} must be positive")
+    if config.group_share_heartbeat_interval_ms >= config.group_share_session_timeout_ms:
+        raise ConfigError(
+            "group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms"
+        )
     if config.offsets_commit_timeout_ms <= 0:
         raise ConfigError("offsets.commit.timeout.ms must be positive")
     if config.group_passivation_idle_ms < 0:

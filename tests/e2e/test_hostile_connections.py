@@ -70,7 +70,7 @@ def test_garbage_and_half_open_connections(broker: BrokerProcess) -> None:
         for sock in half_open:
             sock.close()
     assert "Traceback" not in broker.log_text()
-    # Closes are logged 50 per 10 s, the rest counted (gateway/log_budget.py): a garbage flood
+    # Closes are logged 50 per 10 s, the rest counted (log_budget.py): a garbage flood
     # must not flood the log.
     assert broker.log_text().count("closing connection") >= 50
 

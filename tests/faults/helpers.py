@@ -35,6 +35,9 @@ from rafka_actors.storage.coordinator_segments import CoordinatorLogError
 
 OK = ErrorCode.none
 NOT_AVAILABLE = ErrorCode.coordinator_not_available  # retriable: look it up again, retry
+# what Kafka's coordinator answers when its log's disk refuses a write (KAFKA_STORAGE_ERROR
+# there: CoordinatorOperationExceptionHelper); retriable too
+NOT_COORDINATOR = ErrorCode.not_coordinator
 SESSION_MS, REBALANCE_MS = 10_000, 30_000
 PROTOCOLS = (("range", encode_subscription(["t"])),)
 NO_DELAY = GroupConfig(initial_rebalance_delay_ms=0)

@@ -20,6 +20,9 @@ def test_defaults_are_kafkas() -> None:
     assert config.socket_request_max_bytes == 104857600
     assert config.group_initial_rebalance_delay_ms == 3000
     assert config.offsets_commit_timeout_ms == 5000
+    assert config.group_share_record_lock_duration_ms == 30000
+    assert config.group_share_delivery_count_limit == 5
+    assert config.share_auto_offset_reset == "latest"
 
 
 def test_file_then_env_then_flags(tmp_path: Path) -> None:
@@ -53,6 +56,10 @@ def test_env_name_form() -> None:
         {"group.consumer.rebalance.heartbeat.interval.ms": "0"},
         {"offsets.commit.timeout.ms": "0"},
         {"coordinator.log.preallocate.bytes": "-1"},
+        # share groups
+        {"share.auto.offset.reset": "none"},
+        {"group.share.record.lock.duration.ms": "0"},
+        {"group.share.heartbeat.interval.ms": "45000"},
     ],
 )
 def test_bad_values_are_refused(overrides: dict[str, str]) -> None:
@@ -60,10 +67,12 @@ def test_bad_values_are_refused(overrides: dict[str, str]) -> None:
         load_config(environ={}, overrides=overrides)
 
 
-def test_unknown_keys_are_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    config = load_config(environ={}, overrides={"no.such.key": "1"})
-    assert config == BrokerConfig()
-    assert "no.such.key" in caplog.text
+def test_unknown_keys_are_refused_with_a_hint() -> None:
+    """Issue 46: a mistyped key must not pass for its default silently (it was a warning)."""
+    with pytest.raises(ConfigError, match=r"unknown setting 'no\.such\.key' from command line"):
+        load_config(environ={}, overrides={"no.such.key": "1"})
+    with pytest.raises(ConfigError, match=r"did you mean group\.min\.session\.timeout\.ms\?"):
+        load_config(environ={}, overrides={"group.min.sesion.timeout.ms": "1"})
 
 
 def test_properties_parser_rejects_junk() -> None:

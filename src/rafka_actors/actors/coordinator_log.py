@@ -65,7 +65,12 @@ def stored_membership(
 def _replayed(records: list[Record], now_ms: int, config: GroupConfig | None) -> AnyGroup:
     if config is None:
         return replay(records, now_ms)
-    return replay(records, now_ms, consumer_session_timeout_ms=config.consumer_session_timeout_ms)
+    return replay(
+        records,
+        now_ms,
+        consumer_session_timeout_ms=config.consumer_session_timeout_ms,
+        share_delivery_count_limit=config.share_delivery_count_limit,
+    )
 
 
 # The wall clock's offset from trio's, in ms: read once, at the first `now_ms`.

@@ -63,7 +63,7 @@ from pathlib import Path
 import trio
 
 from ..coordinator.latest import LatestRecords
-from ..group_common.records import Record
+from ..group_common.records import OffsetCommitRecord, Record
 from ..ids import GroupKey
 from ..storage.coordinator_records import (
     decode_stored,
@@ -79,6 +79,7 @@ from ..storage.coordinator_segments import (
     CoordinatorSegments,
 )
 from ..storage.entry_replay import AmbiguousKeys, EntryReplay
+from ..storage.failures import STORAGE_LOG, reason
 
 __all__ = ["CoordinatorLogError", "DurableCoordinatorLog", "FsyncPolicy", "LogStats"]
 
@@ -137,6 +138,7 @@ def _replay(
         preallocate_bytes=preallocate_bytes,
         skip_corruption=skip_corruption,
         bulk=replay.bulk,
+        describe=_describe_entry,
     )
     try:
         replay.settle()
@@ -144,6 +146,15 @@ def _replay(
         segments.close()
         raise
     return segments, view
+
+
+def _describe_entry(entry: tuple[GroupKey, Record, bytes]) -> str:
+    """What a skipped entry held: its group, and the offset for a commit."""
+    key, record, _ = entry
+    group = f"group {key.group_id!r}" + (f" of org {key.org_id}" if key.org_id else "")
+    if isinstance(record, OffsetCommitRecord):
+        return f"{group} offset {record.topic}-{record.partition}={record.offset}"
+    return f"{group} {type(record).__name__}"
 
 
 def _wall_ms() -> int:
@@ -320,13 +331,15 @@ class DurableCoordinatorLog:
     def _failed(self, batch: list[_Pending], exc: BaseException) -> None:
         self.stats.failed_batches += 1
         known = isinstance(exc, CoordinatorLogError)
-        error = exc if known else CoordinatorLogError(f"batch not written: {exc!r}")
+        # kept by every appender: made without a traceback, which would hold this frame,
+        # the batch and so the error itself in a cycle (storage/failures.py)
+        error = CoordinatorLogError(str(exc) if known else f"batch not written: {exc!r}")
         for pending in batch:
             pending.fail(error)
         if not known:
             raise exc
         records = sum(len(pending.payloads) for pending in batch)
-        log.error("coordinator log: a batch of %d records failed: %s", records, exc)
+        STORAGE_LOG.log("coordinator log: a batch of %d records failed: %s", records, exc)
 
     def _written(self, batch: list[_Pending]) -> None:
         for pending in batch:
@@ -347,9 +360,9 @@ class DurableCoordinatorLog:
         self._sync_deadline = math.inf
         try:
             await trio.to_thread.run_sync(self._segments.fsync)
-        except CoordinatorLogError:
+        except CoordinatorLogError as exc:
             # Acknowledged records may not be durable; the log now refuses every append.
-            log.exception("coordinator log: periodic fsync failed")
+            log.error("coordinator log: periodic fsync failed: %s", reason(exc.__cause__ or exc))
 
     async def _compact_forever(self) -> None:
         while True:
@@ -360,8 +373,10 @@ class DurableCoordinatorLog:
                 continue
             try:
                 await self.compact()
-            except (CoordinatorLogError, OSError):
-                log.exception("coordinator log: compaction failed; the log is unchanged")
+            except (CoordinatorLogError, OSError) as exc:
+                STORAGE_LOG.log(
+                    "coordinator log: compaction failed (the log is unchanged): %s", exc
+                )
 
     async def compact(self, now_ms: int | None = None) -> CompactionStats:
         """Compact the sealed segments now, in a child process (a worker thread waits for it):

@@ -35,4 +35,18 @@ def error_response(op: Any, code: int) -> Any:
             return ops.ConsumerGroupDescribeOpResp(code)
         case ops.TxnMarkerOp():
             return ops.TxnMarkerOpResp(code)
+        case ops.ShareGroupHeartbeatOp():
+            return ops.ShareGroupHeartbeatOpResp(code)
+        case ops.ShareGroupDescribeOp():
+            return ops.ShareGroupDescribeOpResp(code)
+        case ops.ShareSessionOp():
+            return ops.ShareSessionOpResp(code)
+        case ops.ShareAcquireOp():
+            return ops.ShareAcquireOpResp(code)
+        case ops.DescribeShareOffsetsOp():
+            return ops.DescribeShareOffsetsOpResp(code)
+        case ops.AlterShareOffsetsOp():
+            return ops.AlterShareOffsetsOpResp(code)
+        case ops.DeleteShareOffsetsOp():
+            return ops.DeleteShareOffsetsOpResp(code)
     raise TypeError(f"no error response for {type(op).__name__}")

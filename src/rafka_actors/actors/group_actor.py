@@ -15,10 +15,14 @@ meanwhile (its connection closed) finds nobody reading its reply slot: the answe
 and the member's slot is cleaned up by the rebalance or session timeout, as in Kafka.
 
 Faults stay inside: if the machine raises, or the log cannot store a batch (or takes longer
-than `offsets.commit.timeout.ms`, as Kafka's coordinator answers a write that timed out), the
-actor logs it, answers every request it holds with COORDINATOR_NOT_AVAILABLE (retriable:
-clients look the coordinator up again and retry) and rebuilds the group from its stored
-records, like a coordinator failover. Nothing of the failed batch was acknowledged. When the
+than `offsets.commit.timeout.ms`), the actor logs it, answers every request it holds with a
+retriable error and rebuilds the group from its stored records, like a coordinator failover.
+The error is Kafka's for the same failure of its coordinator's append
+(CoordinatorOperationExceptionHelper): NOT_COORDINATOR for a disk that refused the write
+(KAFKA_STORAGE_ERROR there), COORDINATOR_NOT_AVAILABLE for a write that timed out and for a
+failed step. Either way clients look the coordinator up again and retry, on the same
+connection; a full disk's failures are logged once per 10 s with a count
+(storage/failures.py). Nothing of the failed batch was acknowledged. When the
 actor stops, for whatever reason, everything still queued is answered the same way, so no
 caller waits forever.
 
@@ -53,6 +57,7 @@ from ..group_common.effects import GroupConfig, MemberFenced, RebalanceCompleted
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey, mint_group_uuid, rrl
 from ..storage.coordinator_segments import CoordinatorLogError
+from ..storage.failures import STORAGE_LOG
 from .coordinator_log import CoordinatorLog, now_ms, stored_group, trio_time
 from .errors import error_response
 from .reply import ReplyTo
@@ -91,6 +96,10 @@ _SPANS: Final = {
     ops.OffsetDeleteOp: "rafka.broker.group.offset-delete",
     ops.ConsumerGroupHeartbeatOp: "rafka.broker.group.consumer-heartbeat",
     ops.ConsumerGroupDescribeOp: "rafka.broker.group.consumer-describe",
+    ops.ShareGroupHeartbeatOp: "rafka.broker.group.share-heartbeat",
+    ops.ShareGroupDescribeOp: "rafka.broker.group.share-describe",
+    ops.ShareSessionOp: "rafka.broker.group.share-session",
+    ops.ShareAcquireOp: "rafka.broker.group.share-acquire",
 }
 
 
@@ -207,15 +216,19 @@ class GroupActor:
                 group = self._handle(group, op, token, now, records, replies, events)
             if records:
                 await self._store(records)
-        except (CoordinatorLogError, StoreTimedOut) as exc:
-            log.error("group %s: %s; restarting from its log", self._name(), exc)
-            self._recover(now)
+        except CoordinatorLogError as exc:  # the disk refused: Kafka's KAFKA_STORAGE_ERROR
+            STORAGE_LOG.log("group %s: %s; restarting from its log", self._name(), exc)
+            self._recover(now, ErrorCode.not_coordinator)
+            return
+        except StoreTimedOut as exc:  # Kafka's REQUEST_TIMED_OUT (a hung disk: budgeted too)
+            STORAGE_LOG.log("group %s: %s; restarting from its log", self._name(), exc)
+            self._recover(now, ErrorCode.coordinator_not_available)
             return
         except Exception:
             log.exception(
                 "group %s: failed on %s; restarting from its log", self._name(), type(op).__name__
             )
-            self._recover(now)
+            self._recover(now, ErrorCode.coordinator_not_available)
             return
         self._settle(group, bool(records), replies, events)
 
@@ -282,10 +295,10 @@ class GroupActor:
         for event in events:
             self._trace(event)
 
-    def _recover(self, now: int) -> None:
+    def _recover(self, now: int, code: ErrorCode) -> None:
         """A bug, or records that could not be stored: nothing of this batch may be
-        acknowledged. Fail what we hold and rebuild from what the log has."""
-        self._fail_all_waiters()
+        acknowledged. Fail what we hold (with `code`) and rebuild from what the log has."""
+        self._fail_all_waiters(code)
         self.group = stored_group(self.log, self.key, now, self.config)
         self._deadline = machine.next_deadline(self.group)
         self._snapshot = snapshot_of(self.key.group_id, self.group)
@@ -296,9 +309,9 @@ class GroupActor:
         if waiter is not None:
             waiter[0].send_nowait(response)  # a slot whose caller has gone drops it
 
-    def _fail_all_waiters(self) -> None:
+    def _fail_all_waiters(self, code: ErrorCode = ErrorCode.coordinator_not_available) -> None:
         for token, (_, op) in list(self._waiters.items()):
-            self._send(token, error_response(op, ErrorCode.coordinator_not_available))
+            self._send(token, error_response(op, code))
         if isinstance(self.group, ClassicGroup):
             for member in self.group.members.values():
                 self.group.set_awaiting_join(member, None)

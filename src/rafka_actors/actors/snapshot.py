@@ -23,6 +23,7 @@ from ..coordinator.machine import AnyGroup
 from ..group_common.committed import CommittedOffset
 from ..group_common.offsets import fetched
 from ..group_common.ops import OffsetFetchOp, OffsetFetchOpResp
+from ..share_group.state import ShareGroup
 
 NO_OFFSETS: Mapping[tuple[str, int], CommittedOffset] = MappingProxyType({})
 
@@ -34,7 +35,7 @@ class GroupSummary:
     group_id: str
     state: str
     protocol_type: str
-    group_type: str  # "classic" or "consumer" (KIP-848), as ListGroups v5 reports it
+    group_type: str  # "classic", "consumer" (KIP-848) or "share" (KIP-932), as ListGroups v5
     cgp_id: str = ""  # the group's stable identity, for our admin tool (not in ListGroups)
 
 
@@ -52,6 +53,8 @@ def summary_of(group_id: str, group: AnyGroup) -> GroupSummary | None:
         return None
     if isinstance(group, ConsumerGroup):
         return GroupSummary(group_id, group.state.value, "consumer", "consumer", group.cgp_id)
+    if isinstance(group, ShareGroup):
+        return GroupSummary(group_id, group.state.value, "share", "share", group.cgp_id)
     return GroupSummary(
         group_id, group.state.value, group.protocol_type or "", "classic", group.cgp_id
     )
@@ -76,4 +79,6 @@ def read(snapshot: GroupSnapshot, op: Any) -> OffsetFetchOpResp | None:
     actor)."""
     if type(op) is not OffsetFetchOp or op.member_id is not None or op.member_epoch >= 0:
         return None
+    if snapshot.summary is not None and snapshot.summary.group_type == "share":
+        return None  # the share group's actor refuses it
     return fetched(snapshot.offsets, op.partitions)

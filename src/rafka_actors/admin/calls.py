@@ -27,15 +27,18 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
+from kio.schema.alter_share_group_offsets.v0 import request as alter_share
 from kio.schema.consumer_group_describe.v1 import request as cg_describe
 from kio.schema.delete_groups.v2 import request as delete
 from kio.schema.describe_groups.v5 import request as describe
+from kio.schema.describe_share_group_offsets.v1 import request as share_offsets_v1
 from kio.schema.errors import ErrorCode
 from kio.schema.list_groups.v5 import request as list_groups_v5
 from kio.schema.list_offsets.v8 import request as list_offsets
 from kio.schema.metadata.v12 import request as metadata
 from kio.schema.offset_commit.v9 import request as commit
 from kio.schema.offset_fetch.v9 import request as fetch
+from kio.schema.share_group_describe.v1 import request as share_describe
 from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.static.primitive import i8, i32, i64
 
@@ -45,6 +48,7 @@ from .client import BrokerError, ConnectionFailed, KafkaClient
 from .model import (
     CLASSIC,
     CONSUMER,
+    SHARE,
     Assignment,
     GroupDescription,
     GroupListing,
@@ -54,6 +58,7 @@ from .model import (
 
 LATEST, EARLIEST = -1, -2  # ListOffsets timestamps
 CONSUMER_GROUP_DESCRIBE = 69
+SHARE_GROUP_DESCRIBE = 77
 ASK_IDENTITIES = {GROUP_IDENTITY_TAG: b""}
 NO_IDENTITY: tuple[str | None, str | None] = (None, None)
 
@@ -105,6 +110,16 @@ def describe_group(client: KafkaClient, group_id: str) -> GroupDescription:
             return _consumer_group(group, _identities(tags).get(group.group_id, NO_IDENTITY))
         if group.error_code != ErrorCode.group_id_not_found:
             raise BrokerError(group.error_code, f"describing group {group_id!r}")
+    if client.supports(SHARE_GROUP_DESCRIBE, 1):
+        share_request = share_describe.ShareGroupDescribeRequest(
+            group_ids=(GroupId(group_id),), include_authorized_operations=False
+        )
+        share_response, tags = client.call_tagged(share_request, ASK_IDENTITIES)
+        (share,) = share_response.groups
+        if share.error_code == ErrorCode.none:
+            return _share_group(share, _identities(tags).get(share.group_id, NO_IDENTITY))
+        if share.error_code != ErrorCode.group_id_not_found:
+            raise BrokerError(share.error_code, f"describing group {group_id!r}")
     classic_request = describe.DescribeGroupsRequest(
         groups=(GroupId(group_id),), include_authorized_operations=False
     )
@@ -142,6 +157,87 @@ def _consumer_group(group: Any, identity: tuple[str | None, str | None]) -> Grou
         cgp_id=identity[0],
         rrl=identity[1],
     )
+
+
+def _share_group(group: Any, identity: tuple[str | None, str | None]) -> GroupDescription:
+    members = tuple(
+        Member(
+            member_id=m.member_id,
+            instance_id=None,
+            client_id=m.client_id,
+            host=m.client_host,
+            assignment=_named(m.assignment),
+            member_epoch=m.member_epoch,
+            target_assignment=_named(m.assignment),  # the simple assignor: nothing to reconcile
+            subscribed_topics=tuple(m.subscribed_topic_names),
+        )
+        for m in group.members
+    )
+    return GroupDescription(
+        group_id=group.group_id,
+        group_type=SHARE,
+        state=group.group_state,
+        protocol_type="share",
+        assignor=group.assignor_name,
+        members=members,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        cgp_id=identity[0],
+        rrl=identity[1],
+    )
+
+
+def share_offsets(client: KafkaClient, group_id: str) -> dict[TopicPartition, tuple[int, int]]:
+    """A share group's (start offset, lag) per share partition it has state for."""
+    request = share_offsets_v1.DescribeShareGroupOffsetsRequest(
+        groups=(
+            share_offsets_v1.DescribeShareGroupOffsetsRequestGroup(
+                group_id=GroupId(group_id), topics=None
+            ),
+        )
+    )
+    (group,) = client.call(request).groups
+    what = f"fetching the share offsets of group {group_id!r}"
+    if group.error_code != ErrorCode.none:
+        raise BrokerError(group.error_code, what)
+    offsets = {}
+    for topic in group.topics:
+        for p in topic.partitions:
+            if p.error_code != ErrorCode.none:
+                raise BrokerError(p.error_code, f"{what} ({topic.topic_name}-{p.partition_index})")
+            if p.start_offset >= 0:
+                offsets[(topic.topic_name, p.partition_index)] = (p.start_offset, p.lag)
+    return offsets
+
+
+def alter_share_offsets(
+    client: KafkaClient, group_id: str, offsets: dict[TopicPartition, int]
+) -> None:
+    """Set a share group's start offsets; the broker refuses while it has members."""
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        by_topic.setdefault(topic, []).append(
+            alter_share.AlterShareGroupOffsetsRequestPartition(
+                partition_index=i32(partition), start_offset=i64(offset)
+            )
+        )
+    request = alter_share.AlterShareGroupOffsetsRequest(
+        group_id=GroupId(group_id),
+        topics=tuple(
+            alter_share.AlterShareGroupOffsetsRequestTopic(
+                topic_name=TopicName(t), partitions=tuple(ps)
+            )
+            for t, ps in by_topic.items()
+        ),
+    )
+    response = client.call(request)
+    what = f"altering the share offsets of group {group_id!r}"
+    if response.error_code != ErrorCode.none:
+        raise BrokerError(response.error_code, what, response.error_message or "")
+    for topic in response.responses:
+        for p in topic.partitions:
+            if p.error_code != ErrorCode.none:
+                raise BrokerError(p.error_code, f"{what} ({topic.topic_name}-{p.partition_index})")
 
 
 def _named(assignment: Any) -> Assignment:

@@ -2,7 +2,7 @@
 
 Shaped like Kafka's kafka-consumer-groups.sh, one subcommand per action:
 
-  list                         groups with their type (classic / consumer) and state
+  list                         groups with their type (classic / consumer / share) and state
   describe G                   state, assignor, epochs, members and their assignments
   offsets G... | --all-groups  CURRENT-OFFSET, LOG-END-OFFSET and LAG per partition
   reset-offsets G (--topic T[:P,P] ... | --all-topics)
@@ -29,7 +29,7 @@ from kio.schema.errors import ErrorCode
 from ..config import ConfigError
 from . import calls, groups, render
 from .client import DEFAULT_BOOTSTRAP, AdminError, KafkaClient
-from .model import CLASSIC, CONSUMER
+from .model import CLASSIC, CONSUMER, SHARE
 from .security import load_command_config
 
 Command = Callable[[KafkaClient, argparse.Namespace], int]
@@ -108,6 +108,11 @@ def _runner(command: Command) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def _kind(group_type: str) -> str:
+    """How Kafka's tools name a group: kafka-share-groups.sh says "Share group"."""
+    return "Share group" if group_type == SHARE else "Consumer group"
+
+
 def _emit(text: str) -> None:
     if text:
         print(text)
@@ -123,7 +128,7 @@ def _add_list(commands: Any, common: argparse.ArgumentParser) -> None:
         "--type",
         action="append",
         default=[],
-        choices=(CLASSIC, CONSUMER),
+        choices=(CLASSIC, CONSUMER, SHARE),
         help="only groups of this type (repeatable)",
     )
 
@@ -145,7 +150,7 @@ def _describe(client: KafkaClient, args: argparse.Namespace) -> int:
     group = groups.require_group(client, args.group)
     _emit(render.description(group, args.output))
     if not group.members and args.output == "table":
-        render.note(f"\nConsumer group '{group.group_id}' has no active members.")
+        render.note(f"\n{_kind(group.group_type)} '{group.group_id}' has no active members.")
     return 0
 
 
@@ -173,7 +178,8 @@ def _offsets(client: KafkaClient, args: argparse.Namespace) -> int:
     if args.output == "table":
         for result in results:
             if not result.group.members:
-                render.note(f"Consumer group '{result.group.group_id}' has no active members.")
+                kind = _kind(result.group.group_type)
+                render.note(f"{kind} '{result.group.group_id}' has no active members.")
     _emit(render.offsets(results, args.output))
     return 0
 

@@ -19,6 +19,10 @@ Resetting (`groups reset-offsets`) first plans, then, only with `--execute`, com
 * the commit is an admin commit (generation -1, no member), which the broker accepts only
   while the group has no members: its refusal is reported with that explanation.
 
+A share group (KIP-932) has no committed offsets: its share partitions' start offsets take
+their place (DescribeShareGroupOffsets), its lag is the records not yet acknowledged, and a
+reset sets the start offsets (AlterShareGroupOffsets), again only while it has no members.
+
 A group that does not exist is an error for `describe` and `offsets`, but not for
 `reset-offsets`: committing offsets for a new group id creates it, as in Kafka.
 """
@@ -34,6 +38,7 @@ from . import calls
 from .client import AdminError, BrokerError, KafkaClient
 from .model import (
     INACTIVE_STATES,
+    SHARE,
     GroupDescription,
     GroupOffsets,
     OffsetRow,
@@ -52,6 +57,7 @@ _GROUP_ACTIVE_ERRORS = frozenset(
         ErrorCode.illegal_generation,
         ErrorCode.rebalance_in_progress,
         ErrorCode.stale_member_epoch,
+        ErrorCode.non_empty_group,  # a share group's AlterShareGroupOffsets
     }
 )
 
@@ -79,6 +85,8 @@ def require_group(client: KafkaClient, group_id: str) -> GroupDescription:
 def group_offsets(client: KafkaClient, group_id: str) -> GroupOffsets:
     """Committed and log-end offsets, lag and owner of every partition the group touches."""
     group = require_group(client, group_id)
+    if group.group_type == SHARE:
+        return _share_offsets(client, group)
     committed = calls.committed_offsets(client, group_id)
     owners = group.owners()
     partitions = sorted(set(committed) | set(owners))
@@ -86,6 +94,18 @@ def group_offsets(client: KafkaClient, group_id: str) -> GroupOffsets:
     rows = [
         OffsetRow(group_id, tp[0], tp[1], committed.get(tp), log_end.get(tp), owners.get(tp))
         for tp in partitions
+    ]
+    return GroupOffsets(group, rows)
+
+
+def _share_offsets(client: KafkaClient, group: GroupDescription) -> GroupOffsets:
+    """A share group's start offset and lag (records not yet acknowledged) per partition;
+    every member may fetch from every assigned partition, so no one owns one."""
+    state = calls.share_offsets(client, group.group_id)
+    log_end = calls.log_offsets(client, state, calls.LATEST, strict=False)
+    rows = [
+        OffsetRow(group.group_id, tp[0], tp[1], start, log_end.get(tp), None, share_lag=lag)
+        for tp, (start, lag) in sorted(state.items())
     ]
     return GroupOffsets(group, rows)
 
@@ -112,7 +132,10 @@ def plan_reset(
 ) -> ResetPlan:
     """The new offset of every partition in `scope` (None: all the group has committed)."""
     group = calls.describe_group(client, group_id)
-    committed = calls.committed_offsets(client, group_id)
+    if group.group_type == SHARE:
+        committed = {tp: start for tp, (start, _) in calls.share_offsets(client, group_id).items()}
+    else:
+        committed = calls.committed_offsets(client, group_id)
     partitions = sorted(committed) if scope is None else _partitions(client, scope)
     earliest = calls.log_offsets(client, partitions, calls.EARLIEST)
     latest = calls.log_offsets(client, partitions, calls.LATEST)
@@ -177,7 +200,10 @@ def execute_reset(client: KafkaClient, plan: ResetPlan) -> ResetPlan:
     """Commit the plan's offsets; the broker refuses while the group has members."""
     group = plan.group
     try:
-        calls.commit_offsets(client, group.group_id, plan.offsets())
+        if group.group_type == SHARE:
+            calls.alter_share_offsets(client, group.group_id, plan.offsets())
+        else:
+            calls.commit_offsets(client, group.group_id, plan.offsets())
     except BrokerError as exc:
         if exc.code not in _GROUP_ACTIVE_ERRORS:
             raise

@@ -4,7 +4,9 @@
 and owners; reset plans) and `render` prints them as tables or JSON. Classic and KIP-848
 consumer groups share one description: the KIP-848 fields (epochs, target assignments,
 subscriptions) are None for classic groups, where the protocol name (the assignor the members
-agreed on, e.g. "range") fills `assignor`.
+agreed on, e.g. "range") fills `assignor`. A share group (KIP-932) is described like a KIP-848
+group (its members' target assignment is their assignment); its offsets are its share
+partitions' start offsets, and its lag the records not yet acknowledged.
 
 A group that does not exist is described with Kafka's state name for that, "Dead".
 
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 TopicPartition = tuple[str, int]
 Assignment = dict[str, tuple[int, ...]]  # topic -> partitions
 
-CLASSIC, CONSUMER = "classic", "consumer"
+CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"
 DEAD = "Dead"
 INACTIVE_STATES = frozenset({"Empty", DEAD})
 
@@ -82,9 +84,13 @@ class OffsetRow:
     current_offset: int | None
     log_end_offset: int | None
     owner: Member | None
+    # a share group's lag: its records not yet acknowledged (current_offset is its start)
+    share_lag: int | None = None
 
     @property
     def lag(self) -> int | None:
+        if self.share_lag is not None:
+            return self.share_lag
         if self.current_offset is None or self.log_end_offset is None:
             return None
         return max(self.log_end_offset - self.current_offset, 0)

@@ -34,7 +34,7 @@ from kio.schema.errors import ErrorCode
 
 from .client import error_name
 from .model import (
-    CONSUMER,
+    CLASSIC,
     Assignment,
     GroupDescription,
     GroupListing,
@@ -95,7 +95,7 @@ def listing(groups: Sequence[GroupListing], output: str) -> str:
 def description(group: GroupDescription, output: str) -> str:
     if output == "json":
         return as_json(_group_json(group))
-    kip848 = group.group_type == CONSUMER
+    kip848 = group.group_type != CLASSIC  # a consumer or share group: epochs
     headers = ["GROUP", "TYPE", "STATE", "PROTOCOL-TYPE", "ASSIGNMENT-STRATEGY"]
     row: list[object] = [group.group_id, group.group_type, group.state]
     row += [group.protocol_type or None, group.assignor or None]
@@ -111,7 +111,7 @@ def description(group: GroupDescription, output: str) -> str:
 
 def _members_table(group: GroupDescription) -> str:
     headers = ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
-    kip848 = group.group_type == CONSUMER
+    kip848 = group.group_type != CLASSIC
     headers += (
         ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
         if kip848

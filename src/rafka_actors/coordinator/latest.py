@@ -6,7 +6,8 @@ consumer group's target-assignment metadata and ``(0, 1, member, kind)`` for its
 A later record replaces an earlier one with the same key, and a tombstone deletes every record
 whose key starts with its own: a group tombstone everything, a member tombstone
 ``(0, 1, member)`` that member's three records, a consumer-state tombstone ``(0,)`` every
-consumer-group record.
+consumer-group record. A share group's partition states have tails ``(1, topic, partition)``
+(kept with the consumer-group records: neither is an offset) and its group record ``()``.
 
 `GroupRecords` applies records in log order and hands them back in a canonical order (group
 record, consumer-group records, offsets): replay (replay.py) reads that, the durable log keeps
@@ -30,11 +31,23 @@ from ..consumer_group.records import (
 from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
 from ..ids import GroupKey
+from ..share_group.records import (
+    SHARE_PARTITION_TAIL,
+    ShareGroupMetadataRecord,
+    SharePartitionRecord,
+    SharePartitionTombstone,
+)
 
 CompactionKey = tuple[Hashable, ...]
 MEMBER_KIND = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
 TARGET_METADATA_TAIL: CompactionKey = (0, 0)
-_TOMBSTONES = (GroupTombstone, OffsetTombstone, ConsumerMemberTombstone, ConsumerStateTombstone)
+_TOMBSTONES = (
+    GroupTombstone,
+    OffsetTombstone,
+    ConsumerMemberTombstone,
+    ConsumerStateTombstone,
+    SharePartitionTombstone,
+)
 V = TypeVar("V")
 
 
@@ -51,6 +64,8 @@ def key_tail(record: Record) -> CompactionKey:
         return TARGET_METADATA_TAIL
     if cls is ConsumerStateTombstone:
         return (0,)
+    if cls is SharePartitionRecord or cls is SharePartitionTombstone:
+        return (SHARE_PARTITION_TAIL, record.topic, record.partition)  # type: ignore[attr-defined]
     return ()  # the group record (classic or consumer) and the group tombstone
 
 
@@ -83,9 +98,17 @@ class GroupRecords(Generic[V]):
                 self.group = None
                 self.consumer.clear()
                 self.offsets.clear()
-            elif cls is GroupMetadataRecord or cls is ConsumerGroupMetadataRecord:
+            elif (
+                cls is GroupMetadataRecord
+                or cls is ConsumerGroupMetadataRecord
+                or cls is ShareGroupMetadataRecord
+            ):
                 self.group = value
-            elif cls is ConsumerMemberTombstone or cls is ConsumerStateTombstone:
+            elif (
+                cls is ConsumerMemberTombstone
+                or cls is ConsumerStateTombstone
+                or cls is SharePartitionTombstone
+            ):
                 tail = key_tail(record)
                 n = len(tail)
                 for stale in [k for k in self.consumer if k[:n] == tail]:

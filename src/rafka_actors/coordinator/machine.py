@@ -7,7 +7,10 @@ waiter token it names. `next_deadline(group)` tells the actor when to wake up ne
 `deadline_after` a cheap lower bound of it after an op.
 
 An op goes to the machine of the group's type: a consumer group's (consumer_group/machine.py)
-for a KIP-848 group or a KIP-848 op, the classic machine (group/machine.py) otherwise. A
+for a KIP-848 group or a KIP-848 op, a share group's (share_group/machine.py) for a KIP-932
+group or a share op on no group, the classic machine (group/machine.py) otherwise. A share
+group never changes type: a share op for another group type, and any other op for a share
+group, is refused (share_group/machine.py). A
 group keeps its type while it has members; this module changes an empty group's type as Kafka
 does with the migration policy off, keeping its offsets and its `cgp_` id: a JoinGroup turns
 an empty consumer group into a classic group, and a new member's ConsumerGroupHeartbeat turns
@@ -36,13 +39,17 @@ from ..group_common.ops import (
 )
 from ..group_common.records import Record
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
+from ..share_group import machine as share_machine
+from ..share_group.state import ShareGroup
 
-AnyGroup: TypeAlias = ClassicGroup | ConsumerGroup | None
+AnyGroup: TypeAlias = ClassicGroup | ConsumerGroup | ShareGroup | None
 
 
 def next_deadline(group: AnyGroup) -> int | None:
     if isinstance(group, ConsumerGroup):
         return consumer_timers.next_deadline(group)
+    if isinstance(group, ShareGroup):
+        return share_machine.next_deadline(group)
     return classic_timers.next_deadline(group)
 
 
@@ -66,7 +73,9 @@ def deadline_after(result: Result, op: Any, before: int | None) -> int | None:
 
 # The ops whose step may create a group, and so read `fresh_cgp_id` (JoinGroup, a simple
 # consumer's first commit, a KIP-848 member's first heartbeat).
-_CREATING = frozenset({JoinGroupOp, OffsetCommitOp, ConsumerGroupHeartbeatOp})
+_CREATING = frozenset(
+    {JoinGroupOp, OffsetCommitOp, ConsumerGroupHeartbeatOp, share_machine.ShareGroupHeartbeatOp}
+)
 
 
 def creates_group(op: Any) -> bool:
@@ -82,6 +91,8 @@ def passivable(group: AnyGroup) -> bool:
         return True
     if isinstance(group, ConsumerGroup):
         return group.is_empty() and group.assignment_deadline is None
+    if isinstance(group, ShareGroup):
+        return share_machine.passivable(group)
     return (
         group.is_empty()
         and not group.pending_members
@@ -113,7 +124,12 @@ def handle(
     type), so a caller need not mint one otherwise."""
     fx = Effects(now_ms, config, fresh_cgp_id, topics)
     new_group: AnyGroup
-    if isinstance(group, ConsumerGroup):
+    if isinstance(group, ShareGroup) or (group is None and type(op) in _SHARE_OPS):
+        new_group = share_machine.handle(group, op, waiter, fx)
+    elif type(op) in _SHARE_OPS:  # one group id, one type
+        share_machine.refuse(op, waiter, fx)
+        new_group = group
+    elif isinstance(group, ConsumerGroup):
         if type(op) is JoinGroupOp and not group.members:
             new_group = classic_machine.handle(_to_classic(group, fx), op, waiter, fx)
         else:
@@ -124,6 +140,9 @@ def handle(
     else:
         new_group = classic_machine.handle(group, op, waiter, fx)
     return Result(new_group, fx.records, fx.replies, fx.events, fx.earliest_deadline)
+
+
+_SHARE_OPS = frozenset(share_machine.SHARE_OPS)
 
 
 def _to_classic(group: ConsumerGroup, fx: Effects) -> ClassicGroup:

@@ -21,9 +21,13 @@ from ..group.replay import from_metadata
 from ..group.state import ClassicGroup
 from ..group_common.committed import CommittedOffset
 from ..group_common.records import OffsetCommitRecord, Record
+from ..share_group.records import ShareGroupMetadataRecord
+from ..share_group.replay import assemble as assemble_share
+from ..share_group.state import ShareGroup
 from .latest import GroupRecords
 
 CONSUMER_SESSION_TIMEOUT_MS = 45_000  # group.consumer.session.timeout.ms's default
+SHARE_DELIVERY_COUNT_LIMIT = 5  # group.share.delivery.count.limit's default
 
 
 def replay(
@@ -31,11 +35,14 @@ def replay(
     now_ms: int,
     *,
     consumer_session_timeout_ms: int = CONSUMER_SESSION_TIMEOUT_MS,
-) -> ClassicGroup | ConsumerGroup | None:
+    share_delivery_count_limit: int = SHARE_DELIVERY_COUNT_LIMIT,
+) -> ClassicGroup | ConsumerGroup | ShareGroup | None:
     """The group its records describe (in log order; the live view's order is one)."""
     latest: GroupRecords[Record] = GroupRecords()
     latest.apply(list(records))
     head = latest.group
+    if isinstance(head, ShareGroupMetadataRecord):  # commits no offsets
+        return assemble_share(head, latest.consumer.values(), share_delivery_count_limit)
     group: ClassicGroup | ConsumerGroup
     if isinstance(head, ConsumerGroupMetadataRecord):
         consumer: list[ConsumerRecord] = list(latest.consumer.values())  # type: ignore[arg-type]

@@ -20,9 +20,10 @@ connection (see apis/sasl.py).
 Anything we can't answer correctly closes the connection with one log line and never touches
 another connection: a frame length that is not positive or exceeds `socket.request.max.bytes`,
 a malformed header or body, an api key or version we don't serve (except ApiVersions, which
-gets Kafka's v0-format UNSUPPORTED_VERSION reply so the client retries lower), a peer that
-goes quiet for `connections.max.idle.ms`, or a peer that hangs up mid-frame. A handler that
-sets `conn.close_after_reply` (a failed authentication) has its reply sent, then the close.
+gets Kafka's v0-format UNSUPPORTED_VERSION reply so the client retries lower), a file a
+handler writes failing where no error code says so (a full disk), a peer that goes quiet for
+`connections.max.idle.ms`, or a peer that hangs up mid-frame. A handler that sets
+`conn.close_after_reply` (a failed authentication) has its reply sent, then the close.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ..protocol.api_versions_error import encode_api_versions_fallback
 from ..protocol.codec import decode_request, encode_response
 from ..protocol.errors import ProtocolError
 from ..protocol.headers import RequestHeader, parse_request_header
+from ..storage.failures import STORAGE_LOG, reason
 from .background import run_beside
 from .context import Api, BrokerContext, ConnectionInfo
 from .frames import BIG_FRAME, SENDING, FrameReader
@@ -68,6 +70,10 @@ async def serve_connection(
         )
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         log.debug("connection from %s:%d dropped", conn.peer_host, conn.peer_port)
+    except OSError as exc:  # a file the handler wrote (a full disk): one budgeted line
+        STORAGE_LOG.log(
+            "closing connection from %s:%d: %s", conn.peer_host, conn.peer_port, reason(exc)
+        )
     except Exception:  # a bug in a handler: this connection ends, the broker carries on
         log.exception(
             "closing connection from %s:%d after an internal error", conn.peer_host, conn.peer_port

@@ -19,9 +19,10 @@ from ..actors.txn_registry import TransactionRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
+from ..log_budget import LogBudget
 from ..storage.data_plane import DataPlane
+from ..storage.disk_space import DiskSpace
 from .limits import ByteBudget, ConnectionLimits
-from .log_budget import LogBudget
 
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
 SERVER_LOGGER = "rafka_actors.gateway.server"
@@ -51,6 +52,7 @@ class BrokerContext:
     refusal_log: LogBudget = field(  # connections refused by a limit: one line per 10 s
         default_factory=lambda: LogBudget(logging.getLogger(SERVER_LOGGER), per_interval=1)
     )
+    disk_space: DiskSpace | None = None  # the data dir's free bytes (`.free_bytes`), if watched
 
     def __post_init__(self) -> None:
         capacity = self.config.queued_max_request_bytes

@@ -20,6 +20,7 @@ from typing import Any
 import trio
 from tricycle import open_service_nursery
 
+from .. import log_budget
 from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
 from ..actors.txn_markers import MarkerWriter, data_markers
@@ -27,7 +28,10 @@ from ..actors.txn_registry import TransactionRegistry
 from ..auth.users import UsersFileError, UserStore
 from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
 from ..group_common.effects import GroupConfig
+from ..refusals import CannotListen, CorruptLog, MissingFile, unusable_data_dir
+from ..storage.coordinator_segments import CorruptCoordinatorLog
 from ..storage.data_plane import DataPlane
+from ..storage.disk_space import DiskSpace
 from ..transaction.state import TxnConfig
 from .apis import API_TABLE
 from .connection import serve_connection
@@ -44,8 +48,9 @@ async def run_broker(
     *,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
+    _check_named_files(config)
     # Every log is recovered (the coordinator log replayed) before anything is accepted.
-    data = DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
+    data = _open_data_plane(config)
     try:
         coordinator = open_coordinator_log(config)
         txn_log = open_coordinator_log(config, name="transactions")
@@ -59,6 +64,9 @@ async def run_broker(
             await storage.start(txn_log.run)
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
+                services.start_soon(log_budget.flush_forever)  # counts of ended intervals
+                disk_space = DiskSpace(config.data_dir, config.log_dir_free_space_warning_bytes)
+                services.start_soon(disk_space.run)
                 registry = GroupRegistry(
                     services,
                     group_config(config),
@@ -102,6 +110,7 @@ async def run_broker(
                         config.max_connections_per_user,
                     ),
                     sasl=sasl,
+                    disk_space=disk_space,
                 )
                 async with trio.open_nursery() as gateway:
                     serve = partial(trio.serve_listeners, partial(_serve, ctx), listeners)
@@ -115,8 +124,34 @@ async def run_broker(
         log.info("logs flushed and closed")
 
 
+def _open_data_plane(config: BrokerConfig) -> DataPlane:
+    try:
+        return DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
+    except OSError as exc:
+        raise unusable_data_dir(config.data_dir, exc) from exc
+
+
 def open_coordinator_log(config: BrokerConfig, name: str = "coordinator") -> DurableCoordinatorLog:
-    """The groups' log ("coordinator") or the transaction log ("transactions")."""
+    """The groups' log ("coordinator") or the transaction log ("transactions"), replayed; a
+    damaged one or an unusable directory refuses to start (refusals.py)."""
+    try:
+        return _open_coordinator_log(config, name)
+    except CorruptCoordinatorLog as exc:
+        raise CorruptLog(
+            f"the {name} log is damaged: {exc}",
+            "restore the data dir from a backup; or start once with "
+            "-o coordinator.log.skip.corruption=true to skip the damaged bytes, which loses the "
+            + (
+                "group records and committed offsets stored in them (a warning names those groups)"
+                if name == "coordinator"
+                else "transaction states stored in them (a warning names those ids)"
+            ),
+        ) from exc
+    except OSError as exc:
+        raise unusable_data_dir(config.data_dir, exc) from exc
+
+
+def _open_coordinator_log(config: BrokerConfig, name: str) -> DurableCoordinatorLog:
     return DurableCoordinatorLog.open(
         config.data_dir,
         fsync_policy=config.coordinator_log_fsync,
@@ -146,10 +181,50 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         consumer_assignors=consumer_assignors(config),
         consumer_assignment_interval_ms=config.group_consumer_assignment_interval_ms,
         consumer_max_size=config.group_consumer_max_size,
+        share_session_timeout_ms=config.group_share_session_timeout_ms,
+        share_heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
+        share_max_size=config.group_share_max_size,
+        share_record_lock_duration_ms=config.group_share_record_lock_duration_ms,
+        share_delivery_count_limit=config.group_share_delivery_count_limit,
+        share_partition_max_record_locks=config.group_share_partition_max_record_locks,
+        share_auto_offset_reset=config.share_auto_offset_reset,
     )
 
 
 async def open_listeners(config: BrokerConfig) -> list[trio.abc.Listener[Any]]:
+    try:
+        return await _open_listeners(config)
+    except OSError as exc:
+        raise CannotListen(
+            f"cannot listen on {config.listen}: {exc.strerror or exc}",
+            "stop whatever listens there (ss -ltnp shows it) or choose another address "
+            "with --listen HOST:PORT",
+        ) from exc
+
+
+def _check_named_files(config: BrokerConfig) -> None:
+    """The files the settings name are there and readable, before anything is opened."""
+    if config.ssl_enabled:
+        _readable(config.ssl_certificate_location, "ssl.certificate.location")
+        _readable(config.ssl_key_location, "ssl.key.location")
+    if config.sasl_enabled:
+        _readable(str(config.users_file), "sasl.users.file")
+
+
+def _readable(path: str, key: str) -> None:
+    """A file a setting names must be there, or the broker refuses to start."""
+    if not path:
+        return
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise MissingFile(
+            f"cannot read {path} ({key}): {exc.strerror}", f"fix {key} or the file's permissions"
+        ) from exc
+
+
+async def _open_listeners(config: BrokerConfig) -> list[trio.abc.Listener[Any]]:
     if not config.ssl_enabled:
         tcp = await trio.open_tcp_listeners(config.listen_port, host=config.listen_host)
         return list(tcp)

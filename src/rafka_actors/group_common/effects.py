@@ -30,6 +30,14 @@ class GroupConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
     consumer_assignment_interval_ms: int = 1000
     consumer_max_size: int = 2**31 - 1
+    # KIP-932 share groups (share_group/), with Kafka's names and defaults in config.py
+    share_session_timeout_ms: int = 45000
+    share_heartbeat_interval_ms: int = 5000
+    share_max_size: int = 200
+    share_record_lock_duration_ms: int = 30000
+    share_delivery_count_limit: int = 5
+    share_partition_max_record_locks: int = 2000
+    share_auto_offset_reset: str = "latest"
 
 
 @dataclass(frozen=True, slots=True)

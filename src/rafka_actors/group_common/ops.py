@@ -253,6 +253,145 @@ class ConsumerGroupDescribeOpResp:
     cgp_id: str = ""
 
 
+# -- KIP-932 share groups (share_group/) -------------------------------------------------------
+SharePartitionId = tuple[str, int]  # (topic name, partition)
+# (topic, partition, first offset, last offset, acknowledge types: one, or one per record)
+ShareAck = tuple[str, int, int, int, tuple[int, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupHeartbeatOp:
+    """ShareGroupHeartbeat: join (epoch 0), heartbeat, leave (-1). A None subscription did
+    not change since the member's last heartbeat."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None = None
+    subscribed_topic_names: tuple[str, ...] | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupHeartbeatOpResp:
+    error_code: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: TopicPartitions | None = None  # None: unchanged since the last response
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescribeOp:
+    group_id: str
+
+
+# (member id, rack id, member epoch, client id, client host, subscribed topic names, assignment)
+DescribedShareMember = tuple[str, str | None, int, str, str, tuple[str, ...], TopicPartitions]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescribeOpResp:
+    error_code: int
+    error_message: str | None = None
+    state: str = "Dead"
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedShareMember, ...] = ()
+    cgp_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSessionOp:
+    """The first half of a ShareFetch (fetching=True), or a whole ShareAcknowledge: the share
+    session's epoch is checked and its partitions updated, and the acknowledgements applied."""
+
+    group_id: str
+    member_id: str
+    session_epoch: int
+    added: tuple[SharePartitionId, ...] = ()
+    forgotten: tuple[SharePartitionId, ...] = ()
+    acks: tuple[ShareAck, ...] = ()
+    fetching: bool = True
+    # (topic, partition, log start, log end) of the added partitions: where a share partition
+    # the group has never read starts (share.auto.offset.reset)
+    log_bounds: tuple[tuple[str, int, int, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSessionOpResp:
+    error_code: int
+    error_message: str | None = None
+    # the session's partitions: (topic, partition, where to read (-1: not initialised yet))
+    partitions: tuple[tuple[str, int, int], ...] = ()
+    ack_errors: tuple[tuple[str, int, int], ...] = ()  # (topic, partition, error) per acked
+
+
+@dataclass(frozen=True, slots=True)
+class ShareAcquireOp:
+    """The second half of a ShareFetch: acquire what the gateway read of each partition.
+    reads: (topic, partition, log start, log end, first offset read, last offset read);
+    first > last when nothing was read (the partition is then only initialised)."""
+
+    group_id: str
+    member_id: str
+    reads: tuple[tuple[str, int, int, int, int, int], ...]
+    max_records: int = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ShareAcquireOpResp:
+    error_code: int
+    # (topic, partition, ((first offset, last offset, delivery count), ...))
+    acquired: tuple[tuple[str, int, tuple[tuple[int, int, int], ...]], ...] = ()
+    lock_duration_ms: int = 0
+    next_release_in_ms: int = -1  # nothing acquired: when a lock of these partitions expires
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeShareOffsetsOp:
+    group_id: str
+    partitions: tuple[SharePartitionId, ...] | None  # None: every initialised partition
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeShareOffsetsOpResp:
+    error_code: int
+    error_message: str | None = None
+    # (topic, partition, start offset (-1: none), records in the window not yet done with,
+    #  end of the window)
+    offsets: tuple[tuple[str, int, int, int, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AlterShareOffsetsOp:
+    group_id: str
+    offsets: tuple[tuple[str, int, int], ...]  # (topic, partition, new start offset)
+
+
+@dataclass(frozen=True, slots=True)
+class AlterShareOffsetsOpResp:
+    error_code: int
+    error_message: str | None = None
+    results: tuple[tuple[str, int, int], ...] = ()  # (topic, partition, error)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteShareOffsetsOp:
+    group_id: str
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteShareOffsetsOpResp:
+    error_code: int
+    error_message: str | None = None
+    results: tuple[tuple[str, int], ...] = ()  # (topic, error)
+
+
 @dataclass(frozen=True, slots=True)
 class TxnMarkerOp:
     """The transaction coordinator's end marker for one group: a producer's pending
@@ -288,6 +427,14 @@ OP_CODES: dict[type, int] = {
     ConsumerGroupHeartbeatOp: 0x11,
     ConsumerGroupDescribeOp: 0x12,
     TxnMarkerOp: 0x21,
+    # KIP-932 share groups
+    ShareGroupHeartbeatOp: 0x28,
+    ShareGroupDescribeOp: 0x29,
+    ShareSessionOp: 0x2A,
+    ShareAcquireOp: 0x2B,
+    DescribeShareOffsetsOp: 0x2C,
+    AlterShareOffsetsOp: 0x2D,
+    DeleteShareOffsetsOp: 0x2E,
     # responses: the request's code with the high bit set
     JoinGroupOpResp: 0x86,
     SyncGroupOpResp: 0x87,
@@ -302,6 +449,13 @@ OP_CODES: dict[type, int] = {
     ConsumerGroupHeartbeatOpResp: 0x91,
     ConsumerGroupDescribeOpResp: 0x92,
     TxnMarkerOpResp: 0xA1,
+    ShareGroupHeartbeatOpResp: 0xA8,
+    ShareGroupDescribeOpResp: 0xA9,
+    ShareSessionOpResp: 0xAA,
+    ShareAcquireOpResp: 0xAB,
+    DescribeShareOffsetsOpResp: 0xAC,
+    AlterShareOffsetsOpResp: 0xAD,
+    DeleteShareOffsetsOpResp: 0xAE,
 }
 _BY_CODE = {code: cls for cls, code in OP_CODES.items()}
 
@@ -318,6 +472,13 @@ Op = (
     | ExpireOffsetsOp
     | ConsumerGroupHeartbeatOp
     | ConsumerGroupDescribeOp
+    | ShareGroupHeartbeatOp
+    | ShareGroupDescribeOp
+    | ShareSessionOp
+    | ShareAcquireOp
+    | DescribeShareOffsetsOp
+    | AlterShareOffsetsOp
+    | DeleteShareOffsetsOp
     | TimerFired
 )
 

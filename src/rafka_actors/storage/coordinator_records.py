@@ -9,9 +9,11 @@ dataclass's fields in declaration order (so ``GroupMetadataRecord.members`` is a
 1 OffsetCommit, 2 GroupMetadata, 3 OffsetTombstone, 4 GroupTombstone; the KIP-848 consumer-group
 records keep Kafka's numbers where they are free (5 member metadata, 6 target-assignment
 metadata, 7 target-assignment member, 8 current member assignment) and take 9 (group metadata),
-10 (member tombstone) and 11 (consumer-state tombstone). A change of a type's fields is a new
-version, never a reinterpretation of an old one: new fields go at the end, the newest version
-is written, and an older version still decodes (the fields it lacks take their defaults).
+10 (member tombstone) and 11 (consumer-state tombstone). KIP-932 share groups take 30 (group
+metadata), 31 (a share partition's state) and 32 (its tombstone). A change of a type's fields
+is a new version, never a reinterpretation of an old one: new fields go at the end, the newest
+version is written, and an older version still decodes (the fields it lacks take their
+defaults).
 GroupMetadata is at version 1 (it added when the rebalance began and who departed); every other
 type is at version 0.
 Type 25 is a transactional id's state (transaction/records.py), stored in the transaction log,
@@ -78,6 +80,12 @@ from ..coordinator.latest import (
 from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
 from ..ids import GroupKey
+from ..share_group.records import (
+    SHARE_PARTITION_TAIL,
+    ShareGroupMetadataRecord,
+    SharePartitionRecord,
+    SharePartitionTombstone,
+)
 from ..transaction.records import TransactionRecord
 from .coordinator_segments import CoordinatorLogError
 
@@ -116,6 +124,10 @@ class RecordType(IntEnum):
     CONSUMER_STATE_TOMBSTONE = 11
     # transactions (the transaction log): 25-29
     TRANSACTION = 25
+    # KIP-932 share groups (share_group/records.py): 30-39
+    SHARE_GROUP_METADATA = 30
+    SHARE_PARTITION_STATE = 31
+    SHARE_PARTITION_TOMBSTONE = 32
 
 
 class CoordinatorRecordError(CoordinatorLogError, ValueError):
@@ -138,6 +150,7 @@ _NAMES: _Kinds = frozenset()  # marker: an array of strings
 _PARTITIONS: _Kinds = frozenset()  # marker: [[topic id (16 bytes), [partition, ...]], ...]
 _DEPARTED: _Kinds = frozenset()  # marker: [[member id, why], ...]
 _TXN_PARTITIONS: _Kinds = frozenset()  # marker: [[topic name, [partition, ...]], ...]
+_STATE_BATCHES: _Kinds = frozenset()  # marker: [[first, last, state, delivery count], ...]
 _Schema = tuple[_Kinds, ...]
 _GROUP_METADATA_V0 = (_STR, _STR, _OPT_STR, _INT, _OPT_STR, _OPT_STR, _INT, _MEMBERS, _STR)
 # The schema of every version of a type, oldest first; a record is written at its last.
@@ -175,6 +188,12 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
         RecordType.TRANSACTION,
         ((_STR, _INT, _INT, _INT, _INT, _STR, _TXN_PARTITIONS, _NAMES, _INT, _INT),),
     ),
+    ShareGroupMetadataRecord: (RecordType.SHARE_GROUP_METADATA, ((_STR, _STR, _INT),)),
+    SharePartitionRecord: (
+        RecordType.SHARE_PARTITION_STATE,
+        ((_STR, _STR, _INT, _INT, _STATE_BATCHES),),
+    ),
+    SharePartitionTombstone: (RecordType.SHARE_PARTITION_TOMBSTONE, ((_STR, _STR, _INT),)),
 }
 _BY_TAG: dict[int, tuple[type, tuple[_Schema, ...]]] = {
     tag: (cls, schemas) for cls, (tag, schemas) in _SCHEMAS.items()
@@ -254,6 +273,8 @@ def _checked(values: list[Any], schema: _Schema, what: str) -> list[Any]:
             values[i] = _departed(value, what)
         elif kinds is _TXN_PARTITIONS:
             values[i] = _txn_partitions(value, what)
+        elif kinds is _STATE_BATCHES:
+            values[i] = _state_batches(value, what)
         elif type(value) not in kinds:
             raise CoordinatorRecordError(f"{what}: field {i} is {_preview(value)}")
     return values
@@ -291,6 +312,15 @@ def _txn_partitions(value: Any, what: str) -> tuple[tuple[str, tuple[int, ...]],
     ):
         raise CoordinatorRecordError(f"{what}: partitions are {_preview(value)}")
     return tuple((row[0], tuple(row[1])) for row in value)
+
+
+def _state_batches(value: Any, what: str) -> tuple[tuple[int, int, int, int], ...]:
+    if type(value) is not list or any(
+        type(row) is not list or len(row) != 4 or any(type(v) is not int for v in row)
+        for row in value
+    ):
+        raise CoordinatorRecordError(f"{what}: state batches are {_preview(value)}")
+    return tuple((row[0], row[1], row[2], row[3]) for row in value)
 
 
 def _partition_rows(value: Any, what: str) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
@@ -432,4 +462,9 @@ def entry_compaction_key(payload: bytes) -> tuple[CompactionKey, bool]:
         return (*head, *TARGET_METADATA_TAIL), False
     if cls is ConsumerStateTombstone:
         return (*head, 0), True
+    if cls is SharePartitionRecord or cls is SharePartitionTombstone:
+        topic, partition = items[5:7] if len(items) >= 7 else (None, None)
+        if type(topic) is not str or type(partition) is not int:
+            raise CoordinatorRecordError(f"bad share partition key ({topic!r}, {partition!r})")
+        return (*head, SHARE_PARTITION_TAIL, topic, partition), cls is SharePartitionTombstone
     return head, cls is GroupTombstone

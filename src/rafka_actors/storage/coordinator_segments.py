@@ -36,7 +36,8 @@ damage is a torn tail, what a crash leaves, and the file is truncated there with
 quietly, if all of it is zeros: preallocated space never written). Any
 other damage means acknowledged data was hurt, and `CorruptCoordinatorLog` names the file and
 byte; with ``skip_corruption`` the damaged bytes are skipped instead (up to the next good frame),
-with a warning. Other exceptions from ``decode`` (a record from a newer broker) are fatal.
+with a warning naming what they held (the groups and offsets, as far as the damaged frames still
+decode). Other exceptions from ``decode`` (a record from a newer broker) are fatal.
 Leftover ``*.compacting`` files of an interrupted compaction are deleted.
 
 Replay in bulk: given a `Bulk` (a regular expression for payloads the caller can take in bulk,
@@ -237,9 +238,11 @@ class _Walk(Generic[T]):
         last: bool,
         skip: bool,
         start: int = 0,  # a frame boundary
+        describe: Callable[[T], str] | None = None,
     ) -> None:
         self.path, self.data, self.decode = path, data, decode
         self.last, self.skip, self.start = last, skip, start
+        self.describe = describe  # names what a skipped entry held, for the warning
         self.torn_at: int | None = None  # where a torn tail starts (last segment only)
         self.reason = ""
         self.unwritten = False  # the tail is preallocated space, not a torn frame
@@ -270,8 +273,39 @@ class _Walk(Generic[T]):
             if not self.skip:
                 raise CorruptCoordinatorLog(self.path, pos, why)
             stop = len(data) if resume is None else resume
-            log.warning("%s: skipping damaged bytes %d..%d: %s", self.path, pos, stop, why)
+            log.warning(
+                "%s: skipping damaged bytes %d..%d: %s; lost: %s",
+                self.path,
+                pos,
+                stop,
+                why,
+                self._lost(pos, stop),
+            )
             pos = stop
+
+    def _lost(self, pos: int, stop: int) -> str:
+        """What the skipped bytes held, as far as their frames still decode (a flipped byte
+        fails the CRC, but the payload may well still say whose records they were)."""
+        names: list[str] = []
+        unknown = 0
+        data = self.data
+        while pos + _HEADER_SIZE <= stop:
+            length = _HEADER.unpack_from(data, pos)[0]
+            end = pos + _HEADER_SIZE + length
+            if length == 0 or end > stop:
+                break
+            try:
+                value = self.decode(data[pos + _HEADER_SIZE : end])
+            except Exception:
+                unknown += 1
+            else:
+                names.append(self.describe(value) if self.describe else "an entry")
+            pos = end
+        if pos < stop:
+            unknown += 1
+        if unknown:
+            names.append(f"{unknown} entr{'y' if unknown == 1 else 'ies'} whose groups are unknown")
+        return "; ".join(names)
 
 
 def _list_segments(directory: Path) -> list[tuple[int, Path]]:
@@ -399,13 +433,14 @@ def _replay_segment(
     last: bool,
     skip: bool,
     bulk: Bulk | None = None,
+    describe: Callable[[T], str] | None = None,
 ) -> int:
     """Apply a segment's entries; cut a torn tail off the last one. Returns the entry count."""
     data, start, count = path.read_bytes(), 0, 0
     if bulk is not None:
         fast = _BulkWalk(bulk, decode, apply)
         start, count = fast.replay(data), fast.count
-    walk = _Walk(path, data, decode, last=last, skip=skip, start=start)
+    walk = _Walk(path, data, decode, last=last, skip=skip, start=start, describe=describe)
     for _, _, value in walk:
         apply(value)
         count += 1
@@ -466,9 +501,11 @@ class CoordinatorSegments:
         skip_corruption: bool = False,
         bulk: Bulk | None = None,
         preallocate_bytes: int = DEFAULT_PREALLOCATE_BYTES,
+        describe: Callable[[T], str] | None = None,
     ) -> CoordinatorSegments:
         """Open (creating if needed) the log in ``directory``, replaying it into ``apply``
-        (and ``bulk.apply_run``, for the payloads it recognises)."""
+        (and ``bulk.apply_run``, for the payloads it recognises). ``describe`` names what a
+        decoded entry holds, for the warning about damaged bytes skipped."""
         directory.mkdir(parents=True, exist_ok=True)
         files = _list_segments(directory)
         if not files:
@@ -479,7 +516,9 @@ class CoordinatorSegments:
         segments, count = [], 0
         for i, (first, path) in enumerate(files):
             last = i == len(files) - 1
-            count = _replay_segment(path, decode, apply, last=last, skip=skip_corruption, bulk=bulk)
+            count = _replay_segment(
+                path, decode, apply, last=last, skip=skip_corruption, bulk=bulk, describe=describe
+            )
             segments.append(_segment_on_disk(first, path))
         return cls(
             directory,

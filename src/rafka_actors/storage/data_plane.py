@@ -29,6 +29,7 @@ from pathlib import Path
 import trio
 
 from ..group_common.topic_image import TopicImage
+from .failures import STORAGE_LOG, StorageError, reason
 from .partition_log import PartitionLog
 from .producer_ids import ProducerIdAllocator
 from .record_batch import BatchHeader, parse_header
@@ -92,7 +93,12 @@ class DataPlane:
         *,
         org_id: int = 0,
     ) -> Topic:
-        return self.topics_for(org_id).create(name, partitions, configs)
+        """A new topic; StorageError if the disk refuses it (nothing of it is left)."""
+        try:
+            return self.topics_for(org_id).create(name, partitions, configs)
+        except OSError as exc:
+            STORAGE_LOG.log("creating topic %s failed: %s", name, reason(exc))
+            raise StorageError(reason(exc)) from None
 
     def delete_topic(self, name: str, *, org_id: int = 0) -> Topic | None:
         topic = self.topics_for(org_id).delete(name)
@@ -104,7 +110,9 @@ class DataPlane:
 
     # -- appends --------------------------------------------------------------------------
     def append(self, topic: Topic, index: int, batches: list[memoryview]) -> int:
-        """Append validated batches; returns the base offset of the first one."""
+        """Append validated batches; returns the base offset of the first one. A write the
+        disk refuses raises StorageError (nothing of it was stored), with one budgeted log
+        line (storage/failures.py)."""
         key = (topic.topic_id, index)
         partition = topic.partitions[index]
         header = parse_header(batches[0]) if len(batches) == 1 else None
@@ -112,7 +120,11 @@ class DataPlane:
             duplicate = self._duplicate_of(header, key)
             if duplicate is not None:
                 return duplicate
-        base_offset = partition.append(batches)
+        try:
+            base_offset = partition.append(batches)
+        except OSError as exc:
+            STORAGE_LOG.log("append to %s-%d failed: %s", topic.name, index, reason(exc))
+            raise StorageError(reason(exc)) from None  # (no cycle: see failures.py)
         if header is not None and header.producer_id >= 0:
             self._remember(header, key, base_offset)
         self._dirty.add(partition)
@@ -134,7 +146,10 @@ class DataPlane:
         """fsync every partition written since the last flush."""
         dirty, self._dirty = self._dirty, set()
         for partition in dirty:
-            partition.flush()
+            try:
+                partition.flush()
+            except OSError as exc:  # the partition refuses appends from now on
+                STORAGE_LOG.log("fsync of %s failed: %s", partition.directory, reason(exc))
 
     def close(self) -> None:
         for store in self._stores.values():
@@ -146,6 +161,12 @@ class DataPlane:
         if waiters:
             for event in waiters:
                 event.set()
+
+    def wake_readers(self, keys: Iterable[PartitionKey]) -> None:
+        """Wake the long polls waiting on `keys` as an append would (share groups: records
+        acknowledged or released may let a waiting ShareFetch acquire)."""
+        for key in keys:
+            self._wake(key)
 
     async def wait_for_append(self, keys: Iterable[PartitionKey], deadline: float) -> None:
         """Return at the first append to any of `keys`, or at `deadline` (trio time)."""

@@ -28,6 +28,11 @@ truncated header or batch, CRC mismatch, or a base offset that does not continue
 batch. Like Kafka, if the damage is found in an earlier segment everything after it is deleted.
 Recovery logs a warning and never raises for damaged data.
 
+A failed write (a full disk: ENOSPC, EDQUOT; EIO) raises OSError and leaves the log as it was:
+the partial batch is cut off again. If even that fails, or an fsync fails (after which the
+kernel may have dropped dirty pages), the log refuses every later append with OSError until
+it is reopened, as Kafka takes a failed log dir offline; reads go on.
+
 This module is synchronous and trio-free: it is driven from a single thread.
 """
 
@@ -49,6 +54,7 @@ from rafka_actors.storage.record_batch import (
     stamp_offsets,
 )
 
+from .failures import detached
 from .fsutil import fsync_dir
 
 __all__ = ["PartitionLog"]
@@ -218,6 +224,7 @@ class PartitionLog:
         self._end = segments[-1].end_offset
         self._size = sum(s.size for s in segments)
         self._closed = False
+        self._failed: OSError | None = None  # set by a write or fsync that could not be undone
 
     @classmethod
     def open(cls, directory: Path, *, segment_bytes: int = 1 << 30) -> PartitionLog:
@@ -260,6 +267,8 @@ class PartitionLog:
         sequence writes nothing and returns the log end offset.
         """
         self._check_open()
+        if self._failed is not None:
+            raise OSError(self._failed.errno, f"{self._dir} refuses appends since: {self._failed}")
         if not batches:
             return self._end
         buf = bytearray().join(batches)  # the one copy: offsets are stamped into it in place
@@ -291,14 +300,22 @@ class PartitionLog:
             while written < len(view):  # a regular file only writes short on huge buffers
                 written += os.write(seg.fd, view[written:] if written else view)
         except BaseException:
-            os.ftruncate(seg.fd, seg.size)  # never leave a partial batch for the next append
+            try:  # never leave a partial batch for the next append
+                os.ftruncate(seg.fd, seg.size)
+            except OSError as exc:
+                self._failed = detached(exc)
             raise
 
     def _roll(self) -> _Segment:
-        os.fsync(self._segments[-1].fd)
+        self._fsync(self._segments[-1].fd)
         path = self._dir / _segment_name(self._end)
         seg = _Segment(path, self._end, _APPEND_FLAGS | os.O_CREAT | os.O_EXCL)
-        fsync_dir(self._dir)
+        try:
+            fsync_dir(self._dir)
+        except OSError:
+            seg.close()
+            path.unlink(missing_ok=True)  # so that the next roll can try again
+            raise
         self._segments.append(seg)
         self._bases.append(seg.base_offset)
         return seg
@@ -370,9 +387,17 @@ class PartitionLog:
     # -- lifecycle ------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """fsync the active segment (rolled ones were fsynced when rolled). No-op once closed."""
-        if not self._closed:
-            os.fsync(self._segments[-1].fd)
+        """fsync the active segment (rolled ones were fsynced when rolled). No-op once closed
+        or failed (a failed log promises nothing more)."""
+        if not self._closed and self._failed is None:
+            self._fsync(self._segments[-1].fd)
+
+    def _fsync(self, fd: int) -> None:
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            self._failed = detached(exc)
+            raise
 
     def close(self) -> None:
         """Flush and release file descriptors. Idempotent."""

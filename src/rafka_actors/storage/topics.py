@@ -163,13 +163,20 @@ class TopicStore:
         if directory.exists():  # leftover of a crashed create
             shutil.rmtree(directory)
         directory.mkdir()
-        logs = [
-            PartitionLog.open(directory / str(p), segment_bytes=self._segment_bytes)
-            for p in range(partitions)
-        ]
+        logs: list[PartitionLog] = []
         topic_id = uuid.uuid4()
         meta = {"id": str(topic_id), "partitions": partitions, "configs": dict(configs or {})}
-        _write_atomically(directory / "topic.json", json.dumps(meta).encode())
+        try:
+            for p in range(partitions):
+                logs.append(
+                    PartitionLog.open(directory / str(p), segment_bytes=self._segment_bytes)
+                )
+            _write_atomically(directory / "topic.json", json.dumps(meta).encode())
+        except OSError:  # a full disk: nothing of it stays (the next create starts clean)
+            for partition in logs:
+                partition.close()
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         topic = Topic(name, topic_id, logs, dict(configs or {}))
         self._register(topic)
         log.info(

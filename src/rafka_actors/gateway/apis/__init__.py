@@ -21,6 +21,8 @@ from . import (
     offsets,
     produce,
     sasl,
+    share_admin,
+    share_groups,
     topics_admin,
     transactions,
 )
@@ -73,5 +75,21 @@ API_TABLE: dict[int, Api] = {
             consumer_groups.consumer_group_describe,
             G + "consumer-describe",
         ),
+        Api(
+            76,
+            "ShareGroupHeartbeat",
+            1,
+            1,
+            share_groups.share_group_heartbeat,
+            G + "share-heartbeat",
+        ),
+        Api(
+            77, "ShareGroupDescribe", 1, 1, share_groups.share_group_describe, G + "share-describe"
+        ),
+        Api(78, "ShareFetch", 1, 1, share_groups.share_fetch),
+        Api(79, "ShareAcknowledge", 1, 1, share_groups.share_acknowledge),
+        Api(90, "DescribeShareGroupOffsets", 0, 1, share_admin.describe_share_group_offsets),
+        Api(91, "AlterShareGroupOffsets", 0, 0, share_admin.alter_share_group_offsets),
+        Api(92, "DeleteShareGroupOffsets", 0, 0, share_admin.delete_share_group_offsets),
     )
 }

@@ -20,6 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.serial._introspect import is_optional
 
+from ...storage.failures import StorageError
 from ...storage.topics import Topic, TopicError, TopicStore, validate_topic_name
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
@@ -89,6 +90,8 @@ def _lookup(
         topic = ctx.data.create_topic(name, ctx.config.num_partitions, org_id=conn.org_id)
     except TopicError:
         return _error(mod, name, ErrorCode.unknown_topic_or_partition)
+    except StorageError:  # a full disk: retriable
+        return _error(mod, name, ErrorCode.kafka_storage_error)
     return _describe(mod, topic, ctx.node_id)
 
 

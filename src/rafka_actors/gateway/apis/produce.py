@@ -8,6 +8,9 @@ the OS page cache, which survives a kill of the broker process.
 Topics are the connection's org's; a topic outside the user's prefixes gets
 TOPIC_AUTHORIZATION_FAILED on each of its partitions, before anything else is checked (Kafka's
 answer when WRITE is denied).
+
+A partition whose disk refuses the write (full, or failing) gets KAFKA_STORAGE_ERROR, as Kafka
+answers for a log dir that failed; it is retriable, and the other partitions are unaffected.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ...storage.failures import StorageError
 from ...storage.record_batch import InvalidRecordError, parse_header, split_batches
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
@@ -97,4 +101,7 @@ def _append(
         header = parse_header(batch)
         if header.is_control or header.is_transactional:
             return ErrorCode.invalid_record, -1, log_start
-    return ErrorCode.none, ctx.data.append(topic, data.index, batches), log_start
+    try:
+        return ErrorCode.none, ctx.data.append(topic, data.index, batches), log_start
+    except StorageError:  # (not bound: see storage/failures.py)
+        return ErrorCode.kafka_storage_error, -1, log_start

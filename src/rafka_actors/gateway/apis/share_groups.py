@@ -1,0 +1,543 @@
+"""KIP-932 share groups: ShareGroupHeartbeat (76), ShareGroupDescribe (77), ShareFetch (78) and
+ShareAcknowledge (79), the versions librdkafka 2.16's ShareConsumer sends (v1 of each).
+
+The gateway holds no share state. A ShareFetch is two asks of the share group's actor and a
+read of the partition logs between them:
+
+1. `ShareSessionOp`: the share session's epoch is checked, its partitions updated, and the
+   piggy-backed acknowledgements applied (and stored); the answer names every partition of
+   the session and where its next read starts (its first Available record).
+2. The gateway reads each partition's log from there, as Fetch does.
+3. `ShareAcquireOp`: the actor acquires the Available records of what was read, raises their
+   delivery counts and stores that, then answers which ranges this member now holds. The
+   response carries the batches read and those ranges; the client hands out only the records
+   in them.
+
+When nothing was acquired the request waits for an append to one of the partitions, up to
+its max wait (a long poll, as Fetch's), or until the first lock of its partitions expires,
+then reads and asks to acquire again; a successful acknowledgement of a partition (another
+member's ShareFetch or ShareAcknowledge) wakes it too, since a released record, or room in a
+full window, may now be acquired. A ShareAcknowledge is step 1 alone. Topics are named by id
+on the wire and by name in the group's state.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ...group_common.ops import (
+    ShareAck,
+    ShareAcquireOp,
+    ShareAcquireOpResp,
+    ShareGroupDescribeOp,
+    ShareGroupDescribeOpResp,
+    ShareGroupHeartbeatOp,
+    ShareGroupHeartbeatOpResp,
+    SharePartitionId,
+    ShareSessionOp,
+    ShareSessionOpResp,
+)
+from ...storage.data_plane import PartitionKey
+from ...storage.record_batch import BATCH_OVERHEAD, HEADER_SIZE, parse_header
+from ...storage.topics import Topic
+from ..context import BrokerContext, ConnectionInfo
+from ..identities import WithGroupIdentities
+from ..steps import AwaitAppend, Step, ask, ask_each
+from ._build import NO_THROTTLE, make, ms, schema, to_ms
+from .group_admin import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
+from .groups import DENIED, denied
+from .offsets import TOPIC_DENIED
+
+HEARTBEAT_KEY = 76
+DESCRIBE_KEY = 77
+FETCH_KEY = 78
+ACKNOWLEDGE_KEY = 79
+DEFAULT_MAX_RECORDS = 500  # Kafka's max.poll.records, when a request says 0 or less
+# What a ShareFetch reads of one partition's log at most (whole batches; at least one). A
+# fetch acquires at most max.poll.records records: reading the request's max bytes (librdkafka:
+# 50 MiB) from a deep backlog for that would cost far more than it hands out.
+READ_BYTES = 1 << 20
+LOCK_SLACK_S = 0.005  # a fetch retrying at a lock's expiry comes just after it
+
+
+# -- ShareGroupHeartbeat -------------------------------------------------------------------
+def share_group_heartbeat(
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
+) -> Any:
+    mod = schema(HEARTBEAT_KEY, version)
+    group_id = request.group_id
+    if denied(conn, group_id):
+        return _heartbeat_response(mod, ShareGroupHeartbeatOpResp(DENIED))
+    if not all(map(conn.may_use_topic, request.subscribed_topic_names or ())):
+        return _heartbeat_response(mod, ShareGroupHeartbeatOpResp(TOPIC_DENIED))
+    if not group_id or not group_id.strip():
+        return _heartbeat_response(
+            mod, ShareGroupHeartbeatOpResp(ErrorCode.invalid_request, "GroupId can't be empty.")
+        )
+    names = request.subscribed_topic_names
+    op = ShareGroupHeartbeatOp(
+        group_id=group_id,
+        member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        rack_id=request.rack_id,
+        subscribed_topic_names=None if names is None else tuple(names),
+        client_id=conn.client_id or "",
+        client_host=conn.peer_host,
+    )
+    return ask(conn.org_id, group_id, op, lambda answer: _heartbeat_response(mod, answer))
+
+
+def _heartbeat_response(mod: Any, answer: ShareGroupHeartbeatOpResp) -> Any:
+    assignment = None
+    if answer.assignment is not None:
+        assignment = mod.Assignment(
+            topic_partitions=tuple(
+                mod.TopicPartitions(topic_id=topic_id, partitions=partitions)
+                for topic_id, partitions in answer.assignment
+            )
+        )
+    return make(
+        mod.ShareGroupHeartbeatResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode(answer.error_code),
+        error_message=answer.error_message,
+        member_id=answer.member_id,
+        member_epoch=answer.member_epoch,
+        heartbeat_interval=ms(answer.heartbeat_interval_ms),
+        assignment=assignment,
+    )
+
+
+# -- ShareGroupDescribe --------------------------------------------------------------------
+def share_group_describe(
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
+) -> Any:
+    mod = schema(DESCRIBE_KEY, version)
+    wanted = request.include_authorized_operations
+    ids = list(request.group_ids)
+    asked = [(g, ShareGroupDescribeOp(g) if g and not denied(conn, g) else None) for g in ids]
+
+    def described(answers: list[ShareGroupDescribeOpResp | None]) -> Any:
+        groups, cgp_ids = [], {}
+        for group_id, answer in zip(ids, answers, strict=True):
+            if answer is None:
+                code = DENIED if group_id and denied(conn, group_id) else ErrorCode.invalid_group_id
+                answer = ShareGroupDescribeOpResp(code)
+            elif answer.cgp_id and group_id:
+                cgp_ids[group_id] = answer.cgp_id
+            groups.append(_described(ctx, conn.org_id, mod, group_id or "", answer, wanted))
+        response = make(
+            mod.ShareGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(groups)
+        )
+        return WithGroupIdentities(response, conn.org_id, cgp_ids)
+
+    return ask_each(conn.org_id, asked, described)
+
+
+def _described(
+    ctx: BrokerContext,
+    org_id: int,
+    mod: Any,
+    group_id: str,
+    answer: ShareGroupDescribeOpResp,
+    wanted_operations: bool,
+) -> Any:
+    if answer.error_code != ErrorCode.none:
+        return make(
+            mod.DescribedGroup,
+            error_code=ErrorCode(answer.error_code),
+            error_message=answer.error_message,
+            group_id=group_id,
+            group_state="",
+            group_epoch=0,
+            assignment_epoch=0,
+            assignor_name="",
+            members=(),
+            authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        )
+    topics = ctx.data.topics_for(org_id)
+    members = []
+    for member_id, rack_id, epoch, client_id, client_host, names, assigned in answer.members:
+        named = []
+        for topic_id, indexes in assigned:
+            topic = topics.by_id(topic_id)
+            if topic is not None:
+                named.append(
+                    mod.TopicPartitions(
+                        topic_id=topic_id, topic_name=topic.name, partitions=indexes
+                    )
+                )
+        members.append(
+            make(
+                mod.Member,
+                member_id=member_id,
+                rack_id=rack_id,
+                member_epoch=epoch,
+                client_id=client_id,
+                client_host=client_host,
+                subscribed_topic_names=names,
+                assignment=mod.Assignment(topic_partitions=tuple(named)),
+            )
+        )
+    return make(
+        mod.DescribedGroup,
+        error_code=ErrorCode.none,
+        error_message=None,
+        group_id=group_id,
+        group_state=answer.state,
+        group_epoch=answer.group_epoch,
+        assignment_epoch=answer.assignment_epoch,
+        assignor_name=answer.assignor_name,
+        members=tuple(members),
+        authorized_operations=GROUP_OPERATIONS
+        if wanted_operations
+        else AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+# -- ShareFetch and ShareAcknowledge ----------------------------------------------------------
+class _Partitions:
+    """The request's partitions by name, with the ones refused before any actor is asked."""
+
+    def __init__(self, ctx: BrokerContext, conn: ConnectionInfo) -> None:
+        self.store = ctx.data.topics_for(conn.org_id)
+        self.conn = conn
+        self.refused: dict[tuple[uuid.UUID, int], ErrorCode] = {}
+        self.ids: dict[str, uuid.UUID] = {}
+
+    def name(self, topic_id: uuid.UUID | None, partition: int) -> str | None:
+        topic = None if topic_id is None else self.store.by_id(topic_id)
+        key = (topic_id or uuid.UUID(int=0), partition)
+        if topic is None:
+            self.refused[key] = ErrorCode.unknown_topic_id
+            return None
+        if not self.conn.may_use_topic(topic.name):
+            self.refused[key] = TOPIC_DENIED
+            return None
+        if not 0 <= partition < len(topic.partitions):
+            self.refused[key] = ErrorCode.unknown_topic_or_partition
+            return None
+        self.ids[topic.name] = topic.topic_id
+        return topic.name
+
+    def bounds(self, partitions: list[SharePartitionId]) -> Iterator[tuple[str, int, int, int]]:
+        for name, index in partitions:
+            topic = self.store.by_name(name)
+            if topic is not None:
+                log = topic.partitions[index]
+                yield name, index, log.log_start_offset, log.log_end_offset
+
+    def acks(self, topics: Any) -> tuple[list[SharePartitionId], list[ShareAck]]:
+        named: list[SharePartitionId] = []
+        acks: list[ShareAck] = []
+        for t in topics:
+            for p in t.partitions:
+                name = self.name(t.topic_id, p.partition_index)
+                if name is None:
+                    continue
+                named.append((name, p.partition_index))
+                for b in p.acknowledgement_batches:
+                    types = tuple(int(x) for x in b.acknowledge_types)
+                    acks.append((name, p.partition_index, b.first_offset, b.last_offset, types))
+        return named, acks
+
+
+@dataclass(frozen=True, slots=True)
+class WakeReaders(Step):
+    """Wake the ShareFetches (and Fetches) waiting on partitions whose records were just
+    acknowledged or released: a fetch that found nothing to acquire may find some now (a
+    released record, or room in a full window). `then` gets None."""
+
+    keys: tuple[PartitionKey, ...]
+    then: Callable[[None], Any]
+
+    async def take(self, ctx: BrokerContext) -> Any:
+        ctx.data.wake_readers(self.keys)
+        return self.then(None)
+
+
+def _woken(parts: _Partitions, session: ShareSessionOpResp, then: Callable[[None], Any]) -> Any:
+    """`then`, after waking the readers of every partition acknowledged without an error."""
+    keys = tuple(
+        (parts.ids[name], index)
+        for name, index, code in session.ack_errors
+        if code == ErrorCode.none and name in parts.ids
+    )
+    return WakeReaders(keys, then) if keys else then(None)
+
+
+def share_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    mod = schema(FETCH_KEY, version)
+    group_id = request.group_id
+    if denied(conn, group_id):
+        return _fetch_error(mod, DENIED)
+    if not group_id or not request.member_id:
+        return _fetch_error(mod, ErrorCode.invalid_request)
+    parts = _Partitions(ctx, conn)
+    added, acks = parts.acks(request.topics)
+    forgotten = [
+        (name, p)
+        for t in request.forgotten_topics_data
+        for p in t.partitions
+        if (name := parts.name(t.topic_id, p)) is not None
+    ]
+    op = ShareSessionOp(
+        group_id,
+        request.member_id,
+        request.share_session_epoch,
+        tuple(added),
+        tuple(forgotten),
+        tuple(acks),
+        fetching=request.share_session_epoch != -1,
+        log_bounds=tuple(parts.bounds(added)),
+    )
+    max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
+    wait_s = max(0, to_ms(request.max_wait)) / 1000
+
+    def opened(session: ShareSessionOpResp) -> Any:
+        if session.error_code != ErrorCode.none:
+            return _fetch_error(mod, ErrorCode(session.error_code), session.error_message)
+        fetch = _Fetch(ctx, conn, mod, request, parts, session, max_records)
+        if not op.fetching:
+            return _woken(parts, session, lambda _: fetch.response({}))
+        return _woken(parts, session, lambda _: fetch.read_and_acquire(wait_s))
+
+    return ask(conn.org_id, group_id, op, opened)
+
+
+class _Fetch:
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        conn: ConnectionInfo,
+        mod: Any,
+        request: Any,
+        parts: _Partitions,
+        session: ShareSessionOpResp,
+        max_records: int,
+    ) -> None:
+        self.ctx, self.conn, self.mod, self.request = ctx, conn, mod, request
+        self.parts, self.session, self.max_records = parts, session, max_records
+        self.read: dict[SharePartitionId, bytes] = {}
+
+    def read_and_acquire(self, wait_s: float) -> Any:
+        reads, keys = [], []
+        store = self.parts.store
+        budget = self.request.max_bytes if self.request.max_bytes > 0 else 2**31 - 1
+        for name, index, offset in self.session.partitions:
+            topic = store.by_name(name)
+            if topic is None or not 0 <= index < len(topic.partitions):
+                continue
+            log = topic.partitions[index]
+            start, end = log.log_start_offset, log.log_end_offset
+            first, last, data = 0, -1, b""
+            if 0 <= offset < end and budget > 0:
+                data = log.read(max(offset, start), min(budget, READ_BYTES))
+                first, last = _offsets_of(data)
+                budget -= len(data)
+            self.read[(name, index)] = data
+            reads.append((name, index, start, end, max(first, offset), last))
+            keys.append(_partition_key(topic, index))
+        op = ShareAcquireOp(
+            self.request.group_id, self.request.member_id, tuple(reads), self.max_records
+        )
+
+        def acquired(answer: ShareAcquireOpResp) -> Any:
+            if answer.error_code != ErrorCode.none:
+                return _fetch_error(self.mod, ErrorCode(answer.error_code))
+            if answer.acquired or wait_s <= 0 or not keys:
+                return self.response({(t, p): runs for t, p, runs in answer.acquired}, answer)
+            if 0 <= answer.next_release_in_ms < wait_s * 1000:  # a lock expires first: retry
+                left = wait_s - answer.next_release_in_ms / 1000 - LOCK_SLACK_S
+                return AwaitAppend(
+                    keys,
+                    answer.next_release_in_ms / 1000 + LOCK_SLACK_S,
+                    lambda unused_s: self.read_and_acquire(max(0.0, left + unused_s)),
+                )
+            return AwaitAppend(keys, wait_s, self.read_and_acquire)
+
+        return ask(self.conn.org_id, self.request.group_id, op, acquired)
+
+    def response(
+        self, acquired: dict[SharePartitionId, Any], answer: ShareAcquireOpResp | None = None
+    ) -> Any:
+        mod = self.mod
+        ack_errors = {(t, p): code for t, p, code in self.session.ack_errors}
+        rows: dict[uuid.UUID, list[Any]] = {}
+        for key in sorted(set(acquired) | set(ack_errors)):
+            runs = acquired.get(key, ())
+            topic_id = self.parts.ids.get(key[0])
+            if topic_id is None:
+                topic = self.parts.store.by_name(key[0])
+                if topic is None:
+                    continue
+                topic_id = topic.topic_id
+            rows.setdefault(topic_id, []).append(
+                _partition(
+                    mod,
+                    key[1],
+                    ErrorCode.none,
+                    ack_errors.get(key, 0),
+                    _trimmed(self.read.get(key, b""), runs),
+                    runs,
+                    self.ctx.node_id,
+                )
+            )
+        for (topic_id, index), code in self.parts.refused.items():
+            rows.setdefault(topic_id, []).append(_partition(mod, index, code, 0, b"", (), -1))
+        return make(
+            mod.ShareFetchResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            error_message=None,
+            acquisition_lock_timeout=ms(answer.lock_duration_ms if answer else 0),
+            responses=tuple(
+                mod.ShareFetchableTopicResponse(topic_id=topic_id, partitions=tuple(partitions))
+                for topic_id, partitions in rows.items()
+            ),
+            node_endpoints=(),
+        )
+
+
+def _partition(
+    mod: Any, index: int, code: ErrorCode, ack_code: int, records: bytes, runs: Any, leader: int
+) -> Any:
+    return make(
+        mod.PartitionData,
+        partition_index=index,
+        error_code=code,
+        error_message=None,
+        acknowledge_error_code=ack_code,
+        acknowledge_error_message=None,
+        current_leader=mod.LeaderIdAndEpoch(
+            leader_id=leader, leader_epoch=0 if leader >= 0 else -1
+        ),
+        records=records,
+        acquired_records=tuple(
+            mod.AcquiredRecords(first_offset=f, last_offset=la, delivery_count=c)
+            for f, la, c in runs
+        ),
+    )
+
+
+def _fetch_error(mod: Any, code: ErrorCode, message: str | None = None) -> Any:
+    return make(
+        mod.ShareFetchResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        error_message=message,
+        acquisition_lock_timeout=ms(0),
+        responses=(),
+        node_endpoints=(),
+    )
+
+
+def _trimmed(data: bytes, runs: Any) -> bytes:
+    """The whole batches of `data` that hold an acquired record: the rest of what was read
+    is not this member's to see (and need not cross the wire)."""
+    if not runs:
+        return b""
+    first, last = runs[0][0], runs[-1][1]
+    view = memoryview(data)
+    pos, begin, end = 0, -1, 0
+    while len(view) - pos >= HEADER_SIZE:
+        header = parse_header(view, pos)
+        size = header.batch_length + BATCH_OVERHEAD
+        if header.last_offset >= first and begin < 0:
+            begin = pos
+        if header.base_offset > last:
+            break
+        pos += size
+        end = pos
+    return bytes(view[max(begin, 0) : end])
+
+
+def _offsets_of(data: bytes) -> tuple[int, int]:
+    """The first and last offsets of the whole batches in `data` (0, -1 if none)."""
+    view = memoryview(data)
+    pos, first, last = 0, 0, -1
+    while len(view) - pos >= HEADER_SIZE:
+        header = parse_header(view, pos)
+        if pos == 0:
+            first = header.base_offset
+        last = header.last_offset
+        pos += header.batch_length + BATCH_OVERHEAD
+    return first, last
+
+
+def _partition_key(topic: Topic, index: int) -> PartitionKey:
+    return (topic.topic_id, index)
+
+
+def share_acknowledge(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    mod = schema(ACKNOWLEDGE_KEY, version)
+    group_id = request.group_id
+    if denied(conn, group_id):
+        return _ack_error(mod, DENIED)
+    if not group_id or not request.member_id:
+        return _ack_error(mod, ErrorCode.invalid_request)
+    parts = _Partitions(ctx, conn)
+    _, acks = parts.acks(request.topics)
+    op = ShareSessionOp(
+        group_id,
+        request.member_id,
+        request.share_session_epoch,
+        acks=tuple(acks),
+        fetching=False,
+    )
+
+    def acknowledged(answer: ShareSessionOpResp) -> Any:
+        if answer.error_code != ErrorCode.none:
+            return _ack_error(mod, ErrorCode(answer.error_code), answer.error_message)
+        return _woken(parts, answer, lambda _: _acknowledged(answer))
+
+    def _acknowledged(answer: ShareSessionOpResp) -> Any:
+        rows: dict[uuid.UUID, list[Any]] = {}
+        for name, index, code in answer.ack_errors:
+            topic_id = parts.ids[name]
+            rows.setdefault(topic_id, []).append(
+                mod.PartitionData(
+                    partition_index=index,
+                    error_code=ErrorCode(code),
+                    error_message=None,
+                    current_leader=mod.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
+                )
+            )
+        for (topic_id, index), code in parts.refused.items():
+            rows.setdefault(topic_id, []).append(
+                mod.PartitionData(
+                    partition_index=index,
+                    error_code=code,
+                    error_message=None,
+                    current_leader=mod.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1),
+                )
+            )
+        return make(
+            mod.ShareAcknowledgeResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            error_message=None,
+            responses=tuple(
+                mod.ShareAcknowledgeTopicResponse(topic_id=t, partitions=tuple(ps))
+                for t, ps in rows.items()
+            ),
+            node_endpoints=(),
+        )
+
+    return ask(conn.org_id, group_id, op, acknowledged)
+
+
+def _ack_error(mod: Any, code: ErrorCode, message: str | None = None) -> Any:
+    return make(
+        mod.ShareAcknowledgeResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        error_message=message,
+        responses=(),
+        node_endpoints=(),
+    )

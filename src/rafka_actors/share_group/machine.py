@@ -1,0 +1,616 @@
+"""The share-group state machine: every op a KIP-932 group (or a request for one) can get.
+
+Called by `coordinator.machine.handle` for a share op (whatever the group's type) and for any
+op sent to a share group. A group id has one type: a share op for a classic or consumer group
+is GROUP_ID_NOT_FOUND "Group <id> is not a share group." (Kafka's `shareGroup` lookup), and a
+classic or consumer op for a share group is refused the same way (JoinGroup:
+INCONSISTENT_GROUP_PROTOCOL).
+
+Every change of a share partition's state is written as that partition's whole snapshot
+(`SharePartitionRecord`) before the reply goes out, so an acquisition, with its raised
+delivery count, is stored before its records are handed out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ..group_common.effects import Effects, MemberFenced
+from ..group_common.ops import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    AlterShareOffsetsOp,
+    AlterShareOffsetsOpResp,
+    ConsumerGroupDescribeOp,
+    ConsumerGroupDescribeOpResp,
+    ConsumerGroupHeartbeatOp,
+    ConsumerGroupHeartbeatOpResp,
+    DeleteGroupOp,
+    DeleteGroupOpResp,
+    DeleteShareOffsetsOp,
+    DeleteShareOffsetsOpResp,
+    DescribeGroupOp,
+    DescribeGroupOpResp,
+    DescribeShareOffsetsOp,
+    DescribeShareOffsetsOpResp,
+    ExpireOffsetsOp,
+    ExpireOffsetsOpResp,
+    HeartbeatOp,
+    HeartbeatOpResp,
+    JoinGroupOp,
+    JoinGroupOpResp,
+    LeaveGroupOp,
+    LeaveGroupOpResp,
+    OffsetCommitOp,
+    OffsetCommitOpResp,
+    OffsetDeleteOp,
+    OffsetDeleteOpResp,
+    OffsetFetchOp,
+    OffsetFetchOpResp,
+    ShareAcquireOp,
+    ShareAcquireOpResp,
+    ShareGroupDescribeOp,
+    ShareGroupDescribeOpResp,
+    ShareGroupHeartbeatOp,
+    ShareGroupHeartbeatOpResp,
+    ShareSessionOp,
+    ShareSessionOpResp,
+    SyncGroupOp,
+    SyncGroupOpResp,
+    TimerFired,
+)
+from ..group_common.records import GroupTombstone
+from .partition import InvalidRecordState, SharePartition
+from .records import ShareGroupMetadataRecord, SharePartitionRecord, SharePartitionTombstone
+from .state import ASSIGNOR_NAME, ShareGroup, ShareMember, ShareSession, assignment_of
+
+SHARE_OPS = (
+    ShareGroupHeartbeatOp,
+    ShareGroupDescribeOp,
+    ShareSessionOp,
+    ShareAcquireOp,
+    DescribeShareOffsetsOp,
+    AlterShareOffsetsOp,
+    DeleteShareOffsetsOp,
+)
+FINAL_SESSION_EPOCH = -1
+
+
+def not_share(group_id: str) -> str:
+    return f"Group {group_id} is not a share group."
+
+
+def handle(group: ShareGroup | None, op: Any, waiter: int, fx: Effects) -> ShareGroup | None:
+    """A share op for a share group or no group, or any op for a share group."""
+    handler = _HANDLERS.get(type(op))
+    if handler is None:
+        raise TypeError(f"share group: no handler for {type(op).__name__}")
+    result: ShareGroup | None = handler(group, op, waiter, fx)
+    return result
+
+
+def refuse(op: Any, waiter: int, fx: Effects) -> None:
+    """A share op sent to a classic or consumer group."""
+    code, message = ErrorCode.group_id_not_found, not_share(op.group_id)
+    match op:
+        case ShareGroupHeartbeatOp():
+            fx.reply(waiter, ShareGroupHeartbeatOpResp(code, message))
+        case ShareGroupDescribeOp():
+            fx.reply(waiter, ShareGroupDescribeOpResp(code, message))
+        case ShareSessionOp():
+            fx.reply(waiter, ShareSessionOpResp(code, message))
+        case ShareAcquireOp():
+            fx.reply(waiter, ShareAcquireOpResp(code))
+        case DescribeShareOffsetsOp():
+            fx.reply(waiter, DescribeShareOffsetsOpResp(code, message))
+        case AlterShareOffsetsOp():
+            fx.reply(waiter, AlterShareOffsetsOpResp(code, message))
+        case DeleteShareOffsetsOp():
+            fx.reply(waiter, DeleteShareOffsetsOpResp(code, message))
+
+
+def next_deadline(group: ShareGroup | None) -> int | None:
+    if group is None:
+        return None
+    deadlines = [m.session_deadline for m in group.members.values()]
+    for partition in group.partitions.values():
+        due = partition.next_deadline()
+        if due is not None:
+            deadlines.append(due)
+    return min(deadlines) if deadlines else None
+
+
+def passivable(group: ShareGroup) -> bool:
+    """No member and no lock: what is left of departed members' sessions holds nothing and
+    may go (a late final acknowledgement then finds no session, and nothing to acknowledge)."""
+    return not group.members and next_deadline(group) is None
+
+
+# -- membership -----------------------------------------------------------------------------
+def _heartbeat(
+    group: ShareGroup | None, op: ShareGroupHeartbeatOp, waiter: int, fx: Effects
+) -> ShareGroup | None:
+    config = fx.config
+    if not op.member_id.strip():
+        fx.reply(
+            waiter, ShareGroupHeartbeatOpResp(ErrorCode.invalid_request, "MemberId can't be empty.")
+        )
+        return group
+    if op.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+        return _leave(group, op, waiter, fx)
+    if group is None:
+        if op.member_epoch != 0:
+            fx.reply(
+                waiter,
+                ShareGroupHeartbeatOpResp(
+                    ErrorCode.group_id_not_found, f"Share group {op.group_id} not found."
+                ),
+            )
+            return None
+        group = ShareGroup(op.group_id, fx.fresh_cgp_id)
+    member = group.members.get(op.member_id)
+    if op.member_epoch == 0:
+        if op.subscribed_topic_names is None or not op.subscribed_topic_names:
+            fx.reply(
+                waiter,
+                ShareGroupHeartbeatOpResp(
+                    ErrorCode.invalid_request, "SubscribedTopicNames must be set in first request."
+                ),
+            )
+            return group if group.members or group.group_epoch else None
+        if member is None and len(group.members) >= config.share_max_size:
+            fx.reply(
+                waiter,
+                ShareGroupHeartbeatOpResp(
+                    ErrorCode.group_max_size_reached,
+                    f"The share group has reached its maximum capacity of "
+                    f"{config.share_max_size} members.",
+                ),
+            )
+            return group if group.members or group.group_epoch else None
+        if member is None:
+            member = ShareMember(op.member_id, 0)
+            group.members[op.member_id] = member
+            _bump(group, fx)
+        member.assignment = ()  # a (re)joining member is sent its assignment
+    elif member is None:
+        fx.reply(
+            waiter,
+            ShareGroupHeartbeatOpResp(
+                ErrorCode.unknown_member_id,
+                f"Member {op.member_id} is not a member of group {op.group_id}.",
+            ),
+        )
+        return group
+    elif op.member_epoch != member.member_epoch:
+        fx.reply(
+            waiter,
+            ShareGroupHeartbeatOpResp(
+                ErrorCode.fenced_member_epoch,
+                f"The share group member has a different epoch ({member.member_epoch}).",
+            ),
+        )
+        return group
+    member.client_id, member.client_host = op.client_id, op.client_host
+    if op.rack_id is not None:
+        member.rack_id = op.rack_id
+    if op.subscribed_topic_names is not None:
+        member.subscribed = tuple(op.subscribed_topic_names)
+    member.session_deadline = fx.deadline_in(config.share_session_timeout_ms)
+    assignment = assignment_of(member.subscribed, fx.topics)
+    sent = None
+    if assignment != member.assignment or member.member_epoch == 0:
+        if assignment != member.assignment:
+            member.assignment = assignment
+            if member.member_epoch != 0 or not group.group_epoch:
+                _bump(group, fx)
+        sent = assignment
+    member.member_epoch = group.group_epoch
+    fx.reply(
+        waiter,
+        ShareGroupHeartbeatOpResp(
+            ErrorCode.none,
+            member_id=member.member_id,
+            member_epoch=member.member_epoch,
+            heartbeat_interval_ms=config.share_heartbeat_interval_ms,
+            assignment=sent,
+        ),
+    )
+    return group
+
+
+def _bump(group: ShareGroup, fx: Effects) -> None:
+    group.group_epoch += 1
+    fx.records.append(ShareGroupMetadataRecord(group.group_id, group.cgp_id, group.group_epoch))
+
+
+def _leave(
+    group: ShareGroup | None, op: ShareGroupHeartbeatOp, waiter: int, fx: Effects
+) -> ShareGroup | None:
+    if group is None or op.member_id not in group.members:
+        code = ErrorCode.group_id_not_found if group is None else ErrorCode.unknown_member_id
+        fx.reply(waiter, ShareGroupHeartbeatOpResp(code, member_id=op.member_id))
+        return group
+    # A leaving member closes its share session next (librdkafka sends the leave and the
+    # session's last acknowledgements at the same time): what it holds stays acquired until
+    # then, or until the locks expire, so those acknowledgements still count.
+    _remove(group, op.member_id, "the member left", fx, release=op.member_id not in group.sessions)
+    fx.reply(
+        waiter,
+        ShareGroupHeartbeatOpResp(
+            ErrorCode.none, member_id=op.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH
+        ),
+    )
+    return group
+
+
+def _remove(
+    group: ShareGroup, member_id: str, reason: str, fx: Effects, *, release: bool = True
+) -> None:
+    """A member leaves; with `release`, its session ends and what it holds is released."""
+    del group.members[member_id]
+    if release:
+        group.sessions.pop(member_id, None)
+        _release_member(group, member_id, fx)
+    _bump(group, fx)
+    fx.events.append(MemberFenced(group.group_id, member_id, reason, group.group_epoch))
+
+
+def _release_member(group: ShareGroup, member_id: str, fx: Effects) -> None:
+    limit = fx.config.share_delivery_count_limit
+    for key, partition in group.partitions.items():
+        if partition.release_member(member_id, limit):
+            _store(group, key, partition, fx)
+
+
+def _timer(group: ShareGroup | None, op: TimerFired, waiter: int, fx: Effects) -> ShareGroup | None:
+    if group is None:
+        return None
+    now = fx.now
+    for member in [m for m in group.members.values() if m.session_deadline <= now]:
+        _remove(group, member.member_id, "session timed out", fx)
+    limit = fx.config.share_delivery_count_limit
+    for key, partition in group.partitions.items():
+        if partition.release_expired(now, limit):
+            _store(group, key, partition, fx)
+    return group
+
+
+def _describe(
+    group: ShareGroup | None, op: ShareGroupDescribeOp, waiter: int, fx: Effects
+) -> ShareGroup | None:
+    if group is None:
+        fx.reply(
+            waiter,
+            ShareGroupDescribeOpResp(
+                ErrorCode.group_id_not_found, f"Group {op.group_id} not found."
+            ),
+        )
+        return None
+    members = tuple(
+        (
+            m.member_id,
+            m.rack_id,
+            m.member_epoch,
+            m.client_id,
+            m.client_host,
+            m.subscribed,
+            m.assignment,
+        )
+        for m in group.members.values()
+    )
+    fx.reply(
+        waiter,
+        ShareGroupDescribeOpResp(
+            ErrorCode.none,
+            state=group.state.value,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.group_epoch,
+            assignor_name=ASSIGNOR_NAME,
+            members=members,
+            cgp_id=group.cgp_id,
+        ),
+    )
+    return group
+
+
+# -- fetching and acknowledging ---------------------------------------------------------------
+def _session(
+    group: ShareGroup | None, op: ShareSessionOp, waiter: int, fx: Effects
+) -> ShareGroup | None:
+    epoch = op.session_epoch
+    departed = group is not None and op.member_id not in group.members
+    if group is None or (
+        departed and not (epoch == FINAL_SESSION_EPOCH and op.member_id in group.sessions)
+    ):
+        fx.reply(
+            waiter,
+            ShareSessionOpResp(
+                ErrorCode.unknown_member_id, f"Member {op.member_id} is not a member of the group."
+            ),
+        )
+        return group
+    session = group.sessions.get(op.member_id)
+    if epoch == 0:
+        if not op.fetching:  # a ShareAcknowledge cannot open a session
+            fx.reply(waiter, ShareSessionOpResp(ErrorCode.invalid_share_session_epoch))
+            return group
+        session = group.sessions[op.member_id] = ShareSession()
+    elif session is None:
+        fx.reply(waiter, ShareSessionOpResp(ErrorCode.share_session_not_found))
+        return group
+    elif epoch != FINAL_SESSION_EPOCH and epoch != session.next_epoch:
+        fx.reply(waiter, ShareSessionOpResp(ErrorCode.invalid_share_session_epoch))
+        return group
+    if epoch != FINAL_SESSION_EPOCH:
+        session.next_epoch = epoch + 1 if epoch < 2**31 - 1 else 1
+    session.partitions.difference_update(op.forgotten)
+    session.partitions.update(op.added)
+    for topic, index, log_start, log_end in op.log_bounds:
+        if (topic, index) not in group.partitions:
+            _initialise(group, (topic, index), log_start, log_end, fx)
+    ack_errors = _acknowledge(group, op, fx)
+    if epoch == FINAL_SESSION_EPOCH:  # the session closes: what it still holds goes back
+        del group.sessions[op.member_id]
+        _release_member(group, op.member_id, fx)
+        fx.reply(waiter, ShareSessionOpResp(ErrorCode.none, ack_errors=ack_errors))
+        return group
+    partitions = tuple(
+        (
+            topic,
+            index,
+            -1 if (sp := group.partitions.get((topic, index))) is None else sp.fetch_offset(),
+        )
+        for topic, index in sorted(session.partitions)
+    )
+    fx.reply(
+        waiter, ShareSessionOpResp(ErrorCode.none, partitions=partitions, ack_errors=ack_errors)
+    )
+    return group
+
+
+def _acknowledge(
+    group: ShareGroup, op: ShareSessionOp, fx: Effects
+) -> tuple[tuple[str, int, int], ...]:
+    """Apply each partition's acknowledgements in order; the first bad batch of a partition
+    makes that partition INVALID_RECORD_STATE (the batches before it stand)."""
+    errors: dict[tuple[str, int], int] = {}
+    changed: set[tuple[str, int]] = set()
+    limit = fx.config.share_delivery_count_limit
+    for topic, index, first, last, types in op.acks:
+        key = (topic, index)
+        partition = group.partitions.get(key)
+        if partition is None:
+            errors[key] = ErrorCode.invalid_record_state
+            continue
+        errors.setdefault(key, ErrorCode.none)
+        if errors[key] != ErrorCode.none:
+            continue
+        try:
+            partition.acknowledge(op.member_id, first, last, types, limit)
+        except InvalidRecordState:
+            errors[key] = ErrorCode.invalid_record_state
+        else:
+            changed.add(key)
+    for key in sorted(changed):
+        _store(group, key, group.partitions[key], fx)
+    return tuple((topic, index, code) for (topic, index), code in errors.items())
+
+
+def _acquire(
+    group: ShareGroup | None, op: ShareAcquireOp, waiter: int, fx: Effects
+) -> ShareGroup | None:
+    if group is None or op.member_id not in group.members:
+        fx.reply(waiter, ShareAcquireOpResp(ErrorCode.unknown_member_id))
+        return group
+    config = fx.config
+    budget = op.max_records
+    acquired = []
+    for topic, index, log_start, log_end, first, last in op.reads:
+        key = (topic, index)
+        partition = group.partitions.get(key)
+        if partition is None:  # (its state was deleted during the session)
+            _initialise(group, key, log_start, log_end, fx)
+            continue  # the next fetch reads from the start just stored
+        runs = partition.acquire(
+            op.member_id,
+            first,
+            last,
+            fx.now,
+            config.share_record_lock_duration_ms,
+            budget,
+            config.share_partition_max_record_locks,
+        )
+        if runs:
+            budget -= sum(r[1] - r[0] + 1 for r in runs)
+            fx.deadline_in(config.share_record_lock_duration_ms)
+            _store(group, key, partition, fx)
+            acquired.append((topic, index, tuple(runs)))
+    release_in = -1
+    if not acquired:  # a waiting fetch may retry when the first lock of these expires
+        due = [_lock_due(group, topic, index) for topic, index, *_ in op.reads]
+        known = [d for d in due if d is not None]
+        release_in = max(0, min(known) - fx.now) if known else -1
+    fx.reply(
+        waiter,
+        ShareAcquireOpResp(
+            ErrorCode.none, tuple(acquired), config.share_record_lock_duration_ms, release_in
+        ),
+    )
+    return group
+
+
+def _lock_due(group: ShareGroup, topic: str, index: int) -> int | None:
+    partition = group.partitions.get((topic, index))
+    return None if partition is None else partition.next_deadline()
+
+
+def _initialise(
+    group: ShareGroup, key: tuple[str, int], log_start: int, log_end: int, fx: Effects
+) -> None:
+    """A partition the group has never read: share.auto.offset.reset says where it starts,
+    stored before anything is read from it."""
+    earliest = fx.config.share_auto_offset_reset == "earliest"
+    partition = group.partitions[key] = SharePartition(log_start if earliest else log_end)
+    _store(group, key, partition, fx)
+
+
+def _store(group: ShareGroup, key: tuple[str, int], partition: SharePartition, fx: Effects) -> None:
+    fx.records.append(
+        SharePartitionRecord(
+            group.group_id, key[0], key[1], partition.start_offset, partition.snapshot()
+        )
+    )
+
+
+# -- administration -------------------------------------------------------------------------
+def _describe_offsets(
+    group: ShareGroup | None, op: DescribeShareOffsetsOp, waiter: int, fx: Effects
+) -> ShareGroup | None:
+    if group is None:
+        fx.reply(
+            waiter,
+            DescribeShareOffsetsOpResp(
+                ErrorCode.group_id_not_found, f"Group {op.group_id} not found."
+            ),
+        )
+        return None
+    keys = sorted(group.partitions) if op.partitions is None else op.partitions
+    rows = []
+    for topic, index in keys:
+        partition = group.partitions.get((topic, index))
+        if partition is None:
+            rows.append((topic, index, -1, 0, -1))
+        else:
+            rows.append(
+                (
+                    topic,
+                    index,
+                    partition.start_offset,
+                    partition.unacknowledged(partition.end_offset),
+                    partition.end_offset,
+                )
+            )
+    fx.reply(waiter, DescribeShareOffsetsOpResp(ErrorCode.none, offsets=tuple(rows)))
+    return group
+
+
+def _alter_offsets(
+    group: ShareGroup | None, op: AlterShareOffsetsOp, waiter: int, fx: Effects
+) -> ShareGroup | None:
+    if group is None:
+        fx.reply(
+            waiter,
+            AlterShareOffsetsOpResp(
+                ErrorCode.group_id_not_found, f"Group {op.group_id} not found."
+            ),
+        )
+        return None
+    if group.members:
+        fx.reply(
+            waiter, AlterShareOffsetsOpResp(ErrorCode.non_empty_group, "The group is not empty.")
+        )
+        return group
+    for topic, index, start in op.offsets:
+        partition = group.partitions[(topic, index)] = SharePartition(start)
+        _store(group, (topic, index), partition, fx)
+    results = tuple((topic, index, ErrorCode.none) for topic, index, _ in op.offsets)
+    fx.reply(waiter, AlterShareOffsetsOpResp(ErrorCode.none, results=results))
+    return group
+
+
+def _delete_offsets(
+    group: ShareGroup | None, op: DeleteShareOffsetsOp, waiter: int, fx: Effects
+) -> ShareGroup | None:
+    if group is None:
+        fx.reply(
+            waiter,
+            DeleteShareOffsetsOpResp(
+                ErrorCode.group_id_not_found, f"Group {op.group_id} not found."
+            ),
+        )
+        return None
+    if group.members:
+        fx.reply(
+            waiter, DeleteShareOffsetsOpResp(ErrorCode.non_empty_group, "The group is not empty.")
+        )
+        return group
+    for topic, index in [k for k in group.partitions if k[0] in op.topics]:
+        del group.partitions[(topic, index)]
+        fx.records.append(SharePartitionTombstone(group.group_id, topic, index))
+    results = tuple((topic, ErrorCode.none) for topic in op.topics)
+    fx.reply(waiter, DeleteShareOffsetsOpResp(ErrorCode.none, results=results))
+    return group
+
+
+def _delete(group: ShareGroup | None, op: DeleteGroupOp, waiter: int, fx: Effects) -> Any:
+    assert group is not None
+    if group.members:
+        fx.reply(waiter, DeleteGroupOpResp(ErrorCode.non_empty_group))
+        return group
+    fx.records.append(GroupTombstone(group.group_id))
+    fx.reply(waiter, DeleteGroupOpResp(ErrorCode.none))
+    return None
+
+
+# -- requests of the other group types to a share group ---------------------------------------
+def _other(group: ShareGroup | None, op: Any, waiter: int, fx: Effects) -> ShareGroup | None:
+    """A classic or consumer request for a share group: one group id, one type."""
+    code, message = ErrorCode.group_id_not_found, f"Group {op.group_id} is not a consumer group."
+    match op:
+        case JoinGroupOp():
+            fx.reply(
+                waiter,
+                JoinGroupOpResp(ErrorCode.inconsistent_group_protocol, member_id=op.member_id),
+            )
+        case SyncGroupOp():
+            fx.reply(waiter, SyncGroupOpResp(code))
+        case HeartbeatOp():
+            fx.reply(waiter, HeartbeatOpResp(code))
+        case LeaveGroupOp():
+            fx.reply(waiter, LeaveGroupOpResp(code))
+        case OffsetCommitOp():
+            fx.reply(waiter, OffsetCommitOpResp(tuple((t, p, code) for t, p, *_ in op.offsets)))
+        case OffsetFetchOp():
+            fx.reply(waiter, OffsetFetchOpResp(code))
+        case OffsetDeleteOp():
+            fx.reply(waiter, OffsetDeleteOpResp(code))
+        case DescribeGroupOp():
+            fx.reply(waiter, DescribeGroupOpResp(ErrorCode.none, "Dead"))
+        case ConsumerGroupHeartbeatOp():
+            fx.reply(waiter, ConsumerGroupHeartbeatOpResp(code, message))
+        case ConsumerGroupDescribeOp():
+            fx.reply(waiter, ConsumerGroupDescribeOpResp(code, message))
+        case ExpireOffsetsOp():  # a share group commits no offsets to expire
+            fx.reply(waiter, ExpireOffsetsOpResp(0, False))
+    return group
+
+
+_HANDLERS: dict[type, Any] = {
+    ShareGroupHeartbeatOp: _heartbeat,
+    ShareGroupDescribeOp: _describe,
+    ShareSessionOp: _session,
+    ShareAcquireOp: _acquire,
+    DescribeShareOffsetsOp: _describe_offsets,
+    AlterShareOffsetsOp: _alter_offsets,
+    DeleteShareOffsetsOp: _delete_offsets,
+    DeleteGroupOp: _delete,
+    TimerFired: _timer,
+    **{
+        cls: _other
+        for cls in (
+            JoinGroupOp,
+            SyncGroupOp,
+            HeartbeatOp,
+            LeaveGroupOp,
+            OffsetCommitOp,
+            OffsetFetchOp,
+            OffsetDeleteOp,
+            DescribeGroupOp,
+            ConsumerGroupHeartbeatOp,
+            ConsumerGroupDescribeOp,
+            ExpireOffsetsOp,
+        )
+    },
+}
