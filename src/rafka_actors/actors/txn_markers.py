@@ -4,7 +4,8 @@ The data plane writes one COMMIT or ABORT control batch per partition
 (`write_txn_markers`, storage/data_plane.py); each group that took offsets in the transaction
 merges or discards them on a `TxnMarkerOp` from its own actor. Both are idempotent, so a
 marker written twice (a retry, or a restart in Prepare*) is harmless. A partition whose topic
-is gone needs no marker (Kafka drops them too); any other error is retried by the actor.
+is gone, or one where a newer producer epoch has moved on, needs no marker (Kafka drops them
+too); any other error is retried by the actor.
 """
 
 from __future__ import annotations
@@ -21,8 +22,16 @@ from ..transaction.state import Markers
 
 log = logging.getLogger(__name__)
 
-# Partition errors that mean "no marker is needed here".
-_GONE = frozenset({ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id})
+# Answers that mean "no marker is needed here": the partition is gone (its topic deleted), or
+# a newer epoch of the producer has moved on there (Kafka's marker handler then stops sending
+# too: "this txn can now be ignored").
+_NOT_NEEDED = frozenset(
+    {
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.unknown_topic_id,
+        ErrorCode.invalid_producer_epoch,
+    }
+)
 
 
 @runtime_checkable
@@ -88,11 +97,11 @@ class MarkerWriter:
                 sorted(markers.partitions),
             )
             for (topic, partition), code in sorted(codes.items()):
-                if code != ErrorCode.none and code not in _GONE:
-                    failed.append(f"{topic}-{partition}: {ErrorCode(code).name}")
+                if code != ErrorCode.none and code not in _NOT_NEEDED:
+                    failed.append(f"{topic}-{partition}: {ErrorCode(code).name.upper()}")
         op = TxnMarkerOp(markers.producer_id, markers.producer_epoch, markers.committed)
         for group_id in sorted(markers.groups):
             answer = await self._ask_group(GroupKey(org_id, group_id), op)
-            if answer.error_code != ErrorCode.none:
-                failed.append(f"group {group_id}: {ErrorCode(answer.error_code).name}")
+            if answer.error_code != ErrorCode.none and answer.error_code not in _NOT_NEEDED:
+                failed.append(f"group {group_id}: {ErrorCode(answer.error_code).name.upper()}")
         return failed
