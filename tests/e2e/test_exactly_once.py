@@ -11,7 +11,7 @@ again, as a supervisor would. Then:
 * a read_committed consumer of the output sees every input record exactly once;
 * the group's committed offsets equal the input's end offsets.
 
-The default run copies 300 records with confluent-kafka; `-m slow` runs 3 000 records with each
+The default run copies 240 records with confluent-kafka; `-m slow` runs 3 000 records with each
 of the three clients.
 """
 
@@ -208,7 +208,7 @@ def copy_across_kills(broker: BrokerProcess, client: str, records: int) -> None:
 
 
 def test_confluent_copies_exactly_once_across_sigkills(broker_factory) -> None:  # type: ignore[no-untyped-def]
-    copy_across_kills(broker_factory(*BROKER_SETTINGS), "confluent", 300)
+    copy_across_kills(broker_factory(*BROKER_SETTINGS), "confluent", 240)
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ POLL_S = 0.5
 CALL_TIMEOUT_S = 15
 # A killed copier's member leaves the group when its session runs out; a short session keeps
 # the restarted copier's wait short (the test's broker allows 1 s sessions).
-SESSION_MS, HEARTBEAT_MS = 2000, 500
+SESSION_MS, HEARTBEAT_MS = 1000, 250
 
 
 def confluent_copier(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> None:

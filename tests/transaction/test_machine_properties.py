@@ -281,7 +281,7 @@ class TransactionMachine(RuleBasedStateMachine):
 
 
 TransactionMachine.TestCase.settings = settings(
-    max_examples=100,
+    max_examples=75,
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
