@@ -162,7 +162,7 @@ class TransactionActor:
         try:
             if timer_due:
                 op = TxnTimerFired()
-                txn = self._handle(txn, op, max(now, machine.next_deadline(txn) or now), records)
+                txn = self._fire_timer(txn, max(now, machine.next_deadline(txn) or now), records)
             for i, envelope in enumerate(envelopes):
                 op = envelope.op
                 result = self._step(txn, op, now)
@@ -196,18 +196,18 @@ class TransactionActor:
             new_producer_id=self._new_producer_id,
         )
 
-    def _handle(
-        self, txn: Transaction | None, op: Any, now: int, records: list[TransactionRecord]
+    def _fire_timer(
+        self, txn: Transaction | None, now: int, records: list[TransactionRecord]
     ) -> Transaction | None:
-        result = self._step(txn, op, now)
-        if result.record is not None:
+        """The open transaction's timeout: it is aborted, its producer fenced."""
+        result = self._step(txn, TxnTimerFired(), now)
+        if result.record is not None and result.txn is not None:
             records.append(result.record)
-            if isinstance(op, TxnTimerFired):
-                log.info(
-                    "transactional id %s: transaction timed out after %d ms; aborting it",
-                    self._name(),
-                    result.txn.timeout_ms if result.txn else 0,
-                )
+            log.info(
+                "transactional id %s: transaction timed out after %d ms; aborting it",
+                self._name(),
+                result.txn.timeout_ms,
+            )
         return result.txn
 
     async def _store(self, records: list[TransactionRecord]) -> None:
