@@ -36,10 +36,8 @@ pytestmark = [needs_data_plane, needs_txn_offsets]
 
 PARTITIONS = 3
 DEADLINE = 240.0
-# A copier that makes no progress this long is killed and started again. Seen with
-# confluent-kafka 2.16 after the broker's restart: send_offsets_to_transaction waits forever
-# after its AddOffsetsToTxn succeeded, never sending the TxnOffsetCommit (past its timeout),
-# while its consumer stays out of the group.
+# A copier that makes no progress this long is killed and started again, as a supervisor's
+# liveness check would (a safety net: see NO_REBOOTSTRAP in txn_copier.py for the stall seen).
 STALL_S = 20.0
 REPO = Path(__file__).resolve().parents[2]
 BROKER_SETTINGS = (
