@@ -30,6 +30,7 @@ log = logging.getLogger("rafka_actors")
 
 SUBCOMMAND_MODULES = (
     "rafka_actors.admin.cli",
+    "rafka_actors.admin.topics_cli",
     "rafka_actors.pipeline.cli",
     "rafka_actors.auth.cli",
     "rafka_actors.admin.transactions",

@@ -134,6 +134,11 @@ class BrokerConfig:
         default=1000, metadata=_doc("least time between target assignments")
     )
     group_consumer_max_size: int = field(default=2**31 - 1, metadata=_doc("members per group"))
+    # Online migration between the classic and consumer protocols (coordinator/migration.py)
+    group_consumer_migration_policy: str = field(
+        default="bidirectional",
+        metadata=_doc("disabled, upgrade, downgrade or bidirectional: groups with members"),
+    )
     # KIP-932 share groups (share_group/, docs/share-groups.md), Kafka's names and defaults
     group_share_session_timeout_ms: int = field(default=45000, metadata=_doc("member session"))
     group_share_heartbeat_interval_ms: int = field(
@@ -167,6 +172,28 @@ class BrokerConfig:
     # Transactions (the transaction coordinator, actors/txn_actor.py): Kafka's keys and defaults.
     transaction_max_timeout_ms: int = field(
         default=900_000, metadata=_doc("the longest transaction.timeout.ms a producer may ask")
+    )
+    # Retention, and the bounds of dynamic group configs (issue 45: topics and group configs).
+    log_retention_ms: int = field(
+        default=604_800_000, metadata=_doc("topics' default retention.ms (-1: forever)")
+    )
+    log_retention_bytes: int = field(
+        default=-1, metadata=_doc("topics' default retention.bytes per partition (-1: no limit)")
+    )
+    log_retention_check_interval_ms: int = field(
+        default=300_000, metadata=_doc("how often segments are checked for deletion")
+    )
+    group_consumer_min_session_timeout_ms: int = field(
+        default=45000, metadata=_doc("lowest consumer.session.timeout.ms a group may set")
+    )
+    group_consumer_max_session_timeout_ms: int = field(
+        default=60000, metadata=_doc("highest consumer.session.timeout.ms a group may set")
+    )
+    group_consumer_min_heartbeat_interval_ms: int = field(
+        default=5000, metadata=_doc("lowest consumer.heartbeat.interval.ms a group may set")
+    )
+    group_consumer_max_heartbeat_interval_ms: int = field(
+        default=15000, metadata=_doc("highest consumer.heartbeat.interval.ms a group may set")
     )
     # The coordinator log (see actors/durable_log.py for what each fsync policy promises).
     coordinator_log_fsync: str = field(default="always", metadata=_doc("always|interval|never"))
@@ -314,6 +341,8 @@ def load_config(
     _check_network_settings(config)
     if config.coordinator_log_fsync not in ("always", "interval", "never"):
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
+    if config.log_retention_check_interval_ms <= 0:
+        raise ConfigError("log.retention.check.interval.ms must be positive")
     if config.coordinator_log_preallocate_bytes < 0:
         raise ConfigError("coordinator.log.preallocate.bytes must be >= 0")
     if config.log_dir_free_space_warning_bytes < 0:
@@ -342,12 +371,18 @@ def _check_share_group_settings(config: BrokerConfig) -> None:
 
 def _check_consumer_group_settings(config: BrokerConfig) -> None:
     from .consumer_group.assignors import ASSIGNORS  # the one list of assignors we have
+    from .group_common.effects import MIGRATION_POLICIES
 
     names = consumer_assignors(config)
     unknown = [n for n in names if n not in ASSIGNORS]
     if not names or unknown:
         raise ConfigError(
             f"group.consumer.assignors: {unknown or 'empty'}; known: {', '.join(ASSIGNORS)}"
+        )
+    if config.group_consumer_migration_policy not in MIGRATION_POLICIES:
+        raise ConfigError(
+            f"group.consumer.migration.policy: {config.group_consumer_migration_policy!r}; "
+            f"one of {', '.join(MIGRATION_POLICIES)}"
         )
     if config.group_consumer_heartbeat_interval_ms <= 0:
         raise ConfigError("group.consumer.heartbeat.interval.ms must be positive")

@@ -103,6 +103,12 @@ def test_current_lag_is_the_log_end_now_minus_the_last_offset() -> None:
     assert evaluate(points, now_ms=S).current_lag == 4  # without a log end: the last lag
 
 
+def test_current_lag_of_an_offset_below_the_log_start_counts_from_the_log_start() -> None:
+    points = [(1 * S, 10, 4), (2 * S, 20, 2)]
+    assert evaluate(points, now_ms=S, log_end_offset=50, log_start_offset=35).current_lag == 15
+    assert evaluate(points, now_ms=S, log_end_offset=50, log_start_offset=5).current_lag == 30
+
+
 def test_a_window_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="window"):
         evaluate([], now_ms=0, window=0)

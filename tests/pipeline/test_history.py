@@ -10,6 +10,7 @@ from rafka_actors.group.records import GroupMetadataRecord
 from rafka_actors.group_common.records import GroupTombstone, Record
 from rafka_actors.pipeline.history import cause_of, rebalances
 
+from ..consumer_group.test_migration import classic_group_of, new_harness
 from ..group.harness import GroupHarness
 
 
@@ -99,3 +100,32 @@ def test_causes_in_words() -> None:
     assert cause_of("members left: a, b") == "member left (a, b)"
     assert cause_of("member x rebalance timeout") == "rebalance timeout of x"
     assert cause_of("") == "unknown"
+
+
+def test_protocol_migrations_are_rebalances_with_their_cause() -> None:
+    """An upgrade and a downgrade (coordinator/migration.py) each show up as a rebalance
+    whose cause names the conversion and the member that made it."""
+    harness = new_harness()
+    classic_group_of(harness, 2)
+    harness.join("k1")
+    harness.sleep(100)
+    harness.heartbeat("k1", -1)  # the last consumer-protocol member leaves: downgrade
+    generation = harness.group.generation
+    for member_id in ("c0", "c1"):  # the classic members rejoin; the rebalance completes
+        harness.classic_join(member_id)
+    joined = harness.answers[harness.last_token]
+    for member_id in ("c0", "c1"):
+        harness.classic_sync(member_id, joined.generation_id)
+    history = rebalances(rows(harness.records))
+    causes = [(r.group_type, r.cause) for r in history]
+    assert (
+        "consumer",
+        "upgrade to a consumer group (k1 joined with the consumer protocol)",
+    ) in causes
+    downgrade = history[-1]
+    assert downgrade.group_type == "classic" and downgrade.generation == generation + 1
+    assert (
+        downgrade.cause
+        == "downgrade to a classic group (the last consumer-protocol member, k1, went)"
+    )
+    assert downgrade.left == ("k1",)

@@ -113,3 +113,21 @@ def test_a_workload_survives_compaction_and_reopen(tmp_path: Path) -> None:
         reopened.close()
     assert durable_view(rebuilt) == durable_view(h.consumer)
     assert len(list(tmp_path.glob("*.log"))) < len(h.records)
+
+
+def test_classic_member_metadata_round_trips_and_version_0_still_decodes() -> None:
+    """Version 1 of the member metadata adds a classic member's session timeout and
+    protocols (online migration); an entry written at version 0 reads as a consumer-protocol
+    member."""
+    classic = ConsumerMemberMetadataRecord(
+        "fooup", "c", None, None, "c", "/h", ("a",), None, 30, None, 10_000, (("range", b"\0"),)
+    )
+    payload = encode_entry(KEY, classic)
+    assert decode_entry(payload) == (KEY, classic)
+    v0 = cbor2.loads(encode_entry(KEY, RECORDS[1]))[:-2]
+    v0[1] = 0
+    assert decode_entry(cbor2.dumps(v0)) == (KEY, RECORDS[1])
+    bad = cbor2.loads(payload)
+    bad[-1] = [["range", "not bytes"]]
+    with pytest.raises(CoordinatorRecordError):
+        decode_entry(cbor2.dumps(bad))

@@ -35,6 +35,10 @@ def error_response(op: Any, code: int) -> Any:
             return ops.ConsumerGroupDescribeOpResp(code)
         case ops.TxnMarkerOp():
             return ops.TxnMarkerOpResp(code)
+        case ops.GroupConfigOp():
+            return ops.GroupConfigOpResp(code)
+        case ops.TopicsChangedOp():
+            return ops.TopicsChangedOpResp(code)
         case ops.ShareGroupHeartbeatOp():
             return ops.ShareGroupHeartbeatOpResp(code)
         case ops.ShareGroupDescribeOp():

@@ -52,7 +52,7 @@ from .. import telemetry
 from ..coordinator import machine
 from ..coordinator.machine import AnyGroup
 from ..group.state import ClassicGroup
-from ..group_common import ops
+from ..group_common import group_configs, ops
 from ..group_common.effects import GroupConfig, MemberFenced, RebalanceCompleted, TargetAssigned
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey, mint_group_uuid, rrl
@@ -96,6 +96,7 @@ _SPANS: Final = {
     ops.OffsetDeleteOp: "rafka.broker.group.offset-delete",
     ops.ConsumerGroupHeartbeatOp: "rafka.broker.group.consumer-heartbeat",
     ops.ConsumerGroupDescribeOp: "rafka.broker.group.consumer-describe",
+    ops.TopicsChangedOp: "rafka.broker.group.topics-changed",
     ops.ShareGroupHeartbeatOp: "rafka.broker.group.share-heartbeat",
     ops.ShareGroupDescribeOp: "rafka.broker.group.share-describe",
     ops.ShareSessionOp: "rafka.broker.group.share-session",
@@ -116,13 +117,15 @@ class GroupActor:
         publish: Callable[[GroupKey, GroupSnapshot], None] = lambda _key, _snapshot: None,
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         published: GroupSnapshot | None = None,
+        base_config: GroupConfig | None = None,
     ) -> None:
         """`publish(key, snapshot)` is called with each new snapshot (the registry keeps it
         for readers; `published`, the group's latest if it has one); `topics(org_id)` is the
         image of that org's topics."""
         self.key = key
         self.rrl = rrl(key.org_id, key.group_id)
-        self.config = config
+        self.config = config  # the broker's, with this group's dynamic configs (issue 45)
+        self._base_config = config if base_config is None else base_config
         self.log = coordinator_log
         self.group = group
         self.mailbox, self._inbox = trio.open_memory_channel[Envelope](mailbox_size)
@@ -249,6 +252,10 @@ class GroupActor:
         replies: list[tuple[int, Any]],
         events: list[Any],
     ) -> AnyGroup:
+        if type(op) is ops.GroupConfigOp:  # issue 45: applies from the next step on
+            self.config = group_configs.effective(self._base_config, op.overrides)
+            replies.append((token, ops.GroupConfigOpResp(0)))
+            return group
         # read only to create the group, so minted only for a step that may create it
         creates = group is None and machine.creates_group(op)
         with self._span(op, group) as span:

@@ -26,13 +26,14 @@ seconds must not decode them all each time).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
 import trio
 
 from ..coordinator.machine import AnyGroup
+from ..group_common import group_configs
 from ..group_common.effects import GroupConfig
 from ..group_common.ops import ExpireOffsetsOp
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
@@ -69,8 +70,10 @@ class GroupRegistry:
         topics: Callable[[int], TopicImage] = lambda _org: EMPTY_IMAGE,
         passivate_after_s: float = 0.0,
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
+        group_overrides: Callable[[GroupKey], Iterable[tuple[str, str]]] = lambda _key: (),
     ) -> None:
         self._nursery = nursery
+        self._overrides = group_overrides  # a group's dynamic configs (issue 45)
         self._config = config
         self._log = coordinator_log
         self._mailbox_size = mailbox_size
@@ -111,14 +114,15 @@ class GroupRegistry:
         return await reply.receive()
 
     def _start(self, key: GroupKey) -> GroupActor:
+        config = group_configs.effective(self._config, self._overrides(key))
         resting = self._resting.pop(key, None)
         if resting is not None:
             group, published = resting.group, self._published.get(key)
         else:
-            group, published = stored_group(self._log, key, now_ms(), self._config), None
+            group, published = stored_group(self._log, key, now_ms(), config), None
         actor = GroupActor(
             key,
-            self._config,
+            config,
             self._log,
             group=group,
             mailbox_size=self._mailbox_size,
@@ -126,6 +130,7 @@ class GroupRegistry:
             publish=self._publish,
             commit_timeout_s=self._commit_timeout_s,
             published=published,
+            base_config=self._config,
         )
         self._running[key] = actor
         self._nursery.start_soon(self._supervise, actor)
@@ -187,6 +192,56 @@ class GroupRegistry:
                 resting = self._resting.get(key)
                 if resting is not None and resting.since <= cutoff:
                     self._drop(key, resting.group)
+
+    # -- topic changes (issue 45) ---------------------------------------------------------
+
+    def now_ms(self) -> int:
+        """The clock the groups' records are stamped with (commit times): a topic deletion
+        is timed with it, to tell the offsets committed before it from those after."""
+        return now_ms()
+
+    async def ask_groups_of(
+        self,
+        org_id: int,
+        op: Any,
+        *,
+        stored_too: bool,
+        finished: Callable[[], None] | None = None,
+    ) -> list[Any]:
+        """Ask `op` of every group of the organisation whose actor runs, and if `stored_too`
+        of every group the log stores as well (a deleted topic's offsets may be in any).
+
+        The visit is the registry's task, not the caller's: a caller that goes away (a client
+        that timed out on a DeleteTopics over many groups) does not leave it half done.
+        `finished` is called once every group was asked (not if the registry stops first)."""
+        keys = {key for key in self._running if key.org_id == org_id}
+        if stored_too:
+            stored = self._log.keys()  # a list of group keys, not a dict view
+            keys.update(key for key in stored if key.org_id == org_id)
+        answers: list[Any] = []
+        done = trio.Event()
+
+        async def visit() -> None:
+            try:
+                for key in sorted(keys, key=lambda k: k.group_id):
+                    in_use = key in self._running or key in self._resting
+                    try:
+                        answers.append(await self.ask(key, op))
+                    except Exception:  # one group's fault stays its own
+                        log.exception("group %s: %s failed", key.group_id, type(op).__name__)
+                    if not in_use and key in self._resting:  # visited only: not kept
+                        self._drop(key, self._resting[key].group)
+                if finished is not None:
+                    try:
+                        finished()
+                    except Exception:  # e.g. a full disk: the visit is redone at start-up
+                        log.exception("after %s of org %d", type(op).__name__, org_id)
+            finally:
+                done.set()
+
+        self._nursery.start_soon(visit)
+        await done.wait()
+        return answers
 
     # -- the retention sweep and start-up -------------------------------------------------
 

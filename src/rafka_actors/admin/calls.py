@@ -61,6 +61,8 @@ CONSUMER_GROUP_DESCRIBE = 69
 SHARE_GROUP_DESCRIBE = 77
 ASK_IDENTITIES = {GROUP_IDENTITY_TAG: b""}
 NO_IDENTITY: tuple[str | None, str | None] = (None, None)
+# ConsumerGroupDescribe v1's member type: which protocol the member speaks (-1: unknown)
+_MEMBER_PROTOCOLS = {0: "classic", 1: "consumer"}
 
 
 def list_groups(
@@ -142,6 +144,7 @@ def _consumer_group(group: Any, identity: tuple[str | None, str | None]) -> Grou
             target_assignment=_named(m.target_assignment),
             subscribed_topics=tuple(m.subscribed_topic_names),
             subscribed_regex=m.subscribed_topic_regex,
+            protocol=_MEMBER_PROTOCOLS.get(m.member_type),
         )
         for m in group.members
     )

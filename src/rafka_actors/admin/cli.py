@@ -19,6 +19,7 @@ reached (or a usage error).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..config import ConfigError
-from . import calls, groups, render
+from . import calls, groups, render, topic_calls
 from .client import DEFAULT_BOOTSTRAP, AdminError, KafkaClient
 from .model import CLASSIC, CONSUMER, SHARE
 from .security import load_command_config
@@ -148,7 +149,21 @@ def _add_describe(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def _describe(client: KafkaClient, args: argparse.Namespace) -> int:
     group = groups.require_group(client, args.group)
-    _emit(render.description(group, args.output))
+    # the group's dynamic configs (issue 45): those set for it, shown when there are any
+    dynamic = []
+    if client.supports(topic_calls.DESCRIBE_CONFIGS, 4):  # (an older broker: none to show)
+        configs = topic_calls.configs(client, topic_calls.GROUP, group.group_id)
+        dynamic = [c for c in configs if c.source == "group"]
+    if args.output == "json":
+        described = json.loads(render.description(group, args.output))
+        described["dynamic_configs"] = {c.name: c.value for c in dynamic}
+        _emit(render.as_json(described))
+    elif dynamic:
+        rows = [(group.group_id, c.name, c.value) for c in dynamic]
+        configs_table = render.table(("GROUP", "DYNAMIC-CONFIG", "VALUE"), rows)
+        _emit(render.description(group, args.output) + "\n\n" + configs_table)
+    else:
+        _emit(render.description(group, args.output))
     if not group.members and args.output == "table":
         render.note(f"\n{_kind(group.group_type)} '{group.group_id}' has no active members.")
     return 0

@@ -91,8 +91,17 @@ def group_offsets(client: KafkaClient, group_id: str) -> GroupOffsets:
     owners = group.owners()
     partitions = sorted(set(committed) | set(owners))
     log_end = calls.log_offsets(client, partitions, calls.LATEST, strict=False)
+    log_start = calls.log_offsets(client, partitions, calls.EARLIEST, strict=False)
     rows = [
-        OffsetRow(group_id, tp[0], tp[1], committed.get(tp), log_end.get(tp), owners.get(tp))
+        OffsetRow(
+            group_id,
+            tp[0],
+            tp[1],
+            committed.get(tp),
+            log_end.get(tp),
+            owners.get(tp),
+            log_start.get(tp),
+        )
         for tp in partitions
     ]
     return GroupOffsets(group, rows)

@@ -47,6 +47,9 @@ class Member:
     target_assignment: Assignment | None = None
     subscribed_topics: tuple[str, ...] = ()
     subscribed_regex: str | None = None
+    # KIP-848 groups: "classic" for a classic member inside it (a migration under way),
+    # "consumer" otherwise; None where the broker does not say
+    protocol: str | None = None
 
     def partitions(self) -> list[TopicPartition]:
         return sorted((t, p) for t, ps in (self.assignment or {}).items() for p in ps)
@@ -84,16 +87,21 @@ class OffsetRow:
     current_offset: int | None
     log_end_offset: int | None
     owner: Member | None
+    log_start_offset: int | None = None  # None: not known
     # a share group's lag: its records not yet acknowledged (current_offset is its start)
     share_lag: int | None = None
 
     @property
     def lag(self) -> int | None:
+        """What is left to read: a committed offset below the log start (retention or
+        DeleteRecords removed what it points at) counts from the log start, where its
+        consumer resumes."""
         if self.share_lag is not None:
             return self.share_lag
         if self.current_offset is None or self.log_end_offset is None:
             return None
-        return max(self.log_end_offset - self.current_offset, 0)
+        position = max(self.current_offset, self.log_start_offset or 0)
+        return max(self.log_end_offset - position, 0)
 
 
 @dataclass(frozen=True)

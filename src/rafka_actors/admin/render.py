@@ -12,7 +12,9 @@ command's shape:
 * list: `[{group, type, state, protocol_type, cgp_id, rrl}]`
 * describe: `{group, type, state, protocol_type, assignor, group_epoch, assignment_epoch,
   cgp_id, rrl, members: [{member_id, instance_id, client_id, host, assignment: {topic:
-  [partition]}, member_epoch, target_assignment, subscribed_topics, subscribed_regex}]}`
+  [partition]}, member_epoch, target_assignment, subscribed_topics, subscribed_regex,
+  protocol}]}` (protocol: a KIP-848 group's member speaks "consumer", or "classic" while the
+  group migrates between the protocols; TYPE shows the group's type, which a migration changes)
 
 `cgp_id` and `rrl` (columns CGP-ID and RRL, after Kafka's) are the group's identity, which
 this broker sends when asked; another broker leaves them null ("-").
@@ -113,7 +115,7 @@ def _members_table(group: GroupDescription) -> str:
     headers = ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
     kip848 = group.group_type != CLASSIC
     headers += (
-        ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT", "PROTOCOL"]
         if kip848
         else ["ASSIGNMENT"]
     )
@@ -124,7 +126,7 @@ def _members_table(group: GroupDescription) -> str:
         row += [count, m.member_epoch] if kip848 else [count]
         row.append(_assignment(m.assignment))
         if kip848:
-            row += [group.assignment_epoch, _assignment(m.target_assignment)]
+            row += [group.assignment_epoch, _assignment(m.target_assignment), m.protocol]
         rows.append(row)
     return table(headers, rows)
 
@@ -165,6 +167,7 @@ def _member_json(m: Member) -> dict[str, Any]:
         "target_assignment": listed(m.target_assignment),
         "subscribed_topics": list(m.subscribed_topics),
         "subscribed_regex": m.subscribed_regex,
+        "protocol": m.protocol,
     }
 
 

@@ -43,10 +43,10 @@ def heartbeat(
     op: ConsumerGroupHeartbeatOp,
     waiter: int,
     fx: Effects,
-    successor: ConsumerGroup | None = None,
+    successor: ConsumerGroup | Refusal | None = None,
 ) -> ConsumerGroup | OtherGroup | None:
     """`successor`: for a group of another type, the consumer group that may take its place
-    if this heartbeat is a new member's (None: it may not)."""
+    if this heartbeat is a new member's (None: it may not; a Refusal: it may not, and why)."""
     try:
         _validate_request(op, fx)
         if op.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -113,13 +113,18 @@ def _validate_request(op: ConsumerGroupHeartbeatOp, fx: Effects) -> None:
 
 
 def _group_for(
-    group: object, op: ConsumerGroupHeartbeatOp, fx: Effects, successor: ConsumerGroup | None
+    group: object,
+    op: ConsumerGroupHeartbeatOp,
+    fx: Effects,
+    successor: ConsumerGroup | Refusal | None,
 ) -> ConsumerGroup:
     if isinstance(group, ConsumerGroup):
         return group
     if group is not None:  # a group of another type
-        if op.member_epoch == 0 and successor is not None:
-            return successor  # the empty group becomes a consumer group, with its offsets and id
+        if op.member_epoch == 0 and isinstance(successor, Refusal):
+            raise successor
+        if op.member_epoch == 0 and isinstance(successor, ConsumerGroup):
+            return successor  # the group becomes a consumer group, with its offsets and id
         raise Refusal(ErrorCode.group_id_not_found, f"Group {op.group_id} is not a consumer group.")
     if op.member_epoch != 0:
         raise Refusal(ErrorCode.group_id_not_found, f"Consumer group {op.group_id} not found.")
@@ -153,7 +158,9 @@ def _member_for(
             return existing, None
         if static.member_id == member_id:
             return static, None  # a rejoin after being fenced, with its own id
-        if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        # a classic static member (online migration) never leaves with -2: its successor
+        # speaking the consumer protocol takes its place at once, as in Kafka
+        if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and static.classic is None:
             raise Refusal(
                 ErrorCode.unreleased_instance_id,
                 f"Static member {member_id} with instance id {op.instance_id} cannot join the "

@@ -2,10 +2,10 @@
 
 Called by `coordinator.machine.handle` for ConsumerGroupHeartbeat and ConsumerGroupDescribe
 (whatever the group's type), and for any op sent to a group that is a consumer group. A group
-keeps one type while it has members: classic requests to a non-empty consumer group are
-refused as Kafka does with the migration policy off (JoinGroup: INCONSISTENT_GROUP_PROTOCOL;
-SyncGroup, Heartbeat, LeaveGroup: the member is unknown). An empty consumer group that gets a
-JoinGroup becomes a classic group before it gets here (coordinator/machine.py).
+serves classic members too, as Kafka 4.x does whatever the migration policy: their JoinGroup,
+SyncGroup, Heartbeat and LeaveGroup go to classic_members.py. An empty consumer group that
+gets a JoinGroup becomes a classic group before it gets here, and a group changing type while
+it has members is coordinator/migration.py's business.
 """
 
 from __future__ import annotations
@@ -26,20 +26,17 @@ from ..group_common.ops import (
     DescribeGroupOpResp,
     ExpireOffsetsOp,
     HeartbeatOp,
-    HeartbeatOpResp,
     JoinGroupOp,
-    JoinGroupOpResp,
     LeaveGroupOp,
-    LeaveGroupOpResp,
     OffsetCommitOp,
     OffsetDeleteOp,
     OffsetFetchOp,
     SyncGroupOp,
-    SyncGroupOpResp,
     TimerFired,
 )
-from . import offsets, timers
+from . import classic_members, offsets, timers
 from .heartbeat import heartbeat, response_assignment
+from .membership import Refusal
 from .state import ConsumerGroup, OtherGroup
 from .target import preferred_assignor
 
@@ -51,7 +48,7 @@ def handle(
     op: Any,
     waiter: int,
     fx: Effects,
-    successor: ConsumerGroup | None = None,
+    successor: ConsumerGroup | Refusal | None = None,
 ) -> ConsumerGroup | OtherGroup | None:
     """An op for a consumer group, or a consumer-group op for any group. `successor`: for a
     group of another type, the consumer group that may take its place if a new member's
@@ -101,6 +98,7 @@ def describe(
         assignor_name=preferred_assignor(group, fx),
         members=members,
         cgp_id=group.cgp_id,
+        classic_members=tuple(m for m, g in group.members.items() if g.classic is not None),
     )
 
 
@@ -126,32 +124,6 @@ def _timer(group: ConsumerGroup, op: TimerFired, waiter: int, fx: Effects) -> Co
     return group
 
 
-# -- classic requests to a consumer group ---------------------------------------------------
-def _join(group: ConsumerGroup, op: JoinGroupOp, waiter: int, fx: Effects) -> ConsumerGroup:
-    # An empty consumer group became a classic group before the JoinGroup got here.
-    assert group.members
-    fx.reply(waiter, JoinGroupOpResp(ErrorCode.inconsistent_group_protocol))
-    return group
-
-
-def _sync(group: ConsumerGroup, op: SyncGroupOp, waiter: int, fx: Effects) -> ConsumerGroup:
-    fx.reply(waiter, SyncGroupOpResp(ErrorCode.unknown_member_id))
-    return group
-
-
-def _classic_heartbeat(
-    group: ConsumerGroup, op: HeartbeatOp, waiter: int, fx: Effects
-) -> ConsumerGroup:
-    fx.reply(waiter, HeartbeatOpResp(ErrorCode.unknown_member_id))
-    return group
-
-
-def _leave(group: ConsumerGroup, op: LeaveGroupOp, waiter: int, fx: Effects) -> ConsumerGroup:
-    members = tuple((m, i, int(ErrorCode.unknown_member_id)) for m, i, _ in op.members)
-    fx.reply(waiter, LeaveGroupOpResp(ErrorCode.none, members))
-    return group
-
-
 _HANDLERS: dict[type, Any] = {
     OffsetCommitOp: offsets.commit,
     OffsetFetchOp: offsets.fetch_offsets,
@@ -160,8 +132,10 @@ _HANDLERS: dict[type, Any] = {
     DescribeGroupOp: _describe_classic,
     DeleteGroupOp: _delete,
     TimerFired: _timer,
-    JoinGroupOp: _join,
-    SyncGroupOp: _sync,
-    HeartbeatOp: _classic_heartbeat,
-    LeaveGroupOp: _leave,
+    # classic members inside a consumer group (an empty one became a classic group before a
+    # JoinGroup got here: coordinator/machine.py)
+    JoinGroupOp: classic_members.join,
+    SyncGroupOp: classic_members.sync,
+    HeartbeatOp: classic_members.heartbeat,
+    LeaveGroupOp: classic_members.leave,
 }

@@ -84,6 +84,7 @@ def _is_subset(owned: Owned, assigned: dict) -> bool:
 # -- records ---------------------------------------------------------------------------------
 def store_member(group: ConsumerGroup, member: ConsumerMember, fx: Effects) -> None:
     s = member.subscription
+    classic = member.classic
     fx.records.append(
         ConsumerMemberMetadataRecord(
             group.group_id,
@@ -96,6 +97,8 @@ def store_member(group: ConsumerGroup, member: ConsumerMember, fx: Effects) -> N
             s.topic_regex,
             s.rebalance_timeout_ms,
             s.server_assignor,
+            -1 if classic is None else classic.session_timeout_ms,
+            () if classic is None else classic.protocols,
         )
     )
 
@@ -196,6 +199,20 @@ def leave(
     return group
 
 
+def downgrade_follows(group: ConsumerGroup, gone: ConsumerMember, fx: Effects) -> bool:
+    """Kafka's validateOnlineDowngradeWithFencedMember, once `gone` is out: the last
+    consumer-protocol member went, classic members remain, and the migration policy and the
+    classic group size allow a downgrade."""
+    config = fx.config
+    return (
+        gone.classic is None
+        and bool(group.members)
+        and config.downgrade_enabled()
+        and len(group.members) <= config.max_size
+        and group.uses_classic_protocol_only()
+    )
+
+
 def _left(member_id: str, epoch: int) -> ConsumerGroupHeartbeatOpResp:
     return ConsumerGroupHeartbeatOpResp(ErrorCode.none, None, member_id, epoch)
 
@@ -211,6 +228,13 @@ def _step_out(group: ConsumerGroup, member: ConsumerMember, fx: Effects) -> None
 def fence(group: ConsumerGroup, member: ConsumerMember, fx: Effects, reason: str) -> None:
     group.remove(member.member_id)
     fx.records.append(ConsumerMemberTombstone(group.group_id, member.member_id))
+    if downgrade_follows(group, member, fx):
+        # Kafka converts the group instead of bumping its epoch: the classic group takes the
+        # current epoch as its generation and the target as its members' assignments.
+        fx.events.append(
+            MemberFenced(group.group_id, member.member_id, reason, group.group_epoch, True)
+        )
+        return
     bump_epoch_if_metadata_changed(group, fx, reason, force=True)
     fx.events.append(MemberFenced(group.group_id, member.member_id, reason, group.group_epoch))
     if not group.members:

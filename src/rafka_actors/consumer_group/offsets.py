@@ -25,7 +25,7 @@ from ..group_common.ops import (
     OffsetFetchOp,
     OffsetFetchOpResp,
 )
-from .state import ConsumerGroup
+from .state import ConsumerGroup, ConsumerMember
 from .subscription import subscribed_names
 
 
@@ -44,11 +44,20 @@ def _validate_commit(group: ConsumerGroup, op: OffsetCommitOp) -> int:
     member = group.members.get(op.member_id)
     if member is None:
         return ErrorCode.unknown_member_id
-    if op.api_version < 9:
+    # A classic member (migration: classic_members.py) commits with its generation, which is
+    # its member epoch, through any version; a mismatch tells it to rejoin.
+    if op.api_version < 9 and member.classic is None:
         return ErrorCode.unsupported_version
     if op.generation_id != member.member_epoch:
-        return ErrorCode.stale_member_epoch
+        return _epoch_mismatch(member)
     return ErrorCode.none
+
+
+def _epoch_mismatch(member: ConsumerMember) -> int:
+    """Kafka's validateMemberEpoch: ILLEGAL_GENERATION for a classic member."""
+    if member.classic is not None:
+        return ErrorCode.illegal_generation
+    return ErrorCode.stale_member_epoch
 
 
 def fetch_offsets(
@@ -62,7 +71,7 @@ def fetch_offsets(
             fx.reply(waiter, OffsetFetchOpResp(ErrorCode.unknown_member_id))
             return group
         if member.member_epoch != op.member_epoch:
-            fx.reply(waiter, OffsetFetchOpResp(ErrorCode.stale_member_epoch))
+            fx.reply(waiter, OffsetFetchOpResp(_epoch_mismatch(member)))
             return group
     return fetch(group, op, waiter, fx)
 

@@ -49,6 +49,10 @@ class ConsumerMemberMetadataRecord(Record):
     topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    # version 1: a member using the classic protocol (Kafka's ClassicMemberMetadata): its
+    # session timeout (-1: a consumer-protocol member) and its JoinGroup protocols
+    classic_session_timeout_ms: int = -1
+    classic_protocols: tuple[tuple[str, bytes], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,14 @@ from .records import (
     ConsumerTargetMetadataRecord,
     from_rows,
 )
-from .state import ConsumerGroup, ConsumerMember, MemberState, Reconciliation, Subscription
+from .state import (
+    ClassicMembership,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    Reconciliation,
+    Subscription,
+)
 
 
 def assemble(
@@ -38,6 +45,7 @@ def assemble(
         state_timestamp_ms=now_ms,
     )
     subscriptions: dict[str, Subscription] = {}
+    classics: dict[str, ClassicMembership] = {}
     currents: dict[str, Reconciliation] = {}
     for record in records:
         if isinstance(record, ConsumerTargetMetadataRecord):
@@ -54,6 +62,10 @@ def assemble(
                 record.rebalance_timeout_ms,
                 record.server_assignor,
             )
+            if record.classic_session_timeout_ms >= 0:
+                classics[record.member_id] = ClassicMembership(
+                    record.classic_session_timeout_ms, record.classic_protocols
+                )
         elif isinstance(record, ConsumerTargetMemberRecord):
             group.target[record.member_id] = from_rows(record.partitions)
         elif isinstance(record, ConsumerCurrentAssignmentRecord):
@@ -66,7 +78,11 @@ def assemble(
             )
     for member_id, subscription in subscriptions.items():
         member = ConsumerMember(member_id, subscription, currents.get(member_id, Reconciliation()))
-        member.session_deadline = now_ms + session_timeout_ms
+        member.classic = classics.get(member_id)
+        timeout = (
+            session_timeout_ms if member.classic is None else member.classic.session_timeout_ms
+        )
+        member.session_deadline = now_ms + timeout
         if member.current.state is MemberState.UNREVOKED_PARTITIONS:
             member.rebalance_deadline = now_ms + max(subscription.rebalance_timeout_ms, 0)
             member.rebalance_epoch = member.member_epoch

@@ -79,6 +79,21 @@ class Subscription:
     server_assignor: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicMembership:
+    """What a member speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a
+    consumer group said in its JoinGroup (Kafka's ClassicMemberMetadata): its session
+    timeout, and its protocols (name, embedded subscription), in its order of preference."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol named in its JoinGroup answer: its first (Kafka's choice)."""
+        return self.protocols[0][0] if self.protocols else ""
+
+
 @dataclass(slots=True)
 class ConsumerMember:
     member_id: str
@@ -88,6 +103,11 @@ class ConsumerMember:
     rebalance_deadline: int | None = None  # armed while UNREVOKED_PARTITIONS
     rebalance_epoch: int = -1  # the epoch it must move on from before the deadline
     joined_ms: int | None = None  # soft: its last heartbeat with epoch 0 (cadence.py)
+    classic: ClassicMembership | None = None  # set for a member using the classic protocol
+    # soft, classic members only: the JoinGroup or SyncGroup it owes within its rebalance
+    # timeout (Kafka's join and sync timeouts), and what it owes
+    classic_deadline: int | None = None
+    classic_owes: str = ""
 
     @property
     def instance_id(self) -> str | None:
@@ -177,3 +197,20 @@ class ConsumerGroup:
     def owned_by_other(self, member_id: str, topic_id: TopicId, partition: int) -> bool:
         owner = self.owners.get((topic_id, partition))
         return owner is not None and owner != member_id
+
+    def uses_classic_protocol_only(self) -> bool:
+        """Every member speaks the classic protocol (a downgrade may then be due)."""
+        return all(m.classic is not None for m in self.members.values())
+
+    def waiting_on_unreleased_partition(self, member: ConsumerMember) -> bool:
+        """Kafka's waitingOnUnreleasedPartition: a partition of its target that it lacks is
+        still held by another member."""
+        if member.current.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        assigned = member.current.assigned
+        for topic_id, partitions in self.target.get(member.member_id, {}).items():
+            have = assigned.get(topic_id, frozenset())
+            for partition in partitions:
+                if partition not in have and (topic_id, partition) in self.owners:
+                    return True
+        return False

@@ -3,7 +3,9 @@
 Three kinds, all absolute milliseconds held in the state: each member's session deadline
 (`group.consumer.session.timeout.ms` after its last heartbeat), each member's rebalance
 deadline (armed while it holds partitions it was asked to revoke; it fires only if the member
-is still on the epoch it was asked to move on from), and the group's throttled assignment.
+is still on the epoch it was asked to move on from), a classic member's JoinGroup or SyncGroup
+owed within its rebalance timeout (classic_members.py; its session deadline is its own
+JoinGroup's session timeout), and the group's throttled assignment.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ def next_deadline(group: ConsumerGroup) -> int | None:
             deadlines.append(member.session_deadline)
         if member.rebalance_deadline is not None:
             deadlines.append(member.rebalance_deadline)
+        if member.classic_deadline is not None:
+            deadlines.append(member.classic_deadline)
     return min(deadlines, default=None)
 
 
@@ -29,6 +33,9 @@ def fire_due(group: ConsumerGroup, fx: Effects) -> None:
     for member in list(group.members.values()):
         if member.session_deadline is not None and member.session_deadline <= now:
             fence(group, member, fx, f"member {member.member_id} session timeout")
+        elif member.classic_deadline is not None and member.classic_deadline <= now:
+            # a classic member owing a JoinGroup or SyncGroup past its rebalance timeout
+            fence(group, member, fx, f"member {member.member_id} rebalance timeout")
         elif member.rebalance_deadline is not None and member.rebalance_deadline <= now:
             member.rebalance_deadline = None
             current = member.current

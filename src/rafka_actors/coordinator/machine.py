@@ -10,11 +10,13 @@ An op goes to the machine of the group's type: a consumer group's (consumer_grou
 for a KIP-848 group or a KIP-848 op, a share group's (share_group/machine.py) for a KIP-932
 group or a share op on no group, the classic machine (group/machine.py) otherwise. A share
 group never changes type: a share op for another group type, and any other op for a share
-group, is refused (share_group/machine.py). A
-group keeps its type while it has members; this module changes an empty group's type as Kafka
-does with the migration policy off, keeping its offsets and its `cgp_` id: a JoinGroup turns
-an empty consumer group into a classic group, and a new member's ConsumerGroupHeartbeat turns
-an empty classic group, with no member id handed out, into a consumer group.
+group, is refused (share_group/machine.py). This
+module changes the type of a classic or consumer group as Kafka does, keeping its offsets and
+its `cgp_` id: whatever the migration policy, a JoinGroup turns an empty consumer group into a
+classic group, and a new member's ConsumerGroupHeartbeat turns an empty classic group, with no
+member id handed out, into a consumer group; groups with members change type as the policy
+allows (migration.py): a classic group when a consumer-protocol member joins it, a consumer
+group when its last consumer-protocol member goes and classic members remain.
 """
 
 from __future__ import annotations
@@ -36,11 +38,14 @@ from ..group_common.ops import (
     JoinGroupOp,
     OffsetCommitOp,
     TimerFired,
+    TopicsChangedOp,
 )
 from ..group_common.records import Record
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..share_group import machine as share_machine
 from ..share_group.state import ShareGroup
+from . import migration
+from .topic_changes import topics_changed
 
 AnyGroup: TypeAlias = ClassicGroup | ConsumerGroup | ShareGroup | None
 
@@ -124,7 +129,10 @@ def handle(
     type), so a caller need not mint one otherwise."""
     fx = Effects(now_ms, config, fresh_cgp_id, topics)
     new_group: AnyGroup
-    if isinstance(group, ShareGroup) or (group is None and type(op) in _SHARE_OPS):
+    if type(op) is TopicsChangedOp:  # issue 45: deleted topics, added partitions
+        topics_changed(group, op, waiter, fx)
+        new_group = group
+    elif isinstance(group, ShareGroup) or (group is None and type(op) in _SHARE_OPS):
         new_group = share_machine.handle(group, op, waiter, fx)
     elif type(op) in _SHARE_OPS:  # one group id, one type
         share_machine.refuse(op, waiter, fx)
@@ -132,13 +140,43 @@ def handle(
     elif isinstance(group, ConsumerGroup):
         if type(op) is JoinGroupOp and not group.members:
             new_group = classic_machine.handle(_to_classic(group, fx), op, waiter, fx)
+        elif type(op) is JoinGroupOp and migration.downgrade_for_static_join(group, op, fx):
+            classic = migration.downgrade(group, migration.downgrade_due(fx), fx)
+            new_group = classic_machine.handle(classic, op, waiter, fx)
         else:
             new_group = consumer_machine.handle(group, op, waiter, fx)
+            gone = migration.downgrade_due(fx)
+            if gone and isinstance(new_group, ConsumerGroup) and new_group.members:
+                new_group = migration.downgrade(new_group, gone, fx)
     elif type(op) in consumer_machine.CONSUMER_OPS:
-        successor = _consumer_successor(group, fx) if group is not None else None
-        new_group = consumer_machine.handle(group, op, waiter, fx, successor)
+        if group is not None and type(op) is ConsumerGroupHeartbeatOp and op.member_epoch == 0:
+            return _heartbeat_to_classic(group, op, waiter, fx)
+        new_group = consumer_machine.handle(group, op, waiter, fx)
     else:
         new_group = classic_machine.handle(group, op, waiter, fx)
+    return Result(new_group, fx.records, fx.replies, fx.events, fx.earliest_deadline)
+
+
+def _heartbeat_to_classic(
+    group: ClassicGroup, op: ConsumerGroupHeartbeatOp, waiter: int, fx: Effects
+) -> Result:
+    """A joining consumer-protocol member's heartbeat to a classic group: the group becomes a
+    consumer group if it is empty, or if the migration policy lets it upgrade; the
+    conversion's records and answers stand only if the heartbeat is accepted."""
+    successor: ConsumerGroup | migration.Refusal | None = _consumer_successor(group, fx)
+    upgrade = None
+    if successor is None and group.members:
+        # member ids handed out but not yet joined with are dropped, as Kafka's are: such
+        # a member joins the consumer group with its id as a classic member
+        found = migration.upgrade(group, op.member_id or op.new_member_id, fx)
+        if isinstance(found, migration.Upgrade):
+            upgrade, successor = found, found.group
+        else:
+            successor = found
+    new_group = consumer_machine.handle(group, op, waiter, fx, successor)
+    if upgrade is not None and new_group is upgrade.group:
+        fx.records[:0] = upgrade.records
+        fx.replies[:0] = upgrade.replies
     return Result(new_group, fx.records, fx.replies, fx.events, fx.earliest_deadline)
 
 

@@ -22,6 +22,8 @@ from ..config import BrokerConfig
 from ..log_budget import LogBudget
 from ..storage.data_plane import DataPlane
 from ..storage.disk_space import DiskSpace
+from ..storage.group_configs import GroupConfigStore
+from ..storage.topic_deletions import PendingTopicDeletions
 from .limits import ByteBudget, ConnectionLimits
 
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
@@ -44,6 +46,8 @@ class BrokerContext:
         default_factory=lambda: ConnectionLimits(2**31 - 1, 2**31 - 1, 2**31 - 1)
     )
     sasl: SaslSetup | None = None  # set on a SASL listener
+    group_configs: GroupConfigStore | None = None  # dynamic group configs (issue 45)
+    topic_deletions: PendingTopicDeletions | None = None  # offsets still to tombstone (45)
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
     # one budget of connection-close log lines per broker (a flood must not flood the log)
     close_log: LogBudget = field(

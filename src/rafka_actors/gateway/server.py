@@ -28,10 +28,15 @@ from ..actors.txn_registry import TransactionRegistry
 from ..auth.users import UsersFileError, UserStore
 from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
 from ..group_common.effects import GroupConfig
+from ..group_common.ops import TopicsChangedOp
 from ..refusals import CannotListen, CorruptLog, MissingFile, unusable_data_dir
 from ..storage.coordinator_segments import CorruptCoordinatorLog
 from ..storage.data_plane import DataPlane
 from ..storage.disk_space import DiskSpace
+from ..storage.fsutil import DamagedFile
+from ..storage.group_configs import GroupConfigStore
+from ..storage.retention import retain_periodically
+from ..storage.topic_deletions import Deletion, PendingTopicDeletions
 from ..transaction.state import TxnConfig
 from .apis import API_TABLE
 from .connection import serve_connection
@@ -54,6 +59,7 @@ async def run_broker(
     try:
         coordinator = open_coordinator_log(config)
         txn_log = open_coordinator_log(config, name="transactions")
+        group_configs, topic_deletions = _open_admin_state(config)
         sasl = sasl_setup(config)
         listeners = await open_listeners(config)
         host, port = _bound_address(listeners[0])
@@ -64,6 +70,13 @@ async def run_broker(
             await storage.start(txn_log.run)
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
+                services.start_soon(
+                    retain_periodically,
+                    data,
+                    config.log_retention_check_interval_ms,
+                    config.log_retention_ms,
+                    config.log_retention_bytes,
+                )
                 services.start_soon(log_budget.flush_forever)  # counts of ended intervals
                 disk_space = DiskSpace(config.data_dir, config.log_dir_free_space_warning_bytes)
                 services.start_soon(disk_space.run)
@@ -74,12 +87,15 @@ async def run_broker(
                     topics=data.image_of,
                     passivate_after_s=config.group_passivation_idle_ms / 1000,
                     commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
+                    group_overrides=lambda key: group_configs.get(key.org_id, key.group_id).items(),
                 )
                 services.start_soon(
                     registry.expire_offsets_periodically,
                     config.offsets_retention_check_interval_ms,
                     config.offsets_retention_minutes * 60_000,
                 )
+                for deletion in topic_deletions.pending():  # a visit cut short: finish it
+                    services.start_soon(_finish_topic_deletion, registry, topic_deletions, deletion)
                 resumed = registry.resume()
                 log.info(
                     "coordinator log replayed: %d groups, %d with members",
@@ -110,6 +126,8 @@ async def run_broker(
                         config.max_connections_per_user,
                     ),
                     sasl=sasl,
+                    group_configs=group_configs,
+                    topic_deletions=topic_deletions,
                     disk_space=disk_space,
                 )
                 async with trio.open_nursery() as gateway:
@@ -127,6 +145,19 @@ async def run_broker(
 def _open_data_plane(config: BrokerConfig) -> DataPlane:
     try:
         return DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
+    except OSError as exc:
+        raise unusable_data_dir(config.data_dir, exc) from exc
+
+
+def _open_admin_state(config: BrokerConfig) -> tuple[GroupConfigStore, PendingTopicDeletions]:
+    """The dynamic group configs and the unfinished topic deletions (issue 45); a damaged
+    file refuses to start, naming it (refusals.py)."""
+    try:
+        return GroupConfigStore.open(config.data_dir), PendingTopicDeletions.open(config.data_dir)
+    except DamagedFile as exc:
+        raise CorruptLog(
+            str(exc), f"restore {exc.path.name} from a backup, or fix its JSON by hand"
+        ) from exc
     except OSError as exc:
         raise unusable_data_dir(config.data_dir, exc) from exc
 
@@ -181,6 +212,7 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         consumer_assignors=consumer_assignors(config),
         consumer_assignment_interval_ms=config.group_consumer_assignment_interval_ms,
         consumer_max_size=config.group_consumer_max_size,
+        consumer_migration_policy=config.group_consumer_migration_policy,
         share_session_timeout_ms=config.group_share_session_timeout_ms,
         share_heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
         share_max_size=config.group_share_max_size,
@@ -307,6 +339,19 @@ def _peer(stream: trio.abc.Stream) -> tuple[str, int]:
     assert isinstance(transport, trio.SocketStream)
     host, port = transport.socket.getpeername()[:2]
     return host, port
+
+
+async def _finish_topic_deletion(
+    registry: GroupRegistry, pending: PendingTopicDeletions, deletion: Deletion
+) -> None:
+    """Tombstone a deleted topic's offsets in every group of its org, as its DeleteTopics
+    began to before the broker stopped (only those committed until the deletion)."""
+    org_id, topic, at_ms = deletion
+    log.info("finishing the deletion of topic %s of org %d: its groups' offsets", topic, org_id)
+    op = TopicsChangedOp((topic,), at_ms)
+    await registry.ask_groups_of(
+        org_id, op, stored_too=True, finished=lambda: pending.done(deletion)
+    )
 
 
 async def _flush_periodically(data: DataPlane, interval_ms: int) -> None:

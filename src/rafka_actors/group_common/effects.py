@@ -38,6 +38,18 @@ class GroupConfig:
     share_delivery_count_limit: int = 5
     share_partition_max_record_locks: int = 2000
     share_auto_offset_reset: str = "latest"
+    # online migration between the protocols (coordinator/migration.py): Kafka's
+    # group.consumer.migration.policy, one of MIGRATION_POLICIES
+    consumer_migration_policy: str = "bidirectional"
+
+    def upgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("upgrade", "bidirectional")
+
+    def downgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("downgrade", "bidirectional")
+
+
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +78,9 @@ class MemberFenced:
     member_id: str
     reason: str
     group_epoch: int
+    # its going left only classic members, and the policy lets the group become a classic
+    # group: the coordinator converts it (coordinator/migration.py), so no epoch was bumped
+    downgrade: bool = False
 
 
 @dataclass(slots=True)

@@ -251,6 +251,7 @@ class ConsumerGroupDescribeOpResp:
     assignor_name: str = ""
     members: tuple[DescribedConsumer, ...] = ()
     cgp_id: str = ""
+    classic_members: tuple[str, ...] = ()  # the members using the classic protocol (migration)
 
 
 # -- KIP-932 share groups (share_group/) -------------------------------------------------------
@@ -412,6 +413,36 @@ class TimerFired:
     """The actor's own command: a deadline the state machine asked for has passed."""
 
 
+# -- issue 45: group configs and topic changes (op codes 0x30-0x37) ---------------------------
+@dataclass(frozen=True, slots=True)
+class GroupConfigOp:
+    """The group's dynamic configs changed (IncrementalAlterConfigs, already stored): the live
+    group uses them from its next step on. `overrides`: every override the group now has."""
+
+    overrides: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigOpResp:
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsChangedOp:
+    """Topics of the group's organisation were deleted or got partitions: the offsets of the
+    deleted incarnations go (tombstoned), and a consumer group recomputes its target
+    assignment from the new topic image without waiting for a member."""
+
+    deleted: tuple[str, ...] = ()
+    deleted_at_ms: int = -1  # only offsets committed up to then go (-1: whenever committed)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsChangedOpResp:
+    error_code: int
+    offsets_deleted: int = 0
+
+
 OP_CODES: dict[type, int] = {
     JoinGroupOp: 0x06,
     SyncGroupOp: 0x07,
@@ -427,6 +458,8 @@ OP_CODES: dict[type, int] = {
     ConsumerGroupHeartbeatOp: 0x11,
     ConsumerGroupDescribeOp: 0x12,
     TxnMarkerOp: 0x21,
+    GroupConfigOp: 0x30,
+    TopicsChangedOp: 0x31,
     # KIP-932 share groups
     ShareGroupHeartbeatOp: 0x28,
     ShareGroupDescribeOp: 0x29,
@@ -449,6 +482,8 @@ OP_CODES: dict[type, int] = {
     ConsumerGroupHeartbeatOpResp: 0x91,
     ConsumerGroupDescribeOpResp: 0x92,
     TxnMarkerOpResp: 0xA1,
+    GroupConfigOpResp: 0xB0,
+    TopicsChangedOpResp: 0xB1,
     ShareGroupHeartbeatOpResp: 0xA8,
     ShareGroupDescribeOpResp: 0xA9,
     ShareSessionOpResp: 0xAA,
@@ -472,6 +507,8 @@ Op = (
     | ExpireOffsetsOp
     | ConsumerGroupHeartbeatOp
     | ConsumerGroupDescribeOp
+    | GroupConfigOp
+    | TopicsChangedOp
     | ShareGroupHeartbeatOp
     | ShareGroupDescribeOp
     | ShareSessionOp

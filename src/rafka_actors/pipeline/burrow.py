@@ -87,11 +87,14 @@ def evaluate(
     window: int = 10,
     min_distance_ms: int = 0,
     allowed_lag: int = 0,
+    log_start_offset: int = 0,
 ) -> Verdict:
     """Judge one partition from its commits, (time ms, offset, lag) in log order.
 
     ``log_end_offset`` is the partition's log end now, for the current lag (Burrow's); without
-    it the lag at the last commit stands in.
+    it the lag at the last commit stands in. A last commit below ``log_start_offset`` (the
+    records it points at were deleted by retention) counts from the log start, where its
+    consumer resumes.
     """
     if window < 1:
         raise ValueError(f"window must be at least 1, not {window}")
@@ -99,7 +102,8 @@ def evaluate(
     if not kept:
         return Verdict(Status.OK, (), 0, 0.0)
     last = kept[-1]
-    current = last.lag if log_end_offset is None else max(0, log_end_offset - last.offset)
+    position = max(last.offset, log_start_offset)
+    current = last.lag if log_end_offset is None else max(0, log_end_offset - position)
     status = _status(kept, current, now_ms, allowed_lag)
     return Verdict(status, kept, current, len(kept) / window)
 

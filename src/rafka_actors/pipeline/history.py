@@ -38,6 +38,19 @@ _CAUSES = (
     (re.compile(r"subscription changed"), "subscription change"),
     (re.compile(r"subscribed topics changed"), "subscribed topics changed"),
     (re.compile(r"members did not sync in time"), "members did not sync in time"),
+    # online migration between the protocols (coordinator/migration.py)
+    (
+        re.compile(
+            r"upgraded from a classic group: member (\S+) joined with the consumer protocol"
+        ),
+        "upgrade to a consumer group ({} joined with the consumer protocol)",
+    ),
+    (
+        re.compile(
+            r"downgraded from a consumer group: the last consumer-protocol member (.+) went"
+        ),
+        "downgrade to a classic group (the last consumer-protocol member, {}, went)",
+    ),
 )
 
 

@@ -17,7 +17,8 @@ alone. lag = max(0, log end - committed offset).
 ``partition_status``: Burrow's evaluation (burrow.py) of each (org, group, topic, partition)
 over its *live* commits: those after the last deletion of that offset (an OffsetTombstone) or of
 the whole group (a GroupTombstone), in log order; a partition whose offset is deleted has no
-status. The current lag is the partition's log end now minus the last committed offset. Each
+status. The current lag is the partition's log end now minus the last committed offset (or
+minus the log start, the oldest batch left, if the offset fell below it). Each
 partition's commits go to one pandas call (``groupBy(...).applyInPandas``), which sorts them in
 log order and calls the pure `evaluate`: the work is spread over the executors and only one row
 per partition comes back, unlike collecting every commit on the driver. All of a partition's
@@ -198,7 +199,9 @@ def partition_statuses(
 ) -> DataFrame:
     """Burrow's verdict per partition, over its live commits."""
     log_end_now = index.groupBy(*TOPIC_PARTITION).agg(
-        (F.max("last_offset") + 1).alias("log_end_now")
+        (F.max("last_offset") + 1).alias("log_end_now"),
+        # the oldest batch left: retention deletes whole segments (issue 45)
+        F.min("base_offset").alias("log_start_now"),
     )
     live = _live(lag, commits).join(log_end_now, list(TOPIC_PARTITION), "left")
     judged = (
@@ -210,6 +213,7 @@ def partition_statuses(
             "segment",
             "position",
             F.coalesce("log_end_now", F.lit(0)).alias("log_end_now"),
+            F.coalesce("log_start_now", F.lit(0)).alias("log_start_now"),
         )
         .groupBy(*PARTITION_KEY)
         .applyInPandas(_judge(now_ms, settings), _EVALUATED_SCHEMA)
@@ -253,6 +257,7 @@ def _verdict_frame(frame: Any, now_ms: int, settings: LagSettings) -> Any:
         commits,
         now_ms=now_ms,
         log_end_offset=log_end,
+        log_start_offset=int(frame["log_start_now"].iloc[-1]),
         window=settings.window,
         min_distance_ms=settings.min_distance_ms,
         allowed_lag=settings.allowed_lag,

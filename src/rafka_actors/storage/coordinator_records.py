@@ -14,8 +14,9 @@ metadata), 31 (a share partition's state) and 32 (its tombstone). A change of a 
 is a new version, never a reinterpretation of an old one: new fields go at the end, the newest
 version is written, and an older version still decodes (the fields it lacks take their
 defaults).
-GroupMetadata is at version 1 (it added when the rebalance began and who departed); every other
-type is at version 0.
+GroupMetadata is at version 1 (it added when the rebalance began and who departed), consumer
+member metadata at version 1 (it added a classic-protocol member's session timeout and
+protocols, for online migration); every other type is at version 0.
 Type 25 is a transactional id's state (transaction/records.py), stored in the transaction log,
 a log of its own (see docs/transactions.md).
 
@@ -150,6 +151,8 @@ _NAMES: _Kinds = frozenset()  # marker: an array of strings
 _PARTITIONS: _Kinds = frozenset()  # marker: [[topic id (16 bytes), [partition, ...]], ...]
 _DEPARTED: _Kinds = frozenset()  # marker: [[member id, why], ...]
 _TXN_PARTITIONS: _Kinds = frozenset()  # marker: [[topic name, [partition, ...]], ...]
+_PROTOCOLS: _Kinds = frozenset()  # marker: [[protocol name, metadata bytes], ...]
+_MEMBER_METADATA_V0 = (_STR, _STR, _OPT_STR, _OPT_STR, _STR, _STR, _NAMES, _OPT_STR, _INT, _OPT_STR)
 _STATE_BATCHES: _Kinds = frozenset()  # marker: [[first, last, state, delivery count], ...]
 _Schema = tuple[_Kinds, ...]
 _GROUP_METADATA_V0 = (_STR, _STR, _OPT_STR, _INT, _OPT_STR, _OPT_STR, _INT, _MEMBERS, _STR)
@@ -167,7 +170,7 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
     GroupTombstone: (RecordType.GROUP_TOMBSTONE, ((_STR,),)),
     ConsumerMemberMetadataRecord: (
         RecordType.CONSUMER_MEMBER_METADATA,
-        ((_STR, _STR, _OPT_STR, _OPT_STR, _STR, _STR, _NAMES, _OPT_STR, _INT, _OPT_STR),),
+        (_MEMBER_METADATA_V0, (*_MEMBER_METADATA_V0, _INT, _PROTOCOLS)),
     ),
     ConsumerTargetMetadataRecord: (RecordType.CONSUMER_TARGET_METADATA, ((_STR, _INT, _INT),)),
     ConsumerTargetMemberRecord: (
@@ -273,6 +276,8 @@ def _checked(values: list[Any], schema: _Schema, what: str) -> list[Any]:
             values[i] = _departed(value, what)
         elif kinds is _TXN_PARTITIONS:
             values[i] = _txn_partitions(value, what)
+        elif kinds is _PROTOCOLS:
+            values[i] = _protocols(value, what)
         elif kinds is _STATE_BATCHES:
             values[i] = _state_batches(value, what)
         elif type(value) not in kinds:
@@ -312,6 +317,18 @@ def _txn_partitions(value: Any, what: str) -> tuple[tuple[str, tuple[int, ...]],
     ):
         raise CoordinatorRecordError(f"{what}: partitions are {_preview(value)}")
     return tuple((row[0], tuple(row[1])) for row in value)
+
+
+def _protocols(value: Any, what: str) -> tuple[tuple[str, bytes], ...]:
+    if type(value) is not list or any(
+        type(row) is not list
+        or len(row) != 2
+        or type(row[0]) is not str
+        or type(row[1]) is not bytes
+        for row in value
+    ):
+        raise CoordinatorRecordError(f"{what}: protocols are {_preview(value)}")
+    return tuple((row[0], row[1]) for row in value)
 
 
 def _state_batches(value: Any, what: str) -> tuple[tuple[int, int, int, int], ...]:

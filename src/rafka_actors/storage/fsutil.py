@@ -13,3 +13,11 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class DamagedFile(ValueError):
+    """A small JSON state file that cannot be read back (hand-edited, or damaged on disk)."""
+
+    def __init__(self, path: Path, why: object) -> None:
+        super().__init__(f"{path} is damaged: {why}")
+        self.path = path

@@ -213,6 +213,30 @@ def _verify_new_tail(seg: _Segment) -> None:
         seg.truncate(valid, reason)
 
 
+_START_FILE = "log-start-offset"
+
+
+def _read_start(directory: Path) -> int:
+    path = directory / _START_FILE
+    try:
+        return int(path.read_text().strip() or 0)
+    except FileNotFoundError:
+        return 0
+    except (OSError, ValueError) as exc:  # the segments' own start stands in
+        log.warning("%s: unreadable (%s); the log starts at its first segment", path, exc)
+        return 0
+
+
+def _write_start(directory: Path, offset: int) -> None:
+    tmp = directory / (_START_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(str(offset))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, directory / _START_FILE)
+    fsync_dir(directory)
+
+
 class PartitionLog:
     """An append-only, segmented log of record batches for one partition."""
 
@@ -224,6 +248,9 @@ class PartitionLog:
         self._end = segments[-1].end_offset
         self._size = sum(s.size for s in segments)
         self._closed = False
+        # DeleteRecords may move the log start inside the first segment (issue 45): kept in
+        # a file of its own, as Kafka's log-start-offset checkpoint.
+        self._start_floor = min(_read_start(directory), self._end)
         self._failed: OSError | None = None  # set by a write or fsync that could not be undone
 
     @classmethod
@@ -246,7 +273,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return max(self._segments[0].base_offset, self._start_floor)
 
     @property
     def log_end_offset(self) -> int:
@@ -368,7 +395,8 @@ class PartitionLog:
             if seg.max_ts and seg.max_ts[-1] >= ts:
                 # The running max first reaches ts exactly at the batch whose own max does.
                 i = bisect_left(seg.max_ts, ts)
-                return seg.offsets[i], seg.max_ts[i]
+                # (not below a log start that DeleteRecords moved inside the segment)
+                return max(seg.offsets[i], self.log_start_offset), seg.max_ts[i]
         return None
 
     def max_timestamp(self) -> tuple[int, int] | None:
@@ -382,7 +410,60 @@ class PartitionLog:
             if seg.max_ts and (best is None or seg.max_ts[-1] > best[1]):
                 top = seg.max_ts[-1]
                 best = seg.offsets[bisect_left(seg.max_ts, top)], top
-        return best
+        return None if best is None else (max(best[0], self.log_start_offset), best[1])
+
+    # -- retention and DeleteRecords (issue 45; storage/retention.py decides what goes) -----
+
+    @property
+    def segment_bytes(self) -> int:
+        return self._segment_bytes
+
+    @segment_bytes.setter
+    def segment_bytes(self, value: int) -> None:
+        self._segment_bytes = value  # the topic's segment.bytes, from the next roll on
+
+    def segment_stats(self) -> list[tuple[int, int, int, int]]:
+        """(base offset, end offset, bytes, largest timestamp (-1: none)) of each segment,
+        oldest first; the last one is the active segment."""
+        return [
+            (s.base_offset, s.end_offset, s.size, s.max_ts[-1] if s.max_ts else -1)
+            for s in self._segments
+        ]
+
+    def advance_log_start(self, offset: int) -> int:
+        """Move the log start up to `offset` (at most the log end), durably before it returns,
+        and delete the segments wholly below it; returns the new log start."""
+        self._check_open()
+        offset = min(offset, self._end)
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        _write_start(self._dir, offset)
+        self._start_floor = offset
+        below = sum(1 for s in self._segments if s.end_offset <= offset and s.size)
+        self.delete_oldest_segments(below)
+        return self.log_start_offset
+
+    def delete_oldest_segments(self, count: int) -> int:
+        """Delete the `count` oldest segments, as Kafka's retention does: whole segments only;
+        if that takes the active one, a new empty segment is rolled first at the log end."""
+        self._check_open()
+        count = min(count, len(self._segments))
+        if count <= 0:
+            return 0
+        if count == len(self._segments):
+            if not self._segments[-1].size:
+                count -= 1  # an empty active segment holds nothing
+            else:
+                self._roll()
+        doomed, self._segments = self._segments[:count], self._segments[count:]
+        self._bases = [s.base_offset for s in self._segments]
+        for seg in doomed:
+            seg.close()
+            seg.path.unlink()
+            self._size -= seg.size
+        if doomed:
+            fsync_dir(self._dir)
+        return len(doomed)
 
     # -- lifecycle ------------------------------------------------------------------------
 

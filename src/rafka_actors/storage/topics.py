@@ -30,6 +30,7 @@ from pathlib import Path
 from ..group_common.topic_image import TopicImage, TopicInfo
 from .fsutil import fsync_dir
 from .partition_log import PartitionLog
+from .topic_configs import effective_long
 
 log = logging.getLogger(__name__)
 
@@ -128,8 +129,9 @@ class TopicStore:
             shutil.rmtree(directory, ignore_errors=True)
             return
         meta = json.loads(meta_path.read_text())
+        segment_bytes = self._segment_bytes_of(meta["configs"])
         logs = [
-            PartitionLog.open(directory / str(p), segment_bytes=self._segment_bytes)
+            PartitionLog.open(directory / str(p), segment_bytes=segment_bytes)
             for p in range(int(meta["partitions"]))
         ]
         self._register(Topic(directory.name, uuid.UUID(meta["id"]), logs, meta["configs"]))
@@ -163,14 +165,13 @@ class TopicStore:
         if directory.exists():  # leftover of a crashed create
             shutil.rmtree(directory)
         directory.mkdir()
+        segment_bytes = self._segment_bytes_of(configs or {})
         logs: list[PartitionLog] = []
         topic_id = uuid.uuid4()
         meta = {"id": str(topic_id), "partitions": partitions, "configs": dict(configs or {})}
         try:
             for p in range(partitions):
-                logs.append(
-                    PartitionLog.open(directory / str(p), segment_bytes=self._segment_bytes)
-                )
+                logs.append(PartitionLog.open(directory / str(p), segment_bytes=segment_bytes))
             _write_atomically(directory / "topic.json", json.dumps(meta).encode())
         except OSError:  # a full disk: nothing of it stays (the next create starts clean)
             for partition in logs:
@@ -212,6 +213,51 @@ class TopicStore:
         fsync_dir(self._root)
         shutil.rmtree(graveyard, ignore_errors=True)
         log.info("deleted topic %s of org %d (id %s)", name, self._org_id, topic.topic_id)
+        return topic
+
+    # -- configs and partitions added (issue 45) -------------------------------------------
+
+    def _segment_bytes_of(self, configs: Mapping[str, str]) -> int:
+        return effective_long(configs, "segment.bytes", self._segment_bytes)
+
+    def _write_meta(self, topic: Topic, partitions: int, configs: Mapping[str, str]) -> None:
+        meta = {"id": str(topic.topic_id), "partitions": partitions, "configs": dict(configs)}
+        _write_atomically(self._root / topic.name / "topic.json", json.dumps(meta).encode())
+
+    def alter_configs(self, name: str, configs: Mapping[str, str]) -> Topic:
+        """Replace the topic's configs (validated by the caller), durably (on an OSError
+        nothing changes); a new segment.bytes applies from each partition's next roll."""
+        topic = self._by_name[name]
+        self._write_meta(topic, len(topic.partitions), configs)
+        topic.configs = dict(configs)
+        segment_bytes = self._segment_bytes_of(topic.configs)
+        for partition in topic.partitions:
+            partition.segment_bytes = segment_bytes
+        log.info("topic %s of org %d: configs now %s", name, self._org_id, topic.configs)
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> Topic:
+        """Grow the topic to `total` partitions (CreatePartitions; the caller checked that
+        it grows). The new partitions' directories exist before topic.json names them."""
+        topic = self._by_name[name]
+        directory = self._root / name
+        segment_bytes = self._segment_bytes_of(topic.configs)
+        added: list[PartitionLog] = []
+        try:
+            for index in range(len(topic.partitions), total):
+                partition_dir = directory / str(index)
+                if partition_dir.exists():  # leftover of a failed CreatePartitions
+                    shutil.rmtree(partition_dir)
+                added.append(PartitionLog.open(partition_dir, segment_bytes=segment_bytes))
+            fsync_dir(directory)
+            self._write_meta(topic, total, topic.configs)
+        except OSError:
+            for partition in added:  # not named by topic.json: removed at the next try
+                partition.close()
+            raise
+        topic.partitions.extend(added)
+        self._changed()
+        log.info("topic %s of org %d: now %d partitions", name, self._org_id, total)
         return topic
 
     def by_name(self, name: str) -> Topic | None:

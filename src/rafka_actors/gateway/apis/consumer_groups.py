@@ -67,6 +67,7 @@ HEARTBEAT_KEY = 68
 DESCRIBE_KEY = 69
 
 CONSUMER_MEMBER_TYPE = 1  # ConsumerGroupDescribe v1 `member_type`: 0 classic, 1 consumer
+CLASSIC_MEMBER_TYPE = 0  # a classic member inside a consumer group (online migration)
 ZERO_UUID = uuid.UUID(int=0)
 _JAVA_TRIMMED = "".join(map(chr, range(0x21)))
 
@@ -208,6 +209,7 @@ def _described(
             members=(),
             authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
         )
+    classic = frozenset(group.classic_members)
     members = tuple(
         make(
             mod.Member,
@@ -221,7 +223,9 @@ def _described(
             subscribed_topic_regex=topic_regex,
             assignment=_assignment(ctx, org_id, mod, assigned),
             target_assignment=_assignment(ctx, org_id, mod, target),
-            member_type=CONSUMER_MEMBER_TYPE,  # v1+
+            member_type=(  # v1+
+                CLASSIC_MEMBER_TYPE if member_id in classic else CONSUMER_MEMBER_TYPE
+            ),
         )
         for (
             member_id,

@@ -21,6 +21,7 @@ from kio.schema.errors import ErrorCode
 
 from ...storage.failures import StorageError
 from ...storage.record_batch import InvalidRecordError, parse_header, split_batches
+from ...storage.topic_configs import effective_long
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
 
@@ -95,8 +96,9 @@ def _append(
     except InvalidRecordError as exc:
         code = ErrorCode.corrupt_message if exc.corrupt else ErrorCode.invalid_record
         return code, -1, log_start
+    max_bytes = effective_long(topic.configs, "max.message.bytes", ctx.config.message_max_bytes)
     for batch in batches:
-        if len(batch) > ctx.config.message_max_bytes:
+        if len(batch) > max_bytes:
             return ErrorCode.message_too_large, -1, log_start
         header = parse_header(batch)
         if header.is_control or header.is_transactional:

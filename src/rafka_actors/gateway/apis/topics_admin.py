@@ -2,7 +2,7 @@
 
 One broker, so the only replication factor is 1 (-1 means the default, also 1); explicit
 replica assignments are accepted when they name this broker alone. Topic configs are stored
-verbatim with the topic; none of them changes how the log behaves yet.
+with the topic; those this broker honours (storage/topic_configs.py) are checked first.
 
 Topics are created in, and deleted from, the connection's org (data_plane.py). A topic outside
 the user's prefixes gets TOPIC_AUTHORIZATION_FAILED before any other check, so the answer says
@@ -12,10 +12,13 @@ with its id and a null name (Kafka: ids are not secret, names are).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ...group_common.ops import TopicsChangedOp
+from ...storage.topic_configs import TOPIC_CONFIGS, InvalidConfig, validate_topic_config
 from ...storage.topics import (
     InvalidTopicName,
     TopicExists,
@@ -23,6 +26,10 @@ from ...storage.topics import (
 )
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
+from .configs import topic_entries
+from .partitions_admin import TellGroups
+
+log = logging.getLogger(__name__)
 
 CREATE_KEY = 19
 DELETE_KEY = 20
@@ -44,8 +51,13 @@ def _create_one(
         partitions = ctx.config.num_partitions
     code, message = _check_create(ctx, conn, wanted, partitions)
     created = None
+    # (checked by _check_create; stored as Kafka prints them)
+    configs = {
+        c.name: validate_topic_config(c.name, c.value) if c.name in TOPIC_CONFIGS else c.value
+        for c in wanted.configs
+        if c.value is not None and code is ErrorCode.none
+    }
     if code is ErrorCode.none and not validate_only:
-        configs = {c.name: c.value for c in wanted.configs if c.value is not None}
         try:
             created = ctx.data.create_topic(wanted.name, partitions, configs, org_id=conn.org_id)
         except TopicExists as exc:
@@ -61,7 +73,18 @@ def _create_one(
         topic_config_error_code=code if code is ErrorCode.topic_authorization_failed else 0,
         num_partitions=partitions if ok else -1,
         replication_factor=1 if ok else -1,
-        configs=() if ok else None,
+        configs=_created_configs(ctx, mod, configs) if ok else None,
+    )
+
+
+def _created_configs(ctx: BrokerContext, mod: Any, configs: dict[str, str]) -> tuple[Any, ...]:
+    """The new topic's configs with their sources, as Kafka answers (v5+)."""
+    entry = getattr(mod, "CreatableTopicConfigs", None)
+    if entry is None:
+        return ()
+    return tuple(
+        make(entry, name=n, value=v, read_only=ro, config_source=src, is_sensitive=False)
+        for n, v, src, ro, _kind, _synonyms in topic_entries(ctx.config, configs)
     )
 
 
@@ -86,6 +109,12 @@ def _check_create(
     for assignment in wanted.assignments:
         if tuple(assignment.broker_ids) != (ctx.node_id,):
             return ErrorCode.invalid_replica_assignment, "Replicas must be this broker alone."
+    for config in wanted.configs:  # the configs honoured here are checked as Kafka does
+        if config.name in TOPIC_CONFIGS and config.value is not None:
+            try:
+                validate_topic_config(config.name, config.value)
+            except InvalidConfig as exc:
+                return ErrorCode.invalid_config, str(exc)
     return ErrorCode.none, None
 
 
@@ -95,12 +124,33 @@ def delete_topics(ctx: BrokerContext, conn: ConnectionInfo, version: int, reques
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    results = tuple(_delete_one(ctx, conn, mod, name, topic_id) for name, topic_id in wanted)
-    return make(mod.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=results)
+    # Every group of the org tombstones the offsets committed until the deletion before the
+    # answer, so a topic re-created under the same name starts clean (issue 45); the deletion
+    # is kept as pending (storage/topic_deletions.py) until every group was visited.
+    pending = ctx.topic_deletions
+    at_ms = ctx.groups.now_ms() if ctx.groups is not None else -1
+    results = tuple(_delete_one(ctx, conn, mod, name, topic_id, at_ms) for name, topic_id in wanted)
+    response = make(mod.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=results)
+    deleted = tuple(r.name for r in results if r.error_code is ErrorCode.none)
+    if not deleted:
+        return response
+
+    def visited() -> None:
+        if pending is not None:
+            for name in deleted:
+                pending.done((conn.org_id, name, at_ms))
+
+    op = TopicsChangedOp(deleted, at_ms)
+    return TellGroups(conn.org_id, op, True, lambda _answers: response, visited)
 
 
 def _delete_one(
-    ctx: BrokerContext, conn: ConnectionInfo, mod: Any, name: str | None, topic_id: Any
+    ctx: BrokerContext,
+    conn: ConnectionInfo,
+    mod: Any,
+    name: str | None,
+    topic_id: Any,
+    at_ms: int,
 ) -> Any:
     if name and not conn.may_use_topic(name):
         return _deleted(mod, name, topic_id, ErrorCode.topic_authorization_failed)
@@ -113,6 +163,12 @@ def _delete_one(
     if topic is None:
         code = ErrorCode.unknown_topic_id if name is None else ErrorCode.unknown_topic_or_partition
         return _deleted(mod, name, topic_id, code)
+    if ctx.topic_deletions is not None:
+        try:
+            ctx.topic_deletions.add((conn.org_id, topic.name, at_ms))
+        except OSError as exc:
+            log.error("could not record the deletion of %s: %s", topic.name, exc)
+            return _deleted(mod, topic.name, topic.topic_id, ErrorCode.kafka_storage_error)
     ctx.data.delete_topic(topic.name, org_id=conn.org_id)
     return _deleted(mod, topic.name, topic.topic_id, ErrorCode.none)
 

@@ -1,0 +1,387 @@
+"""DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44).
+
+Three resource types, as Kafka names them (ConfigResource.Type):
+
+- broker (4), named "" or this node's id: every setting, read-only, with its source (the
+  default, or set at start-up: STATIC_BROKER_CONFIG);
+- topic (2): the topic configs of storage/topic_configs.py, each the topic's own value
+  (DYNAMIC_TOPIC_CONFIG) or the broker's default through its synonym;
+- group (32): Kafka's dynamic group configs (group_common/group_configs.py), GROUP_CONFIG when
+  set for the group. A change is stored (storage/group_configs.py), then sent to the group's
+  actor as a `GroupConfigOp`, so a live group uses it from its next step on.
+
+Everything is within the connection's organisation: a topic or group is looked up in the org's
+own namespace, and a name outside the user's prefixes is refused (TOPIC_ / GROUP_AUTHORIZATION_
+FAILED) before anything else, as CreateTopics does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ...config import FIELDS, BrokerConfig, field_name, kafka_key
+from ...group_common import group_configs
+from ...group_common.effects import GroupConfig
+from ...group_common.ops import GroupConfigOp
+from ...storage.topic_configs import (
+    SOURCE_DEFAULT,
+    SOURCE_GROUP,
+    SOURCE_STATIC_BROKER,
+    SOURCE_TOPIC,
+    TOPIC_CONFIGS,
+    TYPE_INT,
+    TYPE_LIST,
+    TYPE_STRING,
+    InvalidConfig,
+    validate_topic_config,
+)
+from ...storage.topics import InvalidTopicName, Topic, validate_topic_name
+from ..context import BrokerContext, ConnectionInfo
+from ..steps import ask_each
+from ._build import NO_THROTTLE, make, schema
+
+log = logging.getLogger(__name__)
+
+DESCRIBE_KEY, ALTER_KEY, INCREMENTAL_KEY = 32, 33, 44
+TOPIC, BROKER, GROUP = 2, 4, 32
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_SENSITIVE = frozenset({"ssl_key_password"})
+_BROKER_TYPES = {"int": TYPE_INT, "bool": 1}  # else STRING
+
+
+class Refused(Exception):
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+Entry = tuple[str, str | None, int, bool, int, tuple[tuple[str, str | None, int], ...]]
+# (name, value, source, read only, config type, synonyms (name, value, source))
+
+
+# -- DescribeConfigs ------------------------------------------------------------------------
+def describe_configs(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    mod = schema(DESCRIBE_KEY, version)
+    results = tuple(
+        _describe_one(
+            ctx,
+            conn,
+            mod,
+            resource,
+            request.include_synonyms,
+            getattr(request, "include_documentation", False),  # v3+
+        )
+        for resource in request.resources
+    )
+    return make(mod.DescribeConfigsResponse, throttle_time=NO_THROTTLE, results=results)
+
+
+def _describe_one(
+    ctx: BrokerContext, conn: ConnectionInfo, mod: Any, resource: Any, synonyms: bool, docs: bool
+) -> Any:
+    try:
+        entries = _entries(ctx, conn, resource.resource_type, resource.resource_name)
+        code, message = ErrorCode.none, None
+    except Refused as refused:
+        entries, code, message = [], refused.code, refused.message
+    wanted = resource.configuration_keys
+    if wanted:
+        entries = [e for e in entries if e[0] in wanted]
+    return make(
+        mod.DescribeConfigsResult,
+        error_code=code,
+        error_message=message,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        configs=tuple(_config(mod, entry, synonyms, docs) for entry in entries),
+    )
+
+
+def _config(mod: Any, entry: Entry, synonyms: bool, docs: bool) -> Any:
+    name, value, source, read_only, kind, alternatives = entry
+    return make(
+        mod.DescribeConfigsResourceResult,
+        name=name,
+        value=value,
+        read_only=read_only,
+        config_source=source,
+        is_default=source == SOURCE_DEFAULT,
+        is_sensitive=field_name(name) in _SENSITIVE,
+        synonyms=tuple(
+            make(mod.DescribeConfigsSynonym, name=n, value=v, source=s) for n, v, s in alternatives
+        )
+        if synonyms
+        else (),
+        config_type=kind,
+        documentation=_documentation(name) if docs else None,
+    )
+
+
+def _documentation(name: str) -> str | None:
+    """What a config does (DescribeConfigs v3+ with IncludeDocumentation)."""
+    if name in TOPIC_CONFIGS:
+        return TOPIC_CONFIGS[name].doc or None
+    if name in group_configs.DOCS:
+        return group_configs.DOCS[name]
+    setting = FIELDS.get(field_name(name))
+    return None if setting is None else setting.metadata.get("doc")
+
+
+def _entries(ctx: BrokerContext, conn: ConnectionInfo, kind: int, name: str) -> list[Entry]:
+    if kind == BROKER:
+        _check_broker(ctx, name)
+        return broker_entries(ctx.config)
+    if kind == TOPIC:
+        return topic_entries(ctx.config, _topic(ctx, conn, name).configs)
+    if kind == GROUP:
+        _check_group(conn, name)
+        return group_entries(ctx.config, _group_store(ctx).get(conn.org_id, name))
+    raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {kind}")
+
+
+def _check_broker(ctx: BrokerContext, name: str) -> None:
+    if name not in ("", str(ctx.node_id)):
+        raise Refused(
+            ErrorCode.invalid_request,
+            f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}",
+        )
+
+
+def _topic(ctx: BrokerContext, conn: ConnectionInfo, name: str) -> Topic:
+    if not conn.may_use_topic(name):
+        raise Refused(ErrorCode.topic_authorization_failed, "Authorization failed.")
+    try:
+        validate_topic_name(name)
+    except InvalidTopicName as exc:
+        raise Refused(ErrorCode.invalid_topic_exception, str(exc)) from None
+    topic = ctx.data.topics_for(conn.org_id).by_name(name)
+    if topic is None:
+        raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
+    return topic
+
+
+def _check_group(conn: ConnectionInfo, name: str) -> None:
+    if not name:
+        raise Refused(ErrorCode.invalid_request, "Group name must not be empty")
+    if not conn.may_use_group(name):
+        raise Refused(ErrorCode.group_authorization_failed, "Authorization failed.")
+
+
+def _group_store(ctx: BrokerContext) -> Any:
+    if ctx.group_configs is None:
+        raise Refused(ErrorCode.invalid_request, "This broker keeps no group configs.")
+    return ctx.group_configs
+
+
+def broker_setting(config: BrokerConfig, key: str) -> tuple[str | None, int]:
+    """A broker setting's value as Kafka prints it, and its source (the default, or set)."""
+    name = field_name(key)
+    if name not in FIELDS:  # a Kafka setting we do not have, fixed here (log.cleanup.policy)
+        return "delete", SOURCE_DEFAULT
+    value = getattr(config, name)
+    default = FIELDS[name].default
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    return (None if name in _SENSITIVE else text), (
+        SOURCE_DEFAULT if value == default else SOURCE_STATIC_BROKER
+    )
+
+
+def broker_entries(config: BrokerConfig) -> list[Entry]:
+    entries: list[Entry] = []
+    for f in dataclasses.fields(config):
+        key = kafka_key(f.name)
+        value, source = broker_setting(config, key)
+        kind = _BROKER_TYPES.get(str(f.type), TYPE_STRING)
+        entries.append((key, value, source, True, kind, ((key, value, source),)))
+    return entries
+
+
+def topic_entries(config: BrokerConfig, configs: Mapping[str, str]) -> list[Entry]:
+    entries: list[Entry] = []
+    for name, definition in sorted(TOPIC_CONFIGS.items()):
+        broker_value, broker_source = broker_setting(config, definition.broker_key)
+        alternatives = [(definition.broker_key, broker_value, broker_source)]
+        value: str | None
+        if name in configs:
+            value, source = configs[name], SOURCE_TOPIC
+            alternatives.insert(0, (name, value, source))
+        else:
+            value, source = broker_value, broker_source
+        entries.append((name, value, source, False, definition.kind, tuple(alternatives)))
+    for name, kept in sorted(configs.items()):  # kept from CreateTopics, not honoured here
+        if name not in TOPIC_CONFIGS:
+            entries.append((name, kept, SOURCE_TOPIC, True, TYPE_STRING, ((name, kept, 1),)))
+    return entries
+
+
+def group_entries(config: BrokerConfig, overrides: Mapping[str, str]) -> list[Entry]:
+    entries: list[Entry] = []
+    for name in group_configs.GROUP_CONFIG_NAMES:
+        broker_key = group_configs.BROKER_SYNONYMS[name]
+        broker_value, broker_source = broker_setting(config, broker_key)
+        value: str | None = overrides.get(name, broker_value)
+        source = SOURCE_GROUP if name in overrides else SOURCE_DEFAULT
+        alternatives = ((name, value, source), (broker_key, broker_value, broker_source))
+        entries.append((name, value, source, False, TYPE_INT, alternatives))
+    return entries
+
+
+# -- AlterConfigs and IncrementalAlterConfigs -------------------------------------------------
+def alter_configs(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    """The legacy API: each resource's configs are replaced by those given."""
+    return _alter(ctx, conn, schema(ALTER_KEY, version), request, incremental=False)
+
+
+def incremental_alter_configs(
+    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
+) -> Any:
+    return _alter(ctx, conn, schema(INCREMENTAL_KEY, version), request, incremental=True)
+
+
+def _alter(
+    ctx: BrokerContext, conn: ConnectionInfo, mod: Any, request: Any, *, incremental: bool
+) -> Any:
+    outcomes: list[tuple[ErrorCode, str | None]] = []
+    asks: list[tuple[str | None, Any]] = []
+    for resource in request.resources:
+        try:
+            op = _alter_one(ctx, conn, resource, incremental, request.validate_only)
+            outcomes.append((ErrorCode.none, None))
+        except Refused as refused:
+            op = None
+            outcomes.append((refused.code, refused.message))
+        asks.append((resource.resource_name if op is not None else None, op))
+
+    def respond(answers: list[Any]) -> Any:
+        responses = []
+        # A group's configs are stored before its actor is told: an actor that could not take
+        # them now (it failed) reads them when it starts again, so its answer changes nothing.
+        del answers
+        for resource, (code, message) in zip(request.resources, outcomes, strict=True):
+            responses.append(
+                make(
+                    mod.AlterConfigsResourceResponse,
+                    error_code=code,
+                    error_message=message,
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                )
+            )
+        response = getattr(mod, "IncrementalAlterConfigsResponse", None)
+        if response is None:
+            response = mod.AlterConfigsResponse
+        return make(response, throttle_time=NO_THROTTLE, responses=tuple(responses))
+
+    return ask_each(conn.org_id, asks, respond)
+
+
+def _alter_one(
+    ctx: BrokerContext, conn: ConnectionInfo, resource: Any, incremental: bool, validate_only: bool
+) -> GroupConfigOp | None:
+    """Check and store one resource's change; the op to send its group's actor, if any."""
+    names = [c.name for c in resource.configs]
+    if len(set(names)) != len(names):
+        raise Refused(ErrorCode.invalid_request, "Error due to duplicate config keys")
+    kind, name = resource.resource_type, resource.resource_name
+    if kind == BROKER:
+        _check_broker(ctx, name)
+        raise Refused(
+            ErrorCode.invalid_request,
+            f"Cannot update these configs dynamically: {sorted(names)} (broker configs are "
+            "read-only here: set them at start-up)",
+        )
+    if kind == TOPIC:
+        topic = _topic(ctx, conn, name)
+        wanted = _changed(topic.configs, resource.configs, incremental, TOPIC_CONFIGS)
+        given = {c.name for c in resource.configs}
+        try:
+            checked = {
+                n: validate_topic_config(n, v) if n in given else v for n, v in wanted.items()
+            }
+        except InvalidConfig as exc:
+            raise Refused(ErrorCode.invalid_config, str(exc)) from None
+        if not validate_only:
+            with _storage_errors(name):
+                ctx.data.topics_for(conn.org_id).alter_configs(topic.name, checked)
+        return None
+    if kind == GROUP:
+        _check_group(conn, name)
+        store = _group_store(ctx)
+        wanted = _changed(store.get(conn.org_id, name), resource.configs, incremental, None)
+        try:
+            checked = group_configs.validate(wanted, *_group_limits(ctx.config))
+        except group_configs.InvalidGroupConfig as exc:
+            raise Refused(ErrorCode.invalid_config, str(exc)) from None
+        if validate_only:
+            return None
+        with _storage_errors(name):
+            store.set(conn.org_id, name, checked)
+        return GroupConfigOp(tuple(sorted(checked.items())))
+    raise Refused(ErrorCode.invalid_request, f"Unexpected resource type {kind}")
+
+
+@contextmanager
+def _storage_errors(name: str) -> Iterator[None]:
+    """A change that could not be stored is KAFKA_STORAGE_ERROR, not a closed connection."""
+    try:
+        yield
+    except OSError as exc:
+        log.error("could not store the configs of %s: %s", name, exc)
+        raise Refused(ErrorCode.kafka_storage_error, f"Could not store the change: {exc}") from None
+
+
+def _group_limits(
+    config: BrokerConfig,
+) -> tuple[GroupConfig, group_configs.GroupConfigBounds]:
+    """The broker's group settings a group's configs are checked against."""
+    base = GroupConfig(
+        consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+        consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+    )
+    bounds = group_configs.GroupConfigBounds(
+        config.group_consumer_min_session_timeout_ms,
+        config.group_consumer_max_session_timeout_ms,
+        config.group_consumer_min_heartbeat_interval_ms,
+        config.group_consumer_max_heartbeat_interval_ms,
+    )
+    return base, bounds
+
+
+def _changed(
+    current: Mapping[str, str], changes: Any, incremental: bool, definitions: Any
+) -> dict[str, str]:
+    """The resource's configs after the request: replaced by those given (AlterConfigs), or
+    each set, deleted, appended to or subtracted from (IncrementalAlterConfigs)."""
+    if not incremental:
+        return {c.name: c.value for c in changes if c.value is not None}
+    result = dict(current)
+    for change in changes:
+        operation = change.config_operation
+        if operation == SET:
+            result[change.name] = change.value
+        elif operation == DELETE:
+            result.pop(change.name, None)
+        elif operation in (APPEND, SUBTRACT):
+            definition = definitions.get(change.name) if definitions else None
+            if definition is None or definition.kind != TYPE_LIST:
+                verb = "append" if operation == APPEND else "subtract"
+                raise Refused(
+                    ErrorCode.invalid_config,
+                    f"Config value {verb} is not allowed for config key: {change.name}",
+                )
+            items = [p for p in result.get(change.name, "delete").split(",") if p]
+            given = [p.strip() for p in (change.value or "").split(",") if p.strip()]
+            if operation == APPEND:
+                items += [p for p in given if p not in items]
+            else:
+                items = [p for p in items if p not in given]
+            result[change.name] = ",".join(items)
+        else:
+            raise Refused(ErrorCode.invalid_request, f"Unknown config operation {operation}")
+    return result

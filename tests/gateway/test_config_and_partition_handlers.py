@@ -1,0 +1,271 @@
+"""The issue-45 handlers as plain functions: a group config change is stored, then asked of
+the group's actor; the refusals are Kafka's; partitions grow and records go in storage."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from rafka_actors.config import BrokerConfig
+from rafka_actors.gateway.apis import API_TABLE
+from rafka_actors.gateway.apis._build import make
+from rafka_actors.gateway.apis.partitions_admin import TellGroups
+from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
+from rafka_actors.gateway.steps import Ask
+from rafka_actors.group_common.ops import GroupConfigOp, GroupConfigOpResp, TopicsChangedOp
+from rafka_actors.ids import GroupKey
+from rafka_actors.protocol.messages import request_class
+from rafka_actors.storage.data_plane import DataPlane
+from rafka_actors.storage.group_configs import GroupConfigStore
+from tests.batch_builder import build_batch
+
+DESCRIBE, INCREMENTAL, CREATE_PARTITIONS, DELETE_RECORDS, CLUSTER = 32, 44, 37, 21, 60
+ORG = 7
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
+    data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
+    data.create_topic("t", 2, org_id=ORG)
+    config = BrokerConfig(data_dir=tmp_path, group_consumer_min_session_timeout_ms=1000)
+    yield BrokerContext(
+        config,
+        data,
+        "127.0.0.1",
+        9092,
+        API_TABLE,
+        group_configs=GroupConfigStore.open(tmp_path),
+    )
+    data.close()
+
+
+CONN = ConnectionInfo("10.0.0.7", 4242, org_id=ORG)
+
+
+def _nested(key: int, version: int, cls: str, **values: Any) -> Any:
+    return make(getattr(sys.modules[request_class(key, version).__module__], cls), **values)
+
+
+def _call(ctx: BrokerContext, key: int, version: int, **values: Any) -> Any:
+    return API_TABLE[key].handler(ctx, CONN, version, make(request_class(key, version), **values))
+
+
+def _describe(ctx: BrokerContext, kind: int, name: str) -> Any:
+    resource = _nested(
+        DESCRIBE,
+        4,
+        "DescribeConfigsResource",
+        resource_type=kind,
+        resource_name=name,
+        configuration_keys=None,
+    )
+    (result,) = _call(
+        ctx,
+        DESCRIBE,
+        4,
+        resources=(resource,),
+        include_synonyms=True,
+        include_documentation=True,
+    ).results
+    return result
+
+
+def test_a_group_config_is_stored_then_asked_of_the_group_s_actor(ctx: BrokerContext) -> None:
+    change = _nested(
+        INCREMENTAL,
+        1,
+        "AlterableConfig",
+        name="consumer.session.timeout.ms",
+        config_operation=0,
+        value="6000",
+    )
+    resource = _nested(
+        INCREMENTAL,
+        1,
+        "AlterConfigsResource",
+        resource_type=32,
+        resource_name="g",
+        configs=(change,),
+    )
+    step = _call(ctx, INCREMENTAL, 1, resources=(resource,), validate_only=False)
+    assert isinstance(step, Ask)
+    assert step.asks == (
+        (GroupKey(ORG, "g"), GroupConfigOp((("consumer.session.timeout.ms", "6000"),))),
+    )
+    (response,) = step.then([GroupConfigOpResp(0)]).responses
+    assert response.error_code == ErrorCode.none
+    assert GroupConfigStore.open(ctx.config.data_dir).get(ORG, "g") == {
+        "consumer.session.timeout.ms": "6000"
+    }
+    entry = {c.name: c for c in _describe(ctx, 32, "g").configs}["consumer.session.timeout.ms"]
+    assert (entry.value, entry.config_source) == ("6000", 8)
+    assert [s.name for s in entry.synonyms] == [
+        "consumer.session.timeout.ms",
+        "group.consumer.session.timeout.ms",
+    ]
+    assert _describe(ctx, 32, "g-other").configs[1].value == "45000"  # others: the default
+    assert "consumer group protocol" in entry.documentation
+
+
+def test_every_describe_version_is_answered(ctx: BrokerContext) -> None:
+    for version in (1, 2, 3, 4):  # librdkafka asks v1, kafka-python v2, Java v4
+        values = {"include_synonyms": True, "include_documentation": True}
+        resource = _nested(
+            DESCRIBE,
+            version,
+            "DescribeConfigsResource",
+            resource_type=2,
+            resource_name="t",
+            configuration_keys=None,
+        )
+        response = _call(ctx, DESCRIBE, version, resources=(resource,), **values)
+        assert response.results[0].error_code == ErrorCode.none
+        assert len(response.results[0].configs) == 5
+
+
+def test_describe_refusals(ctx: BrokerContext) -> None:
+    assert _describe(ctx, 4, "3").error_code == ErrorCode.invalid_request  # not this broker
+    assert _describe(ctx, 16, "x").error_code == ErrorCode.invalid_request  # client metrics
+    assert _describe(ctx, 2, "nope").error_code == ErrorCode.unknown_topic_or_partition
+    assert _describe(ctx, 32, "").error_code == ErrorCode.invalid_request
+
+
+def test_create_partitions_grows_the_topic_and_tells_the_running_groups(
+    ctx: BrokerContext,
+) -> None:
+    def grow(count: int) -> Any:
+        topic = _nested(
+            CREATE_PARTITIONS, 3, "CreatePartitionsTopic", name="t", count=count, assignments=None
+        )
+        return _call(ctx, CREATE_PARTITIONS, 3, topics=(topic,), timeout=0, validate_only=False)
+
+    (refused,) = grow(2).results
+    assert refused.error_code == ErrorCode.invalid_partitions
+    assert refused.error_message == "Topic already has 2 partition(s)."
+    step = grow(3)
+    assert isinstance(step, TellGroups)
+    assert (step.org_id, step.op, step.stored_too) == (ORG, TopicsChangedOp(), False)
+    assert step.then([]).results[0].error_code == ErrorCode.none
+    assert len(ctx.data.topics_for(ORG).by_name("t").partitions) == 3  # type: ignore[union-attr]
+
+
+def test_delete_records_moves_the_log_start_within_the_log(ctx: BrokerContext) -> None:
+    topic = ctx.data.topics_for(ORG).by_name("t")
+    assert topic is not None
+    for _ in range(4):
+        ctx.data.append(topic, 0, [memoryview(build_batch([(b"k", b"v")]))])
+
+    def delete(offset: int) -> Any:
+        partition = _nested(
+            DELETE_RECORDS, 2, "DeleteRecordsPartition", partition_index=0, offset=offset
+        )
+        wanted = _nested(DELETE_RECORDS, 2, "DeleteRecordsTopic", name="t", partitions=(partition,))
+        (result,) = _call(ctx, DELETE_RECORDS, 2, topics=(wanted,), timeout=0).topics
+        return result.partitions[0]
+
+    assert delete(5).error_code == ErrorCode.offset_out_of_range
+    assert (delete(2).low_watermark, delete(1).low_watermark) == (2, 2)
+    assert delete(-1).low_watermark == 4  # the high watermark
+    assert topic.partitions[0].log_start_offset == 4
+
+
+def test_describe_cluster_names_this_broker(ctx: BrokerContext) -> None:
+    response = _call(ctx, CLUSTER, 1, include_cluster_authorized_operations=False, endpoint_type=1)
+    assert response.error_code == ErrorCode.none
+    assert [(b.broker_id, b.host, b.port) for b in response.brokers] == [(0, "127.0.0.1", 9092)]
+    assert response.controller_id == 0
+
+
+def test_alter_configs_replaces_a_topic_s_configs(ctx: BrokerContext) -> None:
+    store = ctx.data.topics_for(ORG)
+    store.alter_configs("t", {"segment.bytes": "4096", "retention.ms": "1000"})
+    given = _nested(33, 2, "AlterableConfig", name="retention.bytes", value="5000")
+    resource = _nested(
+        33, 2, "AlterConfigsResource", resource_type=2, resource_name="t", configs=(given,)
+    )
+    step = _call(ctx, 33, 2, resources=(resource,), validate_only=False)
+    (response,) = step.responses if not isinstance(step, Ask) else step.then([None]).responses
+    assert response.error_code == ErrorCode.none
+    assert store.by_name("t").configs == {"retention.bytes": "5000"}  # type: ignore[union-attr]
+
+
+def test_a_change_that_cannot_be_stored_is_a_storage_error(
+    ctx: BrokerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*_args: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("rafka_actors.storage.group_configs.os.replace", full_disk)
+    change = _nested(
+        INCREMENTAL,
+        1,
+        "AlterableConfig",
+        name="consumer.session.timeout.ms",
+        config_operation=0,
+        value="6000",
+    )
+    resource = _nested(
+        INCREMENTAL,
+        1,
+        "AlterConfigsResource",
+        resource_type=32,
+        resource_name="g",
+        configs=(change,),
+    )
+    response = _call(ctx, INCREMENTAL, 1, resources=(resource,), validate_only=False)
+    assert not isinstance(response, Ask)  # nothing stored: the group is not told
+    assert response.responses[0].error_code == ErrorCode.kafka_storage_error
+    assert ctx.group_configs is not None and ctx.group_configs.get(ORG, "g") == {}
+
+
+def test_the_oldest_versions_served_are_answered(ctx: BrokerContext) -> None:
+    """Fields come and go between versions: the handlers read only what each version has."""
+    assert _call(ctx, CLUSTER, 0, include_cluster_authorized_operations=False).brokers
+    logs = _call(ctx, 35, 1, topics=None).results[0]
+    assert sorted(p.partition_index for p in logs.topics[0].partitions) == [0, 1]
+    grow = _nested(
+        CREATE_PARTITIONS, 0, "CreatePartitionsTopic", name="t", count=2, assignments=None
+    )
+    (result,) = _call(
+        ctx, CREATE_PARTITIONS, 0, topics=(grow,), timeout=0, validate_only=True
+    ).results
+    assert result.error_code == ErrorCode.invalid_partitions
+    below = _nested(DELETE_RECORDS, 0, "DeleteRecordsPartition", partition_index=0, offset=0)
+    wanted = _nested(DELETE_RECORDS, 0, "DeleteRecordsTopic", name="t", partitions=(below,))
+    (topic,) = _call(ctx, DELETE_RECORDS, 0, topics=(wanted,), timeout=0).topics
+    assert topic.partitions[0].low_watermark == 0
+    for key in (33, INCREMENTAL):
+        config = _nested(
+            key, 0, "AlterableConfig", name="retention.ms", config_operation=0, value="5"
+        )
+        resource = _nested(
+            key, 0, "AlterConfigsResource", resource_type=2, resource_name="t", configs=(config,)
+        )
+        (response,) = _call(ctx, key, 0, resources=(resource,), validate_only=True).responses
+        assert response.error_code == ErrorCode.none
+
+
+def test_create_topics_answers_with_the_new_topic_s_configs(ctx: BrokerContext) -> None:
+    config = _nested(19, 7, "CreatableTopicConfig", name="retention.ms", value=" 60000")
+    topic = _nested(
+        19,
+        7,
+        "CreatableTopic",
+        name="fresh",
+        num_partitions=1,
+        replication_factor=1,
+        assignments=(),
+        configs=(config,),
+    )
+    (result,) = _call(ctx, 19, 7, topics=(topic,), timeout=0, validate_only=False).topics
+    assert result.error_code == ErrorCode.none
+    configs = {c.name: (c.value, c.config_source) for c in result.configs}
+    assert configs["retention.ms"] == ("60000", 1)  # as Kafka prints it, set on the topic
+    assert configs["segment.bytes"] == (str(1 << 30), 5)
+    stored = ctx.data.topics_for(ORG).by_name("fresh")
+    assert stored is not None and stored.configs == {"retention.ms": "60000"}
