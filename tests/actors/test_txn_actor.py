@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 import trio
@@ -17,6 +18,7 @@ from rafka_actors.actors.durable_log import CoordinatorLogError
 from rafka_actors.actors.txn_registry import TransactionRegistry
 from rafka_actors.group_common.records import Record
 from rafka_actors.ids import GroupKey
+from rafka_actors.transaction import machine as txn_machine
 from rafka_actors.transaction.ops import (
     AddOffsetsOp,
     AddPartitionsOp,
@@ -228,3 +230,29 @@ async def test_requests_racing_with_a_stopping_actor_all_get_answers(
                 await trio.lowlevel.checkpoint()
     assert answers == [ErrorCode.none] * 100
     assert registry.get(KEY).producer_epoch == 99
+
+
+async def test_a_step_that_raises_is_contained_to_its_transactional_id(
+    autojump_clock: trio.abc.Clock,
+    nursery: trio.Nursery,
+    txn_log: MemoryCoordinatorLog,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registry = registry_of(nursery, txn_log, RecordingSink(txn_log))
+    other = GroupKey(3, "other")
+    for key in (KEY, other):
+        assert (await registry.ask(key, InitProducerIdOp(TIMEOUT_MS))).error_code == 0
+    real_handle = txn_machine.handle
+
+    def broken(txn: Any, op: Any, now: int, **kw: Any) -> Any:
+        if kw["transactional_id"] == KEY.group_id:
+            raise RuntimeError("a bug")
+        return real_handle(txn, op, now, **kw)
+
+    monkeypatch.setattr(txn_machine, "handle", broken)
+    answer = await registry.ask(KEY, InitProducerIdOp(TIMEOUT_MS))
+    assert answer.error_code == ErrorCode.coordinator_not_available  # retriable
+    assert registry.get(KEY).producer_epoch == 0  # what the log has
+    assert (await registry.ask(other, InitProducerIdOp(TIMEOUT_MS))).producer_epoch == 1
+    monkeypatch.setattr(txn_machine, "handle", real_handle)
+    assert (await registry.ask(KEY, InitProducerIdOp(TIMEOUT_MS))).producer_epoch == 1
