@@ -32,8 +32,6 @@ from ..ids import GroupKey
 from ..storage.coordinator_segments import CoordinatorLogError
 from ..transaction import machine
 from ..transaction.ops import (
-    DescribeTxnOp,
-    DescribeTxnResp,
     InitProducerIdOp,
     InitProducerIdResp,
     MarkersWritten,
@@ -68,8 +66,6 @@ def error_answer(op: Any, code: int) -> Any:
     """An error answer of the right shape for any transaction op."""
     if isinstance(op, InitProducerIdOp):
         return InitProducerIdResp(code)
-    if isinstance(op, DescribeTxnOp):
-        return DescribeTxnResp(code)
     return TxnResp(code)
 
 

@@ -28,8 +28,6 @@ from kio.schema.errors import ErrorCode
 from .ops import (
     AddOffsetsOp,
     AddPartitionsOp,
-    DescribeTxnOp,
-    DescribeTxnResp,
     EndTxnOp,
     InitProducerIdOp,
     InitProducerIdResp,
@@ -77,10 +75,6 @@ def handle(
             return _add(txn, op.producer_id, op.producer_epoch, frozenset(), groups, now)
         case EndTxnOp():
             return _end_txn(txn, op, now)
-        case DescribeTxnOp():
-            if txn is None:
-                return Result(txn, None, DescribeTxnResp(ErrorCode.transactional_id_not_found))
-            return Result(txn, None, DescribeTxnResp(ErrorCode.none, txn))
         case TxnTimerFired():
             if txn is None or not _expired(txn, now):
                 return Result(txn, None, None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition, Transaction
+from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,17 +53,6 @@ class TxnResp:
     """The answer of AddPartitions, AddOffsets and EndTxn: one error code."""
 
     error_code: int
-
-
-@dataclass(frozen=True, slots=True)
-class DescribeTxnOp:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class DescribeTxnResp:
-    error_code: int
-    transaction: Transaction | None = None
 
 
 @dataclass(frozen=True, slots=True)
