@@ -256,3 +256,21 @@ async def test_a_step_that_raises_is_contained_to_its_transactional_id(
     assert (await registry.ask(other, InitProducerIdOp(TIMEOUT_MS))).producer_epoch == 1
     monkeypatch.setattr(txn_machine, "handle", real_handle)
     assert (await registry.ask(KEY, InitProducerIdOp(TIMEOUT_MS))).producer_epoch == 1
+
+
+async def test_idle_transactional_ids_expire_and_open_ones_stay(
+    autojump_clock: trio.abc.Clock, nursery: trio.Nursery, txn_log: MemoryCoordinatorLog
+) -> None:
+    registry = registry_of(nursery, txn_log, RecordingSink(txn_log))
+    busy = GroupKey(3, "busy")
+    for key in (KEY, busy):
+        assert (await registry.ask(key, InitProducerIdOp(50_000))).error_code == 0
+    pid, epoch = registry.get(busy).producer_id, registry.get(busy).producer_epoch
+    await registry.ask(busy, AddPartitionsOp(pid, epoch, frozenset({("out", 0)})))
+    await trio.sleep(40)  # (the busy one's transaction does not time out meanwhile)
+    assert await registry.expire(expiration_ms=30_000) == 1
+    assert registry.get(KEY) is None and txn_log.records_of(KEY) == []
+    assert registry.get(busy).state is TxnState.ONGOING
+    assert registry_of(nursery, txn_log, RecordingSink(txn_log)).get(KEY) is None  # restart
+    again = await registry.ask(KEY, InitProducerIdOp(TIMEOUT_MS))
+    assert (again.error_code, again.producer_epoch) == (0, 0)  # a new producer id

@@ -2,7 +2,7 @@
 
 Hypothesis drives three producer handles of one transactional id through InitProducerId
 (with and without their current id and epoch, with valid and invalid timeouts),
-AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and the passing of time,
+AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, the expiry sweep and the passing of time,
 in any order; the actor's duties (firing a due timeout, completing a prepared transaction's
 markers) are rules too, so they interleave with everything else. Every answer is checked
 against a model written from Kafka's TransactionCoordinator rules, and after every step:
@@ -33,6 +33,7 @@ from rafka_actors.transaction.ops import (
     AddOffsetsOp,
     AddPartitionsOp,
     EndTxnOp,
+    ExpireTxnOp,
     InitProducerIdOp,
     MarkersWritten,
     TxnTimerFired,
@@ -76,6 +77,7 @@ class TransactionMachine(RuleBasedStateMachine):
         self.stored: list[TransactionRecord] = []
         self.decisions: list[tuple[int, int, str]] = []  # (pid, epoch, Prepare*) allowed
         self.epochs: dict[int, int] = {}
+        self.updated = 0  # when the last record was stored
 
     # -- the machine under test ---------------------------------------------------------------
 
@@ -97,9 +99,12 @@ class TransactionMachine(RuleBasedStateMachine):
             # stored through the log's encoding, as the actor stores it
             _, decoded = decode_entry(encode_entry(KEY, result.record))
             assert decoded == result.record
-            assert isinstance(decoded, TransactionRecord)
             self.stored.append(decoded)
-            assert result.txn is not None and result.txn != before
+            self.updated = self.now
+            if isinstance(decoded, TransactionRecord):
+                assert result.txn is not None and result.txn != before
+            else:  # the expiry's tombstone
+                assert result.txn is None and before is not None
         else:
             assert result.txn == before or before is None  # a refused first init keeps nothing
         self.txn = result.txn
@@ -206,6 +211,23 @@ class TransactionMachine(RuleBasedStateMachine):
                 code = ErrorCode.invalid_txn_state
         assert answer.error_code == code, (answer, m, commit)
 
+    @rule(expiration=st.sampled_from((1_000, 5_000)))
+    def expiry_sweep(self, expiration: int) -> None:
+        unchanged_for = self.now - self.updated  # (before the step stores its tombstone)
+        answer = self.step(ExpireTxnOp(expiration))
+        m, txn = self.model, self.txn
+        idle = (
+            m.exists
+            and m.epoch >= 0
+            and m.state not in ("Ongoing", "PrepareCommit", "PrepareAbort")
+        )
+        if idle and unchanged_for >= expiration:
+            assert answer.expired and txn is None
+            self.model = Model()
+            self.handles = [(-1, -1)] * 3
+        else:
+            assert not answer.expired
+
     @rule(ms=SLEEPS)
     def time_passes(self, ms: int) -> None:
         self.now += ms
@@ -273,6 +295,9 @@ class TransactionMachine(RuleBasedStateMachine):
     def every_decision_was_made(self) -> None:
         previous = None
         for record in self.stored:
+            if not isinstance(record, TransactionRecord):
+                previous = None  # the id expired: what follows starts afresh
+                continue
             if record.state in ("PrepareCommit", "PrepareAbort"):
                 assert (record.producer_id, record.producer_epoch, record.state) in self.decisions
             if record.state == "CompleteCommit":

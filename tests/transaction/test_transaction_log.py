@@ -10,7 +10,7 @@ import trio
 
 from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.ids import GroupKey
-from rafka_actors.transaction.records import record_of, replay
+from rafka_actors.transaction.records import TransactionTombstone, record_of, replay
 from rafka_actors.transaction.state import Transaction, TxnState
 
 KEY = GroupKey(4, "copier")
@@ -42,3 +42,16 @@ async def test_the_latest_record_survives_reopening_and_compaction(tmp_path: Pat
     groups = DurableCoordinatorLog.open(tmp_path)  # the groups' log knows nothing of it
     assert groups.keys() == []
     groups.close()
+
+
+async def test_an_expired_ids_tombstone_removes_it_from_the_reopened_log(tmp_path: Path) -> None:
+    log = DurableCoordinatorLog.open(tmp_path, name="transactions", bulk=False)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(log.run)
+        await log.append(KEY, [record_of(state(0, TxnState.EMPTY, frozenset()))])
+        await log.append(KEY, [TransactionTombstone("copier")])
+        nursery.cancel_scope.cancel()
+    log.close()
+    reopened = DurableCoordinatorLog.open(tmp_path, name="transactions", bulk=False)
+    assert reopened.keys() == [] and replay(reopened.records_of(KEY)) is None
+    reopened.close()

@@ -28,17 +28,20 @@ from typing import Any, Final
 import trio
 from kio.schema.errors import ErrorCode
 
+from ..group_common.records import Record
 from ..ids import GroupKey
 from ..storage.coordinator_segments import CoordinatorLogError
 from ..transaction import machine
 from ..transaction.ops import (
+    ExpireTxnOp,
+    ExpireTxnResp,
     InitProducerIdOp,
     InitProducerIdResp,
     MarkersWritten,
     TxnResp,
     TxnTimerFired,
 )
-from ..transaction.records import TransactionRecord, replay
+from ..transaction.records import replay
 from ..transaction.state import PREPARED, Markers, Transaction, TxnConfig, markers_of
 from .coordinator_log import CoordinatorLog, now_ms, trio_time
 from .group_actor import BATCH_LIMIT, Envelope, StoreTimedOut
@@ -66,6 +69,8 @@ def error_answer(op: Any, code: int) -> Any:
     """An error answer of the right shape for any transaction op."""
     if isinstance(op, InitProducerIdOp):
         return InitProducerIdResp(code)
+    if isinstance(op, ExpireTxnOp):
+        return ExpireTxnResp(False)
     return TxnResp(code)
 
 
@@ -153,7 +158,7 @@ class TransactionActor:
         self._held = [(envelope, None) for envelope in envelopes]
         now = now_ms()
         txn = self.txn
-        records: list[TransactionRecord] = []
+        records: list[Record] = []
         op: Any = None
         try:
             if timer_due:
@@ -193,7 +198,7 @@ class TransactionActor:
         )
 
     def _fire_timer(
-        self, txn: Transaction | None, now: int, records: list[TransactionRecord]
+        self, txn: Transaction | None, now: int, records: list[Record]
     ) -> Transaction | None:
         """The open transaction's timeout: it is aborted, its producer fenced."""
         result = self._step(txn, TxnTimerFired(), now)
@@ -206,7 +211,7 @@ class TransactionActor:
             )
         return result.txn
 
-    async def _store(self, records: list[TransactionRecord]) -> None:
+    async def _store(self, records: list[Record]) -> None:
         with trio.move_on_after(self._commit_timeout_s) as scope:
             await self.log.append(self.key, records)
         if scope.cancelled_caught:

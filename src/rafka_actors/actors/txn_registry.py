@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from ..transaction.ops import ExpireTxnOp
 from ..transaction.records import replay
 from ..transaction.state import Transaction, TxnConfig
 from .coordinator_log import CoordinatorLog, now_ms
@@ -109,6 +110,29 @@ class TransactionRegistry:
             self._publish(key, txn)
         finally:
             self._stopped(key, actor)
+
+    async def expire_periodically(self, interval_ms: int, expiration_ms: int) -> None:
+        """Kafka's transactional id expiry: every interval, forget the ids with no open
+        transaction that have not changed for `expiration_ms`."""
+        while True:
+            await trio.sleep(interval_ms / 1000)
+            await self.expire(expiration_ms)
+
+    async def expire(self, expiration_ms: int) -> int:
+        """One sweep; how many transactional ids were forgotten (each actor decides its own,
+        on its state when it gets the op)."""
+        now = now_ms()
+        due = [
+            key
+            for key, txn in list(self._known.items())
+            if not txn.open and now - txn.update_ms >= expiration_ms
+        ]
+        expired = 0
+        for key in due:
+            if (await self.ask(key, ExpireTxnOp(expiration_ms))).expired:
+                expired += 1
+                log.info("transactional id %s of org %d expired", key.group_id, key.org_id)
+        return expired
 
     def resume(self) -> int:
         """Start the actors of open transactions (after a restart); how many."""

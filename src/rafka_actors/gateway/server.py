@@ -110,6 +110,11 @@ async def run_broker(
                     data.producer_ids.allocate,
                     commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
                 )
+                services.start_soon(
+                    transactions.expire_periodically,
+                    config.transaction_remove_expired_transaction_cleanup_interval_ms,
+                    config.transactional_id_expiration_ms,
+                )
                 resumed_txns = transactions.resume()
                 log.info("transaction log replayed: %d open transactions resumed", resumed_txns)
                 ctx = BrokerContext(

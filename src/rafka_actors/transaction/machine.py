@@ -15,6 +15,8 @@ follow Kafka's coordinator:
   is bumped), as Kafka's abortTimedOutTransactions does.
 - Prepare* is the decision: once its record is stored the actor writes the markers
   (`state.markers_of`) and steps `MarkersWritten`, which completes it.
+- A transactional id with no open transaction that has not changed for
+  transactional.id.expiration.ms is forgotten (`ExpireTxnOp`, Kafka's expiry): a tombstone.
 """
 
 from __future__ import annotations
@@ -25,17 +27,20 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..group_common.records import Record
 from .ops import (
     AddOffsetsOp,
     AddPartitionsOp,
     EndTxnOp,
+    ExpireTxnOp,
+    ExpireTxnResp,
     InitProducerIdOp,
     InitProducerIdResp,
     MarkersWritten,
     TxnResp,
     TxnTimerFired,
 )
-from .records import TransactionRecord, record_of
+from .records import TransactionTombstone, record_of
 from .state import (
     COMPLETED,
     NO_PRODUCER_EPOCH,
@@ -51,7 +56,7 @@ from .state import (
 @dataclass(frozen=True, slots=True)
 class Result:
     txn: Transaction | None
-    record: TransactionRecord | None  # stored before the answer goes out
+    record: Record | None  # stored before the answer goes out
     reply: Any  # None for the actor's own ops
 
 
@@ -75,6 +80,10 @@ def handle(
             return _add(txn, op.producer_id, op.producer_epoch, frozenset(), groups, now)
         case EndTxnOp():
             return _end_txn(txn, op, now)
+        case ExpireTxnOp():
+            if txn is None or txn.open or now - txn.update_ms < op.expiration_ms:
+                return Result(txn, None, ExpireTxnResp(False))
+            return Result(None, TransactionTombstone(txn.transactional_id), ExpireTxnResp(True))
         case TxnTimerFired():
             if txn is None or not _expired(txn, now):
                 return Result(txn, None, None)

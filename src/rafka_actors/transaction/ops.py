@@ -56,6 +56,19 @@ class TxnResp:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpireTxnOp:
+    """The expiry sweep: forget the transactional id if no transaction is open and it has
+    not changed for `expiration_ms` (transactional.id.expiration.ms)."""
+
+    expiration_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireTxnResp:
+    expired: bool
+
+
+@dataclass(frozen=True, slots=True)
 class TxnTimerFired:
     pass
 

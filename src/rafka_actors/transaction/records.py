@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..group_common.records import Record
+from ..group_common.records import GroupTombstone, Record
 from .state import Transaction, TxnState
 
 
@@ -29,6 +29,11 @@ class TransactionRecord(Record):
     groups: tuple[str, ...]  # sorted
     start_ms: int
     update_ms: int
+
+
+# An expired transactional id is deleted with the coordinator log's tombstone of a key
+# (type 4: every record stored under the key goes); in the transaction log the key is the id.
+TransactionTombstone = GroupTombstone
 
 
 def record_of(txn: Transaction) -> TransactionRecord:
@@ -70,4 +75,6 @@ def replay(records: Iterable[Record]) -> Transaction | None:
     for record in records:
         if isinstance(record, TransactionRecord):
             txn = transaction_of(record)
+        elif isinstance(record, TransactionTombstone):
+            txn = None
     return txn
