@@ -28,14 +28,6 @@ def broker(broker_factory) -> BrokerProcess:  # type: ignore[no-untyped-def]
     return broker_factory()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`--dist loadgroup`), every test that uses the Spark session runs on
-    one worker, so the suite starts one JVM rather than one per worker."""
-    for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("spark"))
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
     outcome = yield

@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+from importlib import metadata
 from pathlib import Path
 
 # kio imports Hypothesis when it is installed (dev installs), and importing Hypothesis runs
@@ -24,6 +25,7 @@ import trio
 
 from . import gc_policy
 from .config import ConfigError, describe_settings, load_config
+from .otel_env import configure_tracing
 from .refusals import refusal_in, unusable_data_dir
 
 log = logging.getLogger("rafka_actors")
@@ -37,10 +39,51 @@ SUBCOMMAND_MODULES = (
 )
 
 
+USAGE = """\
+A Kafka-wire-compatible broker whose consumer groups are served by one actor per group.
+Point any Kafka client (librdkafka, kafka-python, aiokafka, Kafka's own tools) at it.
+
+  rafka-actors serve                    run the broker on 127.0.0.1:9092, data in ./rafka-data
+  rafka-actors groups list              the groups, their type and state
+  rafka-actors groups offsets G --watch committed offsets and lag (records, seconds), live
+  rafka-actors users add NAME --org N   a SASL user of an organisation
+  rafka-actors pipeline lag --data-dir D --out OUT   lag over time, Burrow's verdict (Spark)
+
+`rafka-actors COMMAND --help` tells more of each; the README tells how to configure it.
+"""
+
+SERVE_USAGE = """\
+Run the broker until SIGTERM or Ctrl-C. Settings use Apache Kafka's names; later sources win:
+built-in defaults (--help-config lists them), --config FILE, RAFKA_<KEY> environment variables
+(RAFKA_NUM_PARTITIONS=6), then --listen, --data-dir and -o KEY=VALUE.
+
+  rafka-actors serve --listen 127.0.0.1:9092 --data-dir ./rafka-data
+  rafka-actors serve -o metrics.listen=127.0.0.1:9404     Prometheus metrics on /metrics
+
+Tracing: with the `otel` extra installed, OTEL_TRACES_EXPORTER=otlp|console and the other
+OTEL_* variables send the broker's spans (README, "Watching it").
+"""
+
+
+def _version() -> str:
+    try:
+        return metadata.version("rafka-actors")
+    except metadata.PackageNotFoundError:  # run from a source tree without an install
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rafka-actors", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the broker")
+    parser = argparse.ArgumentParser(
+        prog="rafka-actors", description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"rafka-actors {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="run the broker",
+        description=SERVE_USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve.add_argument("--listen", metavar="HOST:PORT", help="default 127.0.0.1:9092")
     serve.add_argument("--data-dir", metavar="DIR", type=Path, help="default ./rafka-data")
     serve.add_argument("--config", metavar="FILE", type=Path, help="Kafka-style properties file")
@@ -52,7 +95,9 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="set any setting by its Kafka key, e.g. -o num.partitions=6",
     )
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument(
+        "--log-level", default="INFO", help="DEBUG, INFO (default), WARNING or ERROR"
+    )
     serve.add_argument(
         "--debug", action="store_true", help="show the traceback of a refusal to start"
     )
@@ -116,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             for key, default, doc in describe_settings():
                 print(f"{key:40} {default:24} {doc}")
             return 0
+        stop_tracing = configure_tracing(os.environ)
         try:
             gc_policy.starting()
             trio.run(_serve_until_signalled, args)
@@ -126,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
             # one line: what, where, what to do (refusals.py); the traceback only if asked
             log.error("cannot start: %s", refusal, exc_info=exc if args.debug else None)
             return refusal.exit_status
+        finally:
+            if stop_tracing is not None:
+                stop_tracing()  # flushes the spans still queued
         return 0
     run = getattr(args, "run", None)
     return int(run(args)) if run is not None else 1

@@ -222,6 +222,20 @@ class BrokerConfig:
     coordinator_log_skip_corruption: bool = field(
         default=False, metadata=_doc("start even if the middle of the log is corrupt")
     )
+    # Metrics endpoint (metrics/): off unless metrics.listen is set; labels bounded.
+    metrics_listen: str = field(
+        default="", metadata=_doc("HOST:PORT of the Prometheus endpoint (off if empty)")
+    )
+    metrics_group_allow: str = field(default="", metadata=_doc("regex of groups with series"))
+    metrics_group_deny: str = field(default="", metadata=_doc("regex of groups without series"))
+    metrics_topic_allow: str = field(default="", metadata=_doc("regex of topics with series"))
+    metrics_topic_deny: str = field(default="", metadata=_doc("regex of topics without series"))
+    metrics_max_partition_series: int = field(
+        default=10_000, metadata=_doc("partition lag series per scrape at most (then dropped)")
+    )
+    metrics_burrow_window: int = field(
+        default=10, metadata=_doc("commits per partition in the live Burrow window")
+    )
     # -- when the disk fills (issue 47) --
     log_dir_free_space_warning_bytes: int = field(
         default=1 << 30, metadata=_doc("warn when the data dir has less free space; 0: never")

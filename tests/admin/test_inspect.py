@@ -18,6 +18,12 @@ import sys
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.txn_offset_commit.v3 import request as txn_commit
+from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
+from kio.static.primitive import i16, i32, i64
+
+from rafka_actors.admin.client import KafkaClient
 
 from ..broker_process import BrokerProcess
 from .conftest import (
@@ -154,7 +160,50 @@ def test_offsets_exact_numbers_for_an_empty_group(cli: Any, broker: BrokerProces
         "consumer_id": None,
         "host": None,
         "client_id": None,
+        "pending_transaction": False,
     }
+    assert "PENDING-TXN" not in result.out  # the column only when a transaction is pending
+
+
+def test_offsets_show_pending_transactional_offsets_apart(cli: Any, broker: BrokerProcess) -> None:
+    """A transaction's offset (TxnOffsetCommit, pending until the transaction's marker) is not
+    the committed one: CURRENT-OFFSET stays the committed offset, and the partition is marked
+    PENDING-TXN."""
+    topic, group = make_topic(broker), unique("transactional")
+    commit_simple(broker, group, topic, {0: 4, 1: 5})
+    partition = txn_commit.TxnOffsetCommitRequestPartition(
+        partition_index=i32(1),
+        committed_offset=i64(9),
+        committed_leader_epoch=i32(-1),
+        committed_metadata=None,
+    )
+    request = txn_commit.TxnOffsetCommitRequest(
+        transactional_id=TransactionalId("tx"),
+        group_id=GroupId(group),
+        producer_id=ProducerId(4000),
+        producer_epoch=i16(0),
+        generation_id=i32(-1),
+        member_id="",
+        group_instance_id=None,
+        topics=(
+            txn_commit.TxnOffsetCommitRequestTopic(name=TopicName(topic), partitions=(partition,)),
+        ),
+    )
+    with KafkaClient(broker.bootstrap) as client:
+        (answer,) = client.call(request).topics
+    assert [p.error_code for p in answer.partitions] == [ErrorCode.none]
+    result = cli("offsets", group)
+    assert result.code == 0, result.err
+    assert [(r["PARTITION"], r["CURRENT-OFFSET"], r["PENDING-TXN"]) for r in result.rows()] == [
+        ("0", "4", "-"),
+        ("1", "5", "pending"),
+    ]
+    (as_json,) = cli("offsets", group, "--output", "json").json()
+    pending = [
+        (p["partition"], p["current_offset"], p["pending_transaction"])
+        for p in as_json["partitions"]
+    ]
+    assert pending == [(0, 4, False), (1, 5, True)]
 
 
 @pytest.mark.parametrize("kind", ["classic", "consumer"])

@@ -27,6 +27,7 @@ from rafka_actors.group_common.ops import (
 )
 from rafka_actors.group_common.records import Record
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
+from rafka_actors.group_common.txn_offsets import epochs_of, pending_of
 
 GROUP_ID = "fooup"
 CGP_ID = "cgp_test"
@@ -174,4 +175,6 @@ def durable_view(group: ConsumerGroup) -> Any:
         dict(group.owners),
         dict(group.offsets),
         dict(group.static_members),
+        {pid: (t.producer_epoch, t.offsets) for pid, t in pending_of(group).items()},
+        dict(epochs_of(group)),
     )

@@ -17,7 +17,12 @@ Invariants, after every step:
 A client fenced without knowing yet (its rebalance timeout ran out on the coordinator before
 its acknowledgement arrived) is a zombie until its next heartbeat tells it: it is no member,
 and its commits are refused by member epoch; Kafka has the same window.
-- the group rebuilt from its records is the group in memory.
+- the group rebuilt from its records is the group in memory, pending transactional offsets
+  included.
+Members also commit offsets in transactions (TxnOffsetCommit with their member epoch, as
+KIP-447 producers do), which are checked on the spot: accepted from a member at its current
+epoch, refused from a zombie or a stale epoch; the transactions end with commit or abort
+markers, whose outcome is checked against a model of the pending offsets.
 And when every member heartbeats a few times with nothing else happening, the group is
 Stable and every partition of every subscribed topic is owned.
 """
@@ -33,8 +38,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from rafka_actors.consumer_group.state import ConsumerGroup, ConsumerGroupState
 from rafka_actors.consumer_group.subscription import subscribed_names
+from rafka_actors.group_common.ops import TxnMarkerOp, TxnOffsetCommitOp
+from rafka_actors.group_common.txn_offsets import pending_of
 
-from .harness import CONFIG, REBALANCE_TIMEOUT_MS, ConsumerHarness, durable_view
+from .harness import CONFIG, GROUP_ID, REBALANCE_TIMEOUT_MS, ConsumerHarness, durable_view
 
 MEMBERS = ("m1", "m2", "m3", "m4")
 SUBSCRIPTIONS = (("foo",), ("bar",), ("foo", "bar"), ("foo", "bar", "baz"))
@@ -57,6 +64,9 @@ class Reconciliation(RuleBasedStateMachine):
         self.h.create_topic("foo", 6)
         self.h.create_topic("bar", 4)
         self.clients = {m: Client() for m in MEMBERS}
+        # transactional offsets: each member's producer (id = its index) and what is pending
+        self.pending: dict[int, dict[tuple[str, int], int]] = {}
+        self.next_offset = 0
 
     def _take(self, member_id: str, resp: object, lost: bool = False) -> None:
         client = self.clients[member_id]
@@ -151,6 +161,50 @@ class Reconciliation(RuleBasedStateMachine):
             for p in range(self.h.image.by_name[name].partitions)
         }
         assert owned == wanted
+
+    # -- transactional offsets ----------------------------------------------------------------
+    @rule(member=st.sampled_from(MEMBERS), partition=st.integers(0, 1))
+    def txn_commit(self, member: str, partition: int) -> None:
+        client = self.clients[member]
+        if not client.joined or client.epoch == 0:
+            return
+        group = self.h.group
+        current = group.members.get(member) if isinstance(group, ConsumerGroup) else None
+        producer, tp = MEMBERS.index(member), ("foo", partition)
+        self.next_offset += 1
+        op = TxnOffsetCommitOp(
+            GROUP_ID, producer, 0, ((*tp, self.next_offset, -1, None),), member, client.epoch
+        )
+        ((_, _, error),) = self.h.send(op).results
+        if current is None:
+            assert error == 25  # UNKNOWN_MEMBER_ID: a zombie that does not know yet
+        elif current.member_epoch != client.epoch:
+            assert error == 22  # ILLEGAL_GENERATION (STALE_MEMBER_EPOCH only from v6)
+        else:
+            assert error == 0
+            self.pending.setdefault(producer, {})[tp] = self.next_offset
+
+    @rule(member=st.sampled_from(MEMBERS), committed=st.booleans())
+    def txn_end(self, member: str, committed: bool) -> None:
+        producer = MEMBERS.index(member)
+        group = self.h.group
+        before = dict(group.offsets) if group is not None else {}
+        assert self.h.send(TxnMarkerOp(producer, 0, committed)).error_code == 0
+        ended = self.pending.pop(producer, {})
+        after = self.h.group.offsets if self.h.group is not None else {}
+        for tp in {*before, *after, *ended}:
+            if committed and tp in ended:
+                assert after[tp].offset == ended[tp]
+            else:
+                assert after.get(tp) == before.get(tp)
+
+    @invariant()
+    def pending_offsets_are_the_models(self) -> None:
+        group = self.h.group
+        held = pending_of(group) if group is not None else {}
+        assert {p: {tp: c.offset for tp, c in t.offsets.items()} for p, t in held.items()} == {
+            p: offsets for p, offsets in self.pending.items() if offsets
+        }
 
     # -- invariants ---------------------------------------------------------------------------
     @invariant()

@@ -10,7 +10,8 @@ the way fires (`TimerFired`), each at its own time. Properties, after every step
 * every reply goes to a waiter that asked, at most once, and is the OpResp of that op's type;
 * every record encodes with `encode_entry` and decodes back equal with `decode_entry`;
 * replaying all records so far never raises, and gives a group of the same type with the
-  same committed offsets as the live one (a group that wrote no record yet replays to None);
+  same committed offsets and pending transactional offsets as the live one (a group that
+  wrote no record yet replays to None);
 * `next_deadline` is never in the past; firing due timers always ends (no group hangs).
 """
 
@@ -43,9 +44,12 @@ from rafka_actors.group_common.ops import (
     OffsetFetchOp,
     SyncGroupOp,
     TimerFired,
+    TxnMarkerOp,
+    TxnOffsetCommitOp,
 )
 from rafka_actors.group_common.records import Record
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
+from rafka_actors.group_common.txn_offsets import epochs_of, pending_of
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import decode_entry, encode_entry
 
@@ -97,7 +101,7 @@ def _epoch(data: st.DataObject, known: list[int]) -> int:
 
 
 def _op(data: st.DataObject, gid: str, members: list[str], epochs: list[int]) -> Any:
-    kind = data.draw(st.integers(0, 13), label="op kind")
+    kind = data.draw(st.integers(0, 15), label="op kind")
     draw = data.draw
     if kind == 0:
         return JoinGroupOp(
@@ -161,6 +165,22 @@ def _op(data: st.DataObject, gid: str, members: list[str], epochs: list[int]) ->
         return ConsumerGroupDescribeOp(gid)
     if kind == 11:
         return TimerFired()
+    producers = st.sampled_from([1, 2]) | INTS
+    if kind == 12:  # producers' offsets: pending until their transaction's marker
+        row = st.tuples(TOPICS, st.integers(-2, 4) | INTS, INTS, INTS, st.none() | NAMES)
+        return TxnOffsetCommitOp(
+            gid,
+            draw(producers),
+            draw(st.integers(0, 2) | INTS),
+            tuple(draw(st.lists(row, max_size=4))),
+            _member(data, members),
+            _epoch(data, epochs),
+            draw(OPT_NAMES),
+            draw(st.integers(0, 6) | INTS),
+            draw(NAMES),
+        )
+    if kind == 13:
+        return TxnMarkerOp(draw(producers), draw(st.integers(0, 2) | INTS), draw(st.booleans()))
     return ConsumerGroupHeartbeatOp(
         gid,
         _member(data, members),
@@ -259,6 +279,10 @@ class Run:
         assert self.group is not None, f"deleted group replays as {type(replayed).__name__}"
         assert type(replayed) is type(self.group)
         assert replayed.offsets == live_offsets
+        assert {p: (t.producer_epoch, t.offsets) for p, t in pending_of(replayed).items()} == {
+            p: (t.producer_epoch, t.offsets) for p, t in pending_of(self.group).items()
+        }
+        assert epochs_of(replayed) == epochs_of(self.group)
         COUNTS["group: replays compared"] += 1
 
 

@@ -18,6 +18,13 @@ done (timers due now are fired, as the group actor does) and the invariants are 
 
 Heartbeats and commits are checked against a small oracle on the spot; in particular a commit
 of a known member with a stale generation is always refused with ILLEGAL_GENERATION.
+
+Transactional offsets (issue 43 §2) join in: two producers commit offsets in transactions
+(TxnOffsetCommit, with members or without, sometimes as a fenced zombie epoch, also after
+the marker that ended its transaction), end them with commit or abort markers, and
+OffsetFetch with require_stable reads them. A model of the pending offsets per producer
+checks every answer, the merge (a later regular commit wins), and that a replay of the
+records rebuilds the pending offsets and the producers' epochs exactly.
 """
 
 from __future__ import annotations
@@ -39,8 +46,10 @@ from kio.schema.errors import ErrorCode
 from rafka_actors.coordinator import machine
 from rafka_actors.coordinator.replay import replay
 from rafka_actors.group.state import GroupState
+from rafka_actors.group_common.ops import OffsetFetchOp, TxnMarkerOp, TxnOffsetCommitOp
+from rafka_actors.group_common.txn_offsets import epochs_of, pending_of
 
-from .harness import DEFAULT_CONFIG, GroupHarness, protocols
+from .harness import DEFAULT_CONFIG, GROUP_ID, GroupHarness, protocols
 
 INSTANCES = ("s1", "s2", "s3")
 PROTOCOL_CHOICES = (
@@ -55,6 +64,8 @@ CONFIG = dataclasses.replace(
     DEFAULT_CONFIG, initial_rebalance_delay_ms=1_000, max_size=4, new_member_join_timeout_ms=9_000
 )
 SLEEPS = st.sampled_from((1, 500, 1_500, 4_000, 9_000))
+PRODUCERS = st.sampled_from((100, 200))
+TXN_PARTITIONS = (("topic", 0), ("topic", 1))
 
 
 class ClassicGroupMachine(RuleBasedStateMachine):
@@ -66,6 +77,13 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         self.instance_of: dict[str, str] = {}  # static member id -> its instance id
         self.max_generation = 0
         self.offsets = itertools.count()
+        # the model of transactional offsets: per producer its current epoch, and its pending
+        # offsets with the epoch they carry and the partitions a later regular commit won
+        self.epochs = {100: 0, 200: 0}
+        self.pending: dict[int, dict[tuple[str, int], int]] = {}
+        self.pending_epoch: dict[int, int] = {}
+        self.marker_epoch: dict[int, int] = {}  # the latest epoch of a marker the group got
+        self.superseded: dict[int, set[tuple[str, int]]] = {}
 
     @initialize()
     def start(self) -> None:
@@ -312,6 +330,10 @@ class ClassicGroupMachine(RuleBasedStateMachine):
             instance_id=instance,
         )
         (result,) = response.results
+        if result[2] == ErrorCode.none:
+            for pid, offsets in self.pending.items():
+                if ("topic", 0) in offsets:
+                    self.superseded[pid].add(("topic", 0))
         if known and generation < current:
             assert result[2] == ErrorCode.illegal_generation, response
         elif known:
@@ -324,6 +346,106 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         elif g is None:
             assert result[2] == ErrorCode.group_id_not_found
         self.settle()
+
+    # -- transactional offsets ---------------------------------------------------------------------
+    @rule(
+        data=st.data(),
+        with_member=st.booleans(),
+        stale=st.booleans(),
+        producer=PRODUCERS,
+        tp=st.sampled_from(TXN_PARTITIONS),
+        zombie=st.booleans(),
+    )
+    def txn_commit(
+        self,
+        data: st.DataObject,
+        with_member: bool,
+        stale: bool,
+        producer: int,
+        tp: tuple[str, int],
+        zombie: bool,
+    ) -> None:
+        g = self.h.group
+        current = self.generation()
+        if with_member and self.ids:
+            member_id, instance = self.pick(data)
+            known = self.is_known(member_id, instance)
+            generation = current - int(stale) if g is not None else 1
+        else:  # v0-v2, or a producer that is no member: no member id, generation -1
+            member_id, instance, known, generation = "", None, False, -1
+        epoch = self.epochs[producer] - int(zombie and self.epochs[producer] > 0)
+        offset = next(self.offsets)
+        op = TxnOffsetCommitOp(
+            GROUP_ID, producer, epoch, ((*tp, offset, -1, ""),), member_id, generation, instance
+        )
+        ((_, _, error),) = self.h.call(op).results
+        if generation < 0 and (g is None or g.state is GroupState.EMPTY or not member_id):
+            valid = True  # a simple commit to an empty group, or one naming no member
+        elif known:
+            valid = generation == current
+            if not valid:
+                assert error == ErrorCode.illegal_generation
+        else:
+            valid = False
+            assert error != ErrorCode.none
+        known = max(self.pending_epoch.get(producer, -1), self.marker_epoch.get(producer, -1))
+        if valid and epoch < known:  # a fenced zombie's, even after its transaction ended
+            assert error == ErrorCode.invalid_producer_epoch
+        elif valid:
+            assert error == ErrorCode.none
+            self.pending.setdefault(producer, {})[tp] = offset
+            self.pending_epoch[producer] = epoch
+            self.superseded.setdefault(producer, set()).discard(tp)
+        self.settle()
+
+    @rule(producer=PRODUCERS)
+    def new_producer_epoch(self, producer: int) -> None:
+        self.epochs[producer] += 1
+
+    @rule(producer=PRODUCERS, committed=st.booleans())
+    def txn_marker(self, producer: int, committed: bool) -> None:
+        before = dict(self.h.group.offsets) if self.h.group is not None else {}
+        if self.h.group is not None:  # (a marker to no group leaves nothing behind)
+            epoch = max(self.marker_epoch.get(producer, -1), self.epochs[producer])
+            self.marker_epoch[producer] = epoch
+        response = self.h.call(TxnMarkerOp(producer, self.epochs[producer], committed))
+        assert response.error_code == ErrorCode.none
+        pending = self.pending.pop(producer, {})
+        superseded = self.superseded.pop(producer, set())
+        self.pending_epoch.pop(producer, None)
+        after = self.h.group.offsets if self.h.group is not None else {}
+        for tp in TXN_PARTITIONS:
+            if committed and tp in pending and tp not in superseded:
+                assert after[tp].offset == pending[tp]
+            else:
+                assert after.get(tp) == before.get(tp)
+        self.settle()
+
+    @rule()
+    def fetch_stable(self) -> None:
+        rows = self.h.call(OffsetFetchOp(GROUP_ID, TXN_PARTITIONS, require_stable=True)).offsets
+        committed = self.h.group.offsets if self.h.group is not None else {}
+        for topic, partition, offset, _, _, error in rows:
+            if any((topic, partition) in p for p in self.pending.values()):
+                assert (offset, error) == (-1, ErrorCode.unstable_offset_commit)
+            else:
+                found = committed.get((topic, partition))
+                assert (offset, error) == (found.offset if found else -1, ErrorCode.none)
+
+    @invariant()
+    def pending_offsets_match_the_model_and_replay(self) -> None:
+        live = self.h.group
+        held = {} if live is None else pending_of(live)
+        assert {pid: {tp: c.offset for tp, c in t.offsets.items()} for pid, t in held.items()} == {
+            pid: offsets for pid, offsets in self.pending.items() if offsets
+        }
+        replayed = replay(self.h.records, self.h.now)
+        again = {} if replayed is None else pending_of(replayed)
+        assert {pid: (t.producer_epoch, t.offsets) for pid, t in again.items()} == {
+            pid: (t.producer_epoch, t.offsets) for pid, t in held.items()
+        }
+        if live is not None and replayed is not None:
+            assert epochs_of(replayed) == epochs_of(live) == self.marker_epoch
 
     # -- time --------------------------------------------------------------------------------------
     @rule(ms=SLEEPS)

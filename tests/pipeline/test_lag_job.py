@@ -68,6 +68,19 @@ def test_every_commit_has_its_log_end_and_lag(
     assert found[("gone", "events", 0)] == [(T0 + 20_000, 10, 30, 20)]
 
 
+def test_every_commit_has_its_time_lag(spark: SparkSession, report: tuple[Path, LagReport]) -> None:
+    rows = parquet(spark, report[0] / "lag")
+    stuck = sorted(
+        (ms(r["commit_time"]), r["time_lag_ms"]) for r in rows if r["group_id"] == "stuck"
+    )
+    # offset 7 was appended in batch 0 (T0 - 5 s); commit i at T0 + 10 i s
+    assert stuck == [(T0 + i * 10_000, i * 10_000 + 5_000) for i in range(10)]
+    assert {r["time_lag_ms"] for r in rows if r["group_id"] == "ok"} == {0}  # caught up
+    slow = sorted((ms(r["commit_time"]), r["time_lag_ms"]) for r in rows if r["group_id"] == "slow")
+    # slow commits 5 (i + 1): in batch (i + 1) // 2, appended at T0 + 10 ((i + 1) // 2) s - 5 s
+    assert slow == [(T0 + i * 10_000, (i - (i + 1) // 2) * 10_000 + 5_000) for i in range(10)]
+
+
 def test_partition_statuses_follow_burrow(
     spark: SparkSession, report: tuple[Path, LagReport], scenario: tuple[Path, Scenario]
 ) -> None:
@@ -113,8 +126,12 @@ def test_summary_lists_groups_worst_first_and_the_partitions_not_ok(
     header = next(i for i, line in enumerate(lines) if line.startswith("ORG"))
     assert lines[header].split() == [
         "ORG", "GROUP", "STATUS", "PARTITIONS", "NOT-OK", "TOTAL-LAG", "MAX-LAG", "AT",
+        "MAX-LAG-S",
     ]  # fmt: skip
-    assert lines[header + 1].split() == ["0", "stuck", "ERR", "1", "1", "103", "103", "events-2"]
+    # offset 7 is in batch 0 (T0 - 5 s); now is T0 + 95 s
+    assert lines[header + 1].split() == [
+        "0", "stuck", "ERR", "1", "1", "103", "103", "events-2", "100.0",
+    ]  # fmt: skip
     assert "partitions not OK:" in lines
     stall = next(line for line in lines if " STALL " in line)
     assert stall.split()[:6] == ["0", "stuck", "events", "2", "STALL", "103"]
@@ -163,3 +180,59 @@ def test_an_empty_data_dir_gives_empty_outputs(spark: SparkSession, tmp_path: Pa
     assert report.groups == [] and report.result.now_ms == 0
     assert spark.read.parquet(str(tmp_path / "out" / "lag")).count() == 0
     assert (tmp_path / "out" / "lag.png").read_bytes()[:4] == b"\x89PNG"
+
+
+async def test_the_live_metric_agrees_with_the_pipeline(
+    spark: SparkSession,
+    report: tuple[Path, LagReport],
+    scenario: tuple[Path, Scenario],
+    tmp_path: Path,
+) -> None:
+    """The broker's lag gauges (metrics/collector.py), read over a copy of the same data dir
+    at the same "now", equal the pipeline's current lag in records and in seconds."""
+    import shutil
+
+    import trio
+    from prometheus_client.core import Metric
+
+    from rafka_actors.actors.registry import GroupRegistry
+    from rafka_actors.config import BrokerConfig
+    from rafka_actors.gateway.server import group_config, open_coordinator_log
+    from rafka_actors.metrics.collector import BrokerCollector
+    from rafka_actors.metrics.instruments import BrokerMetrics, LabelPolicy
+    from rafka_actors.storage.data_plane import DataPlane
+
+    copy = tmp_path / "data"
+    shutil.copytree(scenario[0], copy)  # opening the logs may write to them
+    config = BrokerConfig(data_dir=copy)
+    data = DataPlane.open(copy, segment_bytes=config.log_segment_bytes)
+    log = open_coordinator_log(config)
+    families: list[Metric] = []
+    try:
+        async with trio.open_nursery() as nursery:
+            groups = GroupRegistry(nursery, group_config(config), log, topics=data.image_of)
+            now_s = report[1].result.now_ms / 1000
+            collector = BrokerCollector(
+                BrokerMetrics(LabelPolicy()), groups, data, 10, clock=lambda: now_s
+            )
+            families = list(collector.collect())
+            nursery.cancel_scope.cancel()
+    finally:
+        log.close()
+        data.close()
+    live: dict[tuple[str, str, int], dict[str, float]] = {}
+    for family in families:
+        for sample in family.samples:
+            if sample.name in ("rafka_group_lag_records", "rafka_group_lag_seconds"):
+                labels = sample.labels
+                key = (labels["group"], labels["topic"], int(labels["partition"]))
+                live.setdefault(key, {})[sample.name] = sample.value
+    rows = parquet(spark, report[0] / "partition_status")
+    assert live == {
+        (r["group_id"], r["topic"], r["partition"]): {
+            "rafka_group_lag_records": r["current_lag"],
+            "rafka_group_lag_seconds": r["current_time_lag_ms"] / 1000,
+        }
+        for r in rows
+    }
+    assert any(r["current_time_lag_ms"] > 0 for r in rows)

@@ -23,6 +23,12 @@ from rafka_actors.group_common.records import (
     OffsetTombstone,
     Record,
 )
+from rafka_actors.group_common.txn_offsets import (
+    TxnMarkerRecord,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
+    TxnProducerEpochRecord,
+)
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import (
     LatestRecords,
@@ -54,6 +60,26 @@ def drop(key: GroupKey) -> tuple[GroupKey, Record]:
     return key, GroupTombstone(key.group_id)
 
 
+def pend(key: GroupKey, producer: int, topic: str, offset: int) -> tuple[GroupKey, Record]:
+    """A producer's pending transactional offset."""
+    return key, TxnOffsetCommitRecord(key.group_id, producer, 0, topic, 0, offset, -1, None, 0)
+
+
+def end(key: GroupKey, producer: int) -> tuple[GroupKey, Record]:
+    """The producer's transaction ended: its pending offsets are gone."""
+    return key, TxnMarkerRecord(key.group_id, producer, 0, True)
+
+
+def epoch(key: GroupKey, producer: int, value: int) -> tuple[GroupKey, Record]:
+    """The latest epoch of the producer's markers."""
+    return key, TxnProducerEpochRecord(key.group_id, producer, value)
+
+
+def unpend(key: GroupKey, producer: int, topic: str) -> tuple[GroupKey, Record]:
+    """OffsetDelete of a partition with a pending offset."""
+    return key, TxnOffsetTombstone(key.group_id, producer, topic, 0)
+
+
 # Six sealed segments (the first four sealed two days ago, so their tombstones are past a
 # one-day retention) and an active one that compaction never reads.
 SCENARIO: list[list[tuple[GroupKey, Record]]] = [
@@ -67,7 +93,7 @@ SCENARIO: list[list[tuple[GroupKey, Record]]] = [
 ]
 OLD_SEGMENTS = 4
 
-State = dict[GroupKey, tuple[GroupMetadataRecord | None, dict[tuple[str, int], OffsetCommitRecord]]]
+State = dict[GroupKey, tuple[Any, ...]]  # (group record, offsets, pending offsets, epochs)
 
 
 def state_of(view: LatestRecords) -> State:
@@ -77,7 +103,13 @@ def state_of(view: LatestRecords) -> State:
         records = view.records_of(key)
         group = next((r for r in records if isinstance(r, GroupMetadataRecord)), None)
         offsets = {(r.topic, r.partition): r for r in records if isinstance(r, OffsetCommitRecord)}
-        state[key] = (group, offsets)
+        pending = {
+            (r.producer_id, r.topic, r.partition): r
+            for r in records
+            if isinstance(r, TxnOffsetCommitRecord)
+        }
+        epochs = {r.producer_id: r for r in records if isinstance(r, TxnProducerEpochRecord)}
+        state[key] = (group, offsets, pending, epochs)
     return state
 
 
@@ -145,7 +177,7 @@ def test_compaction_keeps_the_latest_entry_per_key(scenario: Path) -> None:
     assert state_of(view) == before
     assert view.records_of(A)[0] == meta(A, 2)[1]
     assert set(state_of(view)[A][1]) == {("t0", 0), ("t2", 0), ("t4", 0), ("t9", 0)}
-    assert state_of(view)[B] == (meta(B, 1)[1], {})
+    assert state_of(view)[B] == (meta(B, 1)[1], {}, {}, {})
 
 
 def test_tombstones_go_once_their_retention_has_passed(scenario: Path) -> None:
@@ -336,11 +368,16 @@ def test_a_very_long_run_of_commits_stays_bounded(tmp_path: Path) -> None:
 def entry_strategy() -> st.SearchStrategy[tuple[GroupKey, Record]]:
     keys = st.sampled_from([A, B, C])
     topics = st.sampled_from(["t0", "t1", "t2"])
+    producers = st.sampled_from([1, 2])
     return st.one_of(
         st.builds(commit, keys, topics, st.integers(0, 1000)),
         st.builds(forget, keys, topics),
         st.builds(meta, keys, st.integers(0, 9)),
         st.builds(drop, keys),
+        st.builds(pend, keys, producers, topics, st.integers(0, 1000)),
+        st.builds(end, keys, producers),
+        st.builds(unpend, keys, producers, topics),
+        st.builds(epoch, keys, producers, st.integers(0, 9)),
     )
 
 

@@ -16,6 +16,12 @@ from rafka_actors.group_common.records import (
     OffsetTombstone,
     Record,
 )
+from rafka_actors.group_common.txn_offsets import (
+    TxnMarkerRecord,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
+    TxnProducerEpochRecord,
+)
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import (
     CoordinatorRecordError,
@@ -62,6 +68,27 @@ records: st.SearchStrategy[Record] = st.one_of(
     offset_records,
     st.builds(OffsetTombstone, group_id=text, topic=text, partition=int32),
     st.builds(GroupTombstone, group_id=text),
+    st.builds(
+        TxnOffsetCommitRecord,
+        group_id=text,
+        producer_id=int64,
+        producer_epoch=int32,
+        topic=text,
+        partition=int32,
+        offset=int64,
+        leader_epoch=int32,
+        metadata=opt_text,
+        commit_timestamp_ms=int64,
+    ),
+    st.builds(
+        TxnMarkerRecord,
+        group_id=text,
+        producer_id=int64,
+        producer_epoch=int32,
+        committed=st.booleans(),
+    ),
+    st.builds(TxnOffsetTombstone, group_id=text, producer_id=int64, topic=text, partition=int32),
+    st.builds(TxnProducerEpochRecord, group_id=text, producer_id=int64, producer_epoch=int32),
 )
 keys = st.builds(GroupKey, org_id=int64, group_id=text)
 

@@ -71,6 +71,8 @@ RULES: tuple[Rule, ...] = (
     ("gateway.apis", ours("actors"), "API handlers use no actor internals"),
     ("storage", ours("actors", "gateway"), "storage sits beneath the actors and the gateway"),
     ("actors", ours("gateway", "cli", "admin"), "actors sit beneath the gateway"),
+    ("metrics", ours("gateway", "cli", "admin"), "metrics read beneath the gateway"),
+    ("actors", ours("metrics"), "actors report through callbacks, not to the metrics"),
 )
 
 

@@ -54,11 +54,12 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
+from time import perf_counter
 
 import trio
 
@@ -191,6 +192,8 @@ class DurableCoordinatorLog:
         self._sync_deadline = math.inf  # when unsynced writes must be fsynced (interval)
         self._closed = False
         self.stats = LogStats()
+        # told (append seconds, fsync seconds) of each write, either None if not done
+        self.timed: Callable[[float | None, float | None], None] | None = None
 
     @classmethod
     def open(
@@ -312,8 +315,12 @@ class DurableCoordinatorLog:
     async def _write_and_sync(self, batch: list[_Pending]) -> None:
         """Write a batch on the loop (to the page cache) and fsync it in a worker thread."""
         try:
+            started = perf_counter()
             self._segments.append([payload for pending in batch for payload in pending.payloads])
+            written = perf_counter()
             await trio.to_thread.run_sync(self._segments.fsync)
+            if self.timed is not None:
+                self.timed(written - started, perf_counter() - written)
         except BaseException as exc:
             self._failed(batch, exc)
             return
@@ -322,7 +329,10 @@ class DurableCoordinatorLog:
     def _write_batch(self, batch: list[_Pending]) -> None:
         """Write to the page cache (fsync policies interval and never), synchronously."""
         try:
+            started = perf_counter()
             self._segments.append([payload for pending in batch for payload in pending.payloads])
+            if self.timed is not None:
+                self.timed(perf_counter() - started, None)
         except BaseException as exc:
             self._failed(batch, exc)
             return
@@ -359,7 +369,10 @@ class DurableCoordinatorLog:
     async def _sync(self) -> None:
         self._sync_deadline = math.inf
         try:
+            started = perf_counter()
             await trio.to_thread.run_sync(self._segments.fsync)
+            if self.timed is not None:
+                self.timed(None, perf_counter() - started)
         except CoordinatorLogError as exc:
             # Acknowledged records may not be durable; the log now refuses every append.
             log.error("coordinator log: periodic fsync failed: %s", reason(exc.__cause__ or exc))

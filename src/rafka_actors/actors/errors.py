@@ -33,6 +33,8 @@ def error_response(op: Any, code: int) -> Any:
             return ops.ConsumerGroupHeartbeatOpResp(code)
         case ops.ConsumerGroupDescribeOp():
             return ops.ConsumerGroupDescribeOpResp(code)
+        case ops.TxnOffsetCommitOp():
+            return ops.TxnOffsetCommitOpResp(tuple((t, p, code) for t, p, *_ in op.offsets))
         case ops.TxnMarkerOp():
             return ops.TxnMarkerOpResp(code)
         case ops.GroupConfigOp():

@@ -96,6 +96,8 @@ _SPANS: Final = {
     ops.OffsetDeleteOp: "rafka.broker.group.offset-delete",
     ops.ConsumerGroupHeartbeatOp: "rafka.broker.group.consumer-heartbeat",
     ops.ConsumerGroupDescribeOp: "rafka.broker.group.consumer-describe",
+    ops.TxnOffsetCommitOp: "rafka.broker.group.txn-offset-commit",
+    ops.TxnMarkerOp: "rafka.broker.group.txn-marker",
     ops.TopicsChangedOp: "rafka.broker.group.topics-changed",
     ops.ShareGroupHeartbeatOp: "rafka.broker.group.share-heartbeat",
     ops.ShareGroupDescribeOp: "rafka.broker.group.share-describe",
@@ -118,6 +120,7 @@ class GroupActor:
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         published: GroupSnapshot | None = None,
         base_config: GroupConfig | None = None,
+        stored: Callable[[GroupKey, list[Any]], None] | None = None,
     ) -> None:
         """`publish(key, snapshot)` is called with each new snapshot (the registry keeps it
         for readers; `published`, the group's latest if it has one); `topics(org_id)` is the
@@ -132,6 +135,7 @@ class GroupActor:
         self._topics = topics
         self._publish = publish
         self._commit_timeout_s = commit_timeout_s
+        self._stored = stored  # told each batch's stored records (the metrics' rebalances)
         self._waiters: dict[int, tuple[ReplyTo, Any]] = {}  # token -> (reply to, its op)
         self._next_token = 1
         self._deadline = machine.next_deadline(group)  # or earlier (machine.deadline_after)
@@ -234,6 +238,8 @@ class GroupActor:
             self._recover(now, ErrorCode.coordinator_not_available)
             return
         self._settle(group, bool(records), replies, events)
+        if records and self._stored is not None:
+            self._stored(self.key, records)
 
     def _hold(self, envelope: Envelope) -> int:
         """A waiter token for the envelope's reply, held until answered."""

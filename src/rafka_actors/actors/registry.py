@@ -80,11 +80,15 @@ class GroupRegistry:
         self._topics = topics  # topics(org_id): the image of that org's topics only
         self._passivate_after_s = passivate_after_s
         self._commit_timeout_s = commit_timeout_s
+        # told each batch of records an actor stored (metrics/: rebalances counted)
+        self.on_stored: Callable[[GroupKey, list[Any]], None] | None = None
         self._running: dict[GroupKey, GroupActor] = {}
         self._resting: dict[GroupKey, _Resting] = {}
         self._published: dict[GroupKey, GroupSnapshot] = {}  # of running and resting groups
         # ListGroups' lines of groups with neither: read once from the log
         self._summaries: dict[GroupKey, GroupSummary | None] = {}
+        # snapshots of groups without a published one, read from the log for the metrics
+        self._read_for_metrics: dict[GroupKey, GroupSnapshot] = {}
         if passivate_after_s > 0:
             nursery.start_soon(self._passivate_forever)
 
@@ -131,6 +135,7 @@ class GroupRegistry:
             commit_timeout_s=self._commit_timeout_s,
             published=published,
             base_config=self._config,
+            stored=self.on_stored,
         )
         self._running[key] = actor
         self._nursery.start_soon(self._supervise, actor)
@@ -138,6 +143,8 @@ class GroupRegistry:
 
     def _publish(self, key: GroupKey, published: GroupSnapshot) -> None:
         self._published[key] = published
+        if self._read_for_metrics:
+            self._read_for_metrics.pop(key, None)  # older than this, now
 
     async def _supervise(self, actor: GroupActor) -> None:
         key = actor.key
@@ -309,6 +316,26 @@ class GroupRegistry:
                 )
             if summary is not None:
                 yield summary
+
+    def snapshots(
+        self, wanted: Callable[[GroupKey], bool] = lambda _key: True
+    ) -> Iterator[tuple[GroupKey, GroupSnapshot]]:
+        """Every `wanted` stored group's latest snapshot, for the metrics endpoint at scrape
+        time: the published one, or one read from the log. A group without an actor changes
+        only by starting one, which publishes: what was read stays true until then, and is
+        kept for the next scrape (only once metrics are read: the endpoint's memory)."""
+        now = now_ms()
+        stored = self._log.keys()  # a list of group keys, not a dict view
+        for key in stored:
+            if not wanted(key):
+                continue
+            published = self._published.get(key) or self._read_for_metrics.get(key)
+            if published is None:
+                published = snapshot.snapshot_of(
+                    key.group_id, stored_group(self._log, key, now, self._config)
+                )
+                self._read_for_metrics[key] = published
+            yield key, published
 
     def _stored_membership(self, key: GroupKey, now: int) -> AnyGroup:
         """The group without its offsets, which say nothing of its state or type; all of its

@@ -23,6 +23,7 @@ error is an answer (DeleteGroups reports one per group; the caller decides).
 
 from __future__ import annotations
 
+import datetime
 import struct
 from collections.abc import Iterable
 from typing import Any
@@ -33,6 +34,7 @@ from kio.schema.delete_groups.v2 import request as delete
 from kio.schema.describe_groups.v5 import request as describe
 from kio.schema.describe_share_group_offsets.v1 import request as share_offsets_v1
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v11 import request as fetch_records
 from kio.schema.list_groups.v5 import request as list_groups_v5
 from kio.schema.list_offsets.v8 import request as list_offsets
 from kio.schema.metadata.v12 import request as metadata
@@ -40,10 +42,11 @@ from kio.schema.offset_commit.v9 import request as commit
 from kio.schema.offset_fetch.v9 import request as fetch
 from kio.schema.share_group_describe.v1 import request as share_describe
 from kio.schema.types import BrokerId, GroupId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from ..group.consumer_protocol import decode_assignment
 from ..protocol.group_identity import GROUP_IDENTITY_TAG, decode_identities
+from ..storage.record_batch import HEADER_SIZE, parse_header
 from .client import BrokerError, ConnectionFailed, KafkaClient
 from .model import (
     CLASSIC,
@@ -305,6 +308,43 @@ def committed_offsets(client: KafkaClient, group_id: str) -> dict[TopicPartition
     return offsets
 
 
+def pending_transactional(
+    client: KafkaClient, group_id: str, partitions: Iterable[TopicPartition]
+) -> set[TopicPartition]:
+    """Which of `partitions` have a transactional offset pending: those a fetch that requires
+    stable offsets answers UNSTABLE_OFFSET_COMMIT for (Kafka's protocol shows that they are
+    pending, not what they hold)."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    if not by_topic:
+        return set()
+    topics = tuple(
+        fetch.OffsetFetchRequestTopics(name=TopicName(t), partition_indexes=tuple(map(i32, ps)))
+        for t, ps in sorted(by_topic.items())
+    )
+    request = fetch.OffsetFetchRequest(
+        groups=(
+            fetch.OffsetFetchRequestGroup(
+                group_id=GroupId(group_id), member_id=None, member_epoch=i32(-1), topics=topics
+            ),
+        ),
+        require_stable=True,
+    )
+    (group,) = client.call(request).groups
+    what = f"fetching the stable offsets of group {group_id!r}"
+    if group.error_code != ErrorCode.none:
+        raise BrokerError(group.error_code, what)
+    pending = set()
+    for topic in group.topics:
+        for p in topic.partitions:
+            if p.error_code == ErrorCode.unstable_offset_commit:
+                pending.add((topic.name, p.partition_index))
+            elif p.error_code != ErrorCode.none:
+                raise BrokerError(p.error_code, f"{what} ({topic.name}-{p.partition_index})")
+    return pending
+
+
 def log_offsets(
     client: KafkaClient,
     partitions: Iterable[TopicPartition],
@@ -397,3 +437,49 @@ def delete_groups(client: KafkaClient, group_ids: Iterable[str]) -> dict[str, Er
     """Each group's result: ErrorCode.none when it was deleted."""
     request = delete.DeleteGroupsRequest(groups_names=tuple(GroupId(g) for g in group_ids))
     return {r.group_id: ErrorCode(r.error_code) for r in client.call(request).results}
+
+
+def append_times(client: KafkaClient, at: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """The append time (max timestamp of the batch, as the broker's lag metric has it) of the
+    record at each partition's offset, in one Fetch that does not wait: only the first batch
+    header of each partition is read. A partition at its log end (or erroring) is left out.
+    """
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for (topic, partition), offset in sorted(at.items()):
+        by_topic.setdefault(topic, []).append((partition, offset))
+    if not by_topic:
+        return {}
+    request = fetch_records.FetchRequest(
+        replica_id=BrokerId(-1),
+        max_wait=i32Timedelta.parse(datetime.timedelta(0)),
+        min_bytes=i32(0),
+        max_bytes=i32(1 << 20),
+        isolation_level=i8(0),
+        session_id=i32(0),
+        session_epoch=i32(-1),
+        topics=tuple(
+            fetch_records.FetchTopic(
+                topic=TopicName(topic),
+                partitions=tuple(
+                    fetch_records.FetchPartition(
+                        partition=i32(p),
+                        current_leader_epoch=i32(-1),
+                        fetch_offset=i64(offset),
+                        log_start_offset=i64(-1),
+                        partition_max_bytes=i32(HEADER_SIZE),  # the first batch comes whole
+                    )
+                    for p, offset in parts
+                ),
+            )
+            for topic, parts in by_topic.items()
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    found: dict[TopicPartition, int] = {}
+    for topic in client.call(request).responses:
+        for p in topic.partitions:
+            records = p.records or b""
+            if p.error_code == ErrorCode.none and len(records) >= HEADER_SIZE:
+                found[(topic.topic, p.partition_index)] = parse_header(records).max_timestamp
+    return found

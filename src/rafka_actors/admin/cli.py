@@ -5,6 +5,7 @@ Shaped like Kafka's kafka-consumer-groups.sh, one subcommand per action:
   list                         groups with their type (classic / consumer / share) and state
   describe G                   state, assignor, epochs, members and their assignments
   offsets G... | --all-groups  CURRENT-OFFSET, LOG-END-OFFSET and LAG per partition
+      [--watch [SECONDS]]      refreshed in place, with lag in seconds too
   reset-offsets G (--topic T[:P,P] ... | --all-topics)
       (--to-earliest | --to-latest | --to-offset N | --shift-by N) [--dry-run | --execute]
   delete G...                  delete empty groups and their offsets
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -176,15 +178,31 @@ def _add_offsets(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("group", nargs="*", help="one or more groups")
     parser.add_argument("--all-groups", action="store_true", help="every group of the broker")
+    parser.add_argument(
+        "--watch",
+        nargs="?",
+        type=float,
+        const=WATCH_SECONDS,
+        metavar="SECONDS",
+        help=f"refresh the table in place every SECONDS (default {WATCH_SECONDS:g}), with lag "
+        "in records and in seconds, until Ctrl-C",
+    )
     parser.set_defaults(check=_check_offsets)
+
+
+WATCH_SECONDS = 2.0
 
 
 def _check_offsets(args: argparse.Namespace) -> None:
     if bool(args.group) == args.all_groups:
         args.parser.error("name one or more groups, or give --all-groups (not both)")
+    if args.watch is not None and (args.watch <= 0 or args.output != "table"):
+        args.parser.error("--watch wants a positive number of seconds and --output table")
 
 
 def _offsets(client: KafkaClient, args: argparse.Namespace) -> int:
+    if args.watch is not None:
+        return _watch(client, args)
     group_ids = groups.all_group_ids(client) if args.all_groups else args.group
     show_progress = args.output == "table" and len(group_ids) > 1
     results = groups.many_group_offsets(
@@ -197,6 +215,25 @@ def _offsets(client: KafkaClient, args: argparse.Namespace) -> int:
                 render.note(f"{kind} '{result.group.group_id}' has no active members.")
     _emit(render.offsets(results, args.output))
     return 0
+
+
+def _watch(client: KafkaClient, args: argparse.Namespace) -> int:
+    """Redraw the offsets table every `--watch` seconds: in place on a terminal (the screen
+    is cleared), one table after another otherwise."""
+    clear = "\x1b[H\x1b[2J" if sys.stdout.isatty() else ""
+    try:
+        while True:
+            group_ids = groups.all_group_ids(client) if args.all_groups else args.group
+            results = groups.many_group_offsets(client, group_ids, times=True)
+            now = time.time()
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
+            head = f"every {args.watch:g}s: groups offsets {' '.join(group_ids)}   {stamp}"
+            body = render.watched_offsets(results, int(now * 1000))
+            sys.stdout.write(f"{clear}{head}\n\n{body}\n\n")
+            sys.stdout.flush()
+            time.sleep(args.watch)
+    except KeyboardInterrupt:
+        return 0
 
 
 # -- reset-offsets ------------------------------------------------------------------------

@@ -4,7 +4,9 @@ Offsets (`groups offsets`, Kafka's `--describe --offsets`): the partitions shown
 the group has committed offsets for together with those assigned to its members, each with
 its committed offset (CURRENT-OFFSET), the partition's log-end offset from ListOffsets
 (LOG-END-OFFSET) and their difference (LAG), plus the member holding it, if any. A partition
-with no commit has no current offset and no lag ("-"), as in Kafka.
+with no commit has no current offset and no lag ("-"), as in Kafka. A partition for which a
+transaction's offset is pending (committed only when the transaction commits) is marked
+apart from its committed offset: a second OffsetFetch that requires stable offsets tells.
 
 Resetting (`groups reset-offsets`) first plans, then, only with `--execute`, commits:
 
@@ -82,8 +84,9 @@ def require_group(client: KafkaClient, group_id: str) -> GroupDescription:
 
 
 # -- offsets ------------------------------------------------------------------------------
-def group_offsets(client: KafkaClient, group_id: str) -> GroupOffsets:
-    """Committed and log-end offsets, lag and owner of every partition the group touches."""
+def group_offsets(client: KafkaClient, group_id: str, *, times: bool = False) -> GroupOffsets:
+    """Committed and log-end offsets, lag and owner of every partition the group touches;
+    with `times`, also the append time of each lagging partition's next record."""
     group = require_group(client, group_id)
     if group.group_type == SHARE:
         return _share_offsets(client, group)
@@ -91,7 +94,15 @@ def group_offsets(client: KafkaClient, group_id: str) -> GroupOffsets:
     owners = group.owners()
     partitions = sorted(set(committed) | set(owners))
     log_end = calls.log_offsets(client, partitions, calls.LATEST, strict=False)
+    pending = calls.pending_transactional(client, group_id, partitions)
     log_start = calls.log_offsets(client, partitions, calls.EARLIEST, strict=False)
+    # a committed offset below the log start is read from the log start, as LAG counts it
+    lagging = {
+        tp: max(o, log_start.get(tp) or 0)
+        for tp, o in committed.items()
+        if tp in log_end and o < log_end[tp]
+    }
+    appended = calls.append_times(client, lagging) if times else {}
     rows = [
         OffsetRow(
             group_id,
@@ -101,6 +112,8 @@ def group_offsets(client: KafkaClient, group_id: str) -> GroupOffsets:
             log_end.get(tp),
             owners.get(tp),
             log_start.get(tp),
+            appended.get(tp),
+            pending_transaction=tp in pending,
         )
         for tp in partitions
     ]
@@ -120,12 +133,16 @@ def _share_offsets(client: KafkaClient, group: GroupDescription) -> GroupOffsets
 
 
 def many_group_offsets(
-    client: KafkaClient, group_ids: Sequence[str], progress: Progress | None = None
+    client: KafkaClient,
+    group_ids: Sequence[str],
+    progress: Progress | None = None,
+    *,
+    times: bool = False,
 ) -> list[GroupOffsets]:
     """`group_offsets` of each group in turn, telling `progress` after each one."""
     results = []
     for done, group_id in enumerate(group_ids, 1):
-        results.append(group_offsets(client, group_id))
+        results.append(group_offsets(client, group_id, times=times))
         if progress is not None:
             progress(done, len(group_ids), group_id)
     return results

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..metrics.lag import lag_ms
+
 TopicPartition = tuple[str, int]
 Assignment = dict[str, tuple[int, ...]]  # topic -> partitions
 
@@ -88,6 +90,11 @@ class OffsetRow:
     log_end_offset: int | None
     owner: Member | None
     log_start_offset: int | None = None  # None: not known
+    # `--watch`: the append time of the record at the committed offset (None: caught up)
+    append_time_ms: int | None = None
+    # a transaction's offset is pending for the partition (not committed until its marker;
+    # OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for it)
+    pending_transaction: bool = False
     # a share group's lag: its records not yet acknowledged (current_offset is its start)
     share_lag: int | None = None
 
@@ -102,6 +109,15 @@ class OffsetRow:
             return None
         position = max(self.current_offset, self.log_start_offset or 0)
         return max(self.log_end_offset - position, 0)
+
+    def lag_seconds(self, now_ms: int) -> float | None:
+        """The broker metric's lag in seconds (metrics/lag.py), as of `now_ms`; None for a
+        share group (no committed offset)."""
+        if self.share_lag is not None or self.current_offset is None:
+            return None
+        if self.log_end_offset is None:
+            return None
+        return lag_ms(now_ms, self.log_end_offset, self.current_offset, self.append_time_ms) / 1000
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,7 @@ def _member_json(m: Member) -> dict[str, Any]:
 # -- offsets ------------------------------------------------------------------------------
 OFFSET_HEADERS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG")
 OWNER_HEADERS = ("CONSUMER-ID", "HOST", "CLIENT-ID")
+PENDING_HEADER = "PENDING-TXN"  # shown only when a transaction's offset is pending somewhere
 
 
 def offsets(results: Sequence[GroupOffsets], output: str) -> str:
@@ -192,7 +193,34 @@ def offsets(results: Sequence[GroupOffsets], output: str) -> str:
         for result in results
         for r in result.rows
     ]
+    pending = [r.pending_transaction for result in results for r in result.rows]
+    if any(pending):
+        marked = [(*row, "pending" if p else None) for row, p in zip(rows, pending, strict=True)]
+        return table((*OFFSET_HEADERS, *OWNER_HEADERS, PENDING_HEADER), marked)
     return table(OFFSET_HEADERS + OWNER_HEADERS, rows)
+
+
+def watched_offsets(results: Sequence[GroupOffsets], now_ms: int) -> str:
+    """`offsets --watch`: the offsets table with lag in seconds, no owners (a terminal's width)."""
+    rows = [
+        (
+            r.group_id,
+            r.topic,
+            r.partition,
+            r.current_offset,
+            r.log_end_offset,
+            r.lag,
+            _seconds(r.lag_seconds(now_ms)),
+            r.owner.client_id if r.owner else None,
+        )
+        for result in results
+        for r in result.rows
+    ]
+    return table((*OFFSET_HEADERS, "LAG-SECONDS", "CLIENT-ID"), rows)
+
+
+def _seconds(value: float | None) -> str | None:
+    return None if value is None else f"{value:.1f}"
 
 
 def _offsets_json(result: GroupOffsets) -> dict[str, Any]:
@@ -211,6 +239,7 @@ def _offsets_json(result: GroupOffsets) -> dict[str, Any]:
                 "consumer_id": r.owner.member_id if r.owner else None,
                 "host": r.owner.host if r.owner else None,
                 "client_id": r.owner.client_id if r.owner else None,
+                "pending_transaction": r.pending_transaction,
             }
             for r in result.rows
         ],

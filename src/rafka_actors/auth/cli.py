@@ -1,4 +1,4 @@
-"""`rafka-actors users`: write the broker's credentials file (see `rafka_actors.auth.users`).
+"""`rafka-actors users`: write the broker's credentials file (sasl.users.file, docs/tenancy.md).
 
   add NAME --org N [--password P] [--mechanism SCRAM-SHA-256|SCRAM-SHA-512|both]
       [--iterations N] [--group-prefix P ...] [--topic-prefix P ...]

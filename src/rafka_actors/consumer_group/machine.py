@@ -33,7 +33,10 @@ from ..group_common.ops import (
     OffsetFetchOp,
     SyncGroupOp,
     TimerFired,
+    TxnMarkerOp,
+    TxnOffsetCommitOp,
 )
+from ..group_common.txn_offsets import apply_marker
 from . import classic_members, offsets, timers
 from .heartbeat import heartbeat, response_assignment
 from .membership import Refusal
@@ -138,4 +141,6 @@ _HANDLERS: dict[type, Any] = {
     SyncGroupOp: classic_members.sync,
     HeartbeatOp: classic_members.heartbeat,
     LeaveGroupOp: classic_members.leave,
+    TxnOffsetCommitOp: offsets.txn_commit,
+    TxnMarkerOp: apply_marker,
 }

@@ -17,14 +17,23 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from ..group_common.effects import Effects
-from ..group_common.offsets import all_failed, delete_unsubscribed, expire, fetch, store_offsets
+from ..group_common.offsets import (
+    all_failed,
+    delete_unsubscribed,
+    expire,
+    fetch,
+    store_offsets,
+    unexpirable,
+)
 from ..group_common.ops import (
     ExpireOffsetsOp,
     OffsetCommitOp,
     OffsetDeleteOp,
     OffsetFetchOp,
     OffsetFetchOpResp,
+    TxnOffsetCommitOp,
 )
+from ..group_common.txn_offsets import store_pending, txn_failed
 from .state import ConsumerGroup, ConsumerMember
 from .subscription import subscribed_names
 
@@ -51,6 +60,33 @@ def _validate_commit(group: ConsumerGroup, op: OffsetCommitOp) -> int:
     if op.generation_id != member.member_epoch:
         return _epoch_mismatch(member)
     return ErrorCode.none
+
+
+# TxnOffsetCommit v6+ (KIP-1319) answers a stale member epoch with STALE_MEMBER_EPOCH; older
+# versions with ILLEGAL_GENERATION, which is all their clients know (Kafka maps it so).
+STALE_EPOCH_TXN_VERSION = 6
+
+
+def txn_commit(
+    group: ConsumerGroup, op: TxnOffsetCommitOp, waiter: int, fx: Effects
+) -> ConsumerGroup:
+    """TxnOffsetCommit to a consumer group (Kafka's ConsumerGroup.validateOffsetCommit with
+    isTransactional): no member and epoch -1 while the group has no members; otherwise the
+    member must exist (UNKNOWN_MEMBER_ID) and name its current epoch. Any version may."""
+    error: int = ErrorCode.none
+    if not (op.generation_id < 0 and not group.members):
+        member = group.members.get(op.member_id)
+        if member is None:
+            error = ErrorCode.unknown_member_id
+        elif op.generation_id != member.member_epoch:
+            error = _epoch_mismatch(member)
+            if error == ErrorCode.stale_member_epoch and op.api_version < STALE_EPOCH_TXN_VERSION:
+                error = ErrorCode.illegal_generation
+    if error:
+        fx.reply(waiter, txn_failed(op, error))
+    else:
+        store_pending(group, op, waiter, fx)
+    return group
 
 
 def _epoch_mismatch(member: ConsumerMember) -> int:
@@ -88,9 +124,12 @@ def expire_offsets(
     group: ConsumerGroup, op: ExpireOffsetsOp, waiter: int, fx: Effects
 ) -> ConsumerGroup | None:
     subscribed = subscribed_names(group.members.values(), fx.topics)
+    pending = unexpirable(group)
     expired = [
         tp
         for tp, committed in sorted(group.offsets.items())
-        if tp[0] not in subscribed and committed.commit_timestamp_ms + op.retention_ms <= fx.now
+        if tp[0] not in subscribed
+        and committed.commit_timestamp_ms + op.retention_ms <= fx.now
+        and tp not in pending
     ]
     return expire(group, expired, bool(group.members), waiter, fx)

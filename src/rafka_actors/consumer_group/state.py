@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from ..group_common.committed import CommittedOffset
+from ..group_common.committed import CommittedOffset, TxnOffsets
 
 TopicId = uuid.UUID
 # topic id -> partitions; values are frozensets so an Assignment can be shared, not copied
@@ -132,6 +132,7 @@ class ConsumerGroup:
     target: dict[str, Assignment] = field(default_factory=dict)  # member id -> target
     owners: dict[tuple[TopicId, int], str] = field(default_factory=dict)
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    txn: TxnOffsets | None = None  # transactional offsets, from its first transactional op
     topics_version: int = -1  # soft: the topic image the metadata hash was computed from
     assignment_deadline: int | None = None  # soft: a throttled target assignment is due
 

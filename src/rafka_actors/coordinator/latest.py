@@ -2,7 +2,10 @@
 
 Every record has a hierarchical key below its group (`key_tail`): ``()`` for the group record
 (classic or consumer: one per group), ``(topic, partition)`` for an offset, ``(0, 0)`` for a
-consumer group's target-assignment metadata and ``(0, 1, member, kind)`` for its member records.
+consumer group's target-assignment metadata, ``(0, 1, member, kind)`` for its member records,
+``(20, producer, topic, partition)`` for a pending transactional offset, whose transaction's
+marker is the tombstone ``(20, producer)``, and ``(23, producer)`` for the latest epoch of a
+producer's markers (group_common/txn_offsets.py).
 A later record replaces an earlier one with the same key, and a tombstone deletes every record
 whose key starts with its own: a group tombstone everything, a member tombstone
 ``(0, 1, member)`` that member's three records, a consumer-state tombstone ``(0,)`` every
@@ -30,6 +33,12 @@ from ..consumer_group.records import (
 )
 from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
+from ..group_common.txn_offsets import (
+    TxnMarkerRecord,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
+    TxnProducerEpochRecord,
+)
 from ..ids import GroupKey
 from ..share_group.records import (
     SHARE_PARTITION_TAIL,
@@ -41,11 +50,16 @@ from ..share_group.records import (
 CompactionKey = tuple[Hashable, ...]
 MEMBER_KIND = {cls: kind for kind, cls in enumerate(MEMBER_RECORDS)}
 TARGET_METADATA_TAIL: CompactionKey = (0, 0)
+# Heads of the transactional offsets' keys (their record types' numbers: share groups have 1):
+PENDING_TXN = 20  # a pending offset's (20, producer, topic, partition), its marker's (20, producer)
+PRODUCER_EPOCH = 23  # a producer's latest marker epoch: (23, producer)
 _TOMBSTONES = (
     GroupTombstone,
     OffsetTombstone,
     ConsumerMemberTombstone,
     ConsumerStateTombstone,
+    TxnMarkerRecord,
+    TxnOffsetTombstone,
     SharePartitionTombstone,
 )
 V = TypeVar("V")
@@ -64,6 +78,13 @@ def key_tail(record: Record) -> CompactionKey:
         return TARGET_METADATA_TAIL
     if cls is ConsumerStateTombstone:
         return (0,)
+    if cls is TxnOffsetCommitRecord or cls is TxnOffsetTombstone:
+        r = record
+        return (PENDING_TXN, r.producer_id, r.topic, r.partition)  # type: ignore[attr-defined]
+    if cls is TxnMarkerRecord:
+        return (PENDING_TXN, record.producer_id)  # type: ignore[attr-defined]
+    if cls is TxnProducerEpochRecord:
+        return (PRODUCER_EPOCH, record.producer_id)  # type: ignore[attr-defined]
     if cls is SharePartitionRecord or cls is SharePartitionTombstone:
         return (SHARE_PARTITION_TAIL, record.topic, record.partition)  # type: ignore[attr-defined]
     return ()  # the group record (classic or consumer) and the group tombstone
@@ -74,14 +95,17 @@ def is_tombstone(record: Record) -> bool:
 
 
 class GroupRecords(Generic[V]):
-    """The latest group record, consumer-group records and offsets of one group."""
+    """The latest group record, consumer-group records, offsets and pending transactional
+    offsets of one group."""
 
-    __slots__ = ("consumer", "group", "offsets")
+    __slots__ = ("consumer", "group", "offsets", "pending", "producers")
 
     def __init__(self) -> None:
         self.group: V | None = None
         self.consumer: dict[CompactionKey, V] = {}  # by key tail
         self.offsets: dict[tuple[str, int], V] = {}
+        self.pending: dict[tuple[int, str, int], V] = {}  # by (producer id, topic, partition)
+        self.producers: dict[int, V] = {}  # latest marker epochs, by producer id
 
     def apply(self, records: Sequence[Record], stored: Sequence[V] | None = None) -> None:
         """Apply ``records`` in order, keeping ``stored[i]`` for ``records[i]`` (default: it)."""
@@ -98,6 +122,21 @@ class GroupRecords(Generic[V]):
                 self.group = None
                 self.consumer.clear()
                 self.offsets.clear()
+                self.pending.clear()
+                self.producers.clear()
+            elif cls is TxnOffsetCommitRecord:
+                r = record
+                self.pending[(r.producer_id, r.topic, r.partition)] = value  # type: ignore[attr-defined]
+            elif cls is TxnOffsetTombstone:
+                pending_key = key_tail(record)[1:]
+                if pending_key in self.pending:
+                    del self.pending[pending_key]
+            elif cls is TxnProducerEpochRecord:
+                self.producers[record.producer_id] = value  # type: ignore[attr-defined]
+            elif cls is TxnMarkerRecord:
+                producer_id = record.producer_id  # type: ignore[attr-defined]
+                for done in [k for k in self.pending if k[0] == producer_id]:
+                    del self.pending[done]
             elif (
                 cls is GroupMetadataRecord
                 or cls is ConsumerGroupMetadataRecord
@@ -117,10 +156,17 @@ class GroupRecords(Generic[V]):
                 self.consumer[key_tail(record)] = value
 
     def is_empty(self) -> bool:
-        return self.group is None and not self.offsets and not self.consumer
+        return (
+            self.group is None
+            and not self.offsets
+            and not self.consumer
+            and not self.pending
+            and not self.producers
+        )
 
     def records(self) -> list[V]:
-        return self.membership() + list(self.offsets.values())
+        transactional = [*self.pending.values(), *self.producers.values()]
+        return self.membership() + list(self.offsets.values()) + transactional
 
     def membership(self) -> list[V]:
         """The group record and the KIP-848 records: all but the offsets."""

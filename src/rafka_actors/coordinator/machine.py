@@ -39,6 +39,7 @@ from ..group_common.ops import (
     OffsetCommitOp,
     TimerFired,
     TopicsChangedOp,
+    TxnOffsetCommitOp,
 )
 from ..group_common.records import Record
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
@@ -77,9 +78,16 @@ def deadline_after(result: Result, op: Any, before: int | None) -> int | None:
 
 
 # The ops whose step may create a group, and so read `fresh_cgp_id` (JoinGroup, a simple
-# consumer's first commit, a KIP-848 member's first heartbeat).
+# consumer's first commit, a KIP-848 member's first heartbeat, a share member's first
+# heartbeat, a producer's first transactional commit for a group nobody joined).
 _CREATING = frozenset(
-    {JoinGroupOp, OffsetCommitOp, ConsumerGroupHeartbeatOp, share_machine.ShareGroupHeartbeatOp}
+    {
+        JoinGroupOp,
+        OffsetCommitOp,
+        ConsumerGroupHeartbeatOp,
+        share_machine.ShareGroupHeartbeatOp,
+        TxnOffsetCommitOp,
+    }
 )
 
 
@@ -188,6 +196,7 @@ def _to_classic(group: ConsumerGroup, fx: Effects) -> ClassicGroup:
     the JoinGroup that made it one)."""
     classic = ClassicGroup(group.group_id, group.cgp_id, state_timestamp_ms=fx.now)
     classic.offsets = group.offsets
+    classic.txn = group.txn
     fx.records.append(ConsumerStateTombstone(group.group_id))
     fx.records.append(group_record(classic, "empty consumer group became a classic group"))
     return classic
@@ -200,5 +209,9 @@ def _consumer_successor(group: ClassicGroup, fx: Effects) -> ConsumerGroup | Non
     if not group.is_empty() or group.pending_members:
         return None
     return ConsumerGroup(
-        group.group_id, group.cgp_id, state_timestamp_ms=fx.now, offsets=group.offsets
+        group.group_id,
+        group.cgp_id,
+        state_timestamp_ms=fx.now,
+        offsets=group.offsets,
+        txn=group.txn,
     )

@@ -104,6 +104,7 @@ def upgrade(classic: ClassicGroup, member_id: str, fx: Effects) -> Upgrade | Ref
         assignment_epoch=generation,
         state_timestamp_ms=fx.now,
         offsets=classic.offsets,
+        txn=classic.txn,  # transactional offsets stay pending across the conversion
     )
     converted = Effects(fx.now, config, topics=fx.topics)
     converted.records.append(
@@ -235,6 +236,7 @@ def downgrade(group: ConsumerGroup, gone: list[tuple[str, str]], fx: Effects) ->
         protocol_type=CONSUMER_PROTOCOL_TYPE,
     )
     classic.offsets = group.offsets
+    classic.txn = group.txn  # transactional offsets stay pending across the conversion
     for member in group.members.values():
         meta = member.classic
         assert meta is not None

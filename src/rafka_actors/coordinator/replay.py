@@ -19,8 +19,13 @@ from ..consumer_group.state import ConsumerGroup
 from ..group.records import GroupMetadataRecord
 from ..group.replay import from_metadata
 from ..group.state import ClassicGroup
-from ..group_common.committed import CommittedOffset
+from ..group_common.committed import CommittedOffset, TxnOffsets
 from ..group_common.records import OffsetCommitRecord, Record
+from ..group_common.txn_offsets import (
+    TxnOffsetCommitRecord,
+    TxnProducerEpochRecord,
+    replay_pending,
+)
 from ..share_group.records import ShareGroupMetadataRecord
 from ..share_group.replay import assemble as assemble_share
 from ..share_group.state import ShareGroup
@@ -49,9 +54,10 @@ def replay(
         group = assemble(head, consumer, now_ms, consumer_session_timeout_ms)
     elif isinstance(head, GroupMetadataRecord):
         group = from_metadata(head, now_ms)
-    elif latest.offsets:  # offsets of a simple group, written before any group record
-        first = next(iter(latest.offsets.values()))
-        group = ClassicGroup(first.group_id, "", state_timestamp_ms=now_ms)
+    elif latest.offsets or latest.pending or latest.producers:  # a simple group's offsets,
+        # written before any group record
+        kept = [*latest.offsets.values(), *latest.pending.values(), *latest.producers.values()]
+        group = ClassicGroup(kept[0].group_id, "", state_timestamp_ms=now_ms)
     else:
         return None
     offsets = cast(dict[tuple[str, int], OffsetCommitRecord], latest.offsets)
@@ -59,4 +65,11 @@ def replay(
         tp: CommittedOffset(r.offset, r.leader_epoch, r.metadata, r.commit_timestamp_ms)
         for tp, r in offsets.items()
     }
+    if latest.pending or latest.producers:
+        pending = cast(list[TxnOffsetCommitRecord], list(latest.pending.values()))
+        epochs = cast(list[TxnProducerEpochRecord], list(latest.producers.values()))
+        group.txn = TxnOffsets(
+            replay_pending(pending, group.offsets),
+            {r.producer_id: r.producer_epoch for r in epochs},
+        )
     return group

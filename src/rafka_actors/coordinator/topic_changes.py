@@ -4,7 +4,8 @@ onMetadataUpdate, seed 003): the `TopicsChangedOp` every group's actor is sent.
 - A deleted topic's committed offsets are tombstoned, in groups of either type, so that a
   topic re-created under the same name starts with no committed offset. Only offsets
   committed up to the deletion go: a visit that comes late (finished after a restart) leaves
-  the offsets of the topic's next incarnation alone.
+  the offsets of the topic's next incarnation alone. Pending transactional offsets of the
+  topic go too (Kafka's offset tombstone removes them).
 - A consumer group with members recomputes its subscribed topics' metadata hash against the
   new topic image; if it moved (partitions added, a topic gone), the group epoch is bumped and
   a new target assignment is computed at once, so members get the new partitions (or lose the
@@ -21,6 +22,7 @@ from ..group.state import ClassicGroup
 from ..group_common.effects import Effects
 from ..group_common.ops import TopicsChangedOp, TopicsChangedOpResp
 from ..group_common.records import OffsetTombstone
+from ..group_common.txn_offsets import drop_pending, pending_partitions
 
 
 def topics_changed(group: object, op: TopicsChangedOp, waiter: int, fx: Effects) -> None:
@@ -36,6 +38,9 @@ def topics_changed(group: object, op: TopicsChangedOp, waiter: int, fx: Effects)
         for topic, partition in gone:
             del group.offsets[(topic, partition)]
             fx.records.append(OffsetTombstone(group.group_id, topic, partition))
+        if group.txn is not None:  # as Kafka's tombstones, they take pending offsets too
+            for tp in sorted({tp for tp in pending_partitions(group) if tp[0] in deleted}):
+                drop_pending(group.group_id, group.txn, tp, fx)
     if isinstance(group, ConsumerGroup) and group.members:
         bump_epoch_if_metadata_changed(group, fx, "subscribed topics' metadata changed")
         if group.group_epoch > group.assignment_epoch:

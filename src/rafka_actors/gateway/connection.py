@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from time import perf_counter
 from typing import Any
 
 import trio
@@ -228,9 +229,13 @@ async def _dispatch(
         request = decode_request(header, frame, body_offset)
     except ProtocolError as exc:
         raise CloseConnection(f"malformed {api.name} v{header.api_version}: {exc}") from exc
+    metrics = ctx.metrics
+    started = perf_counter() if metrics is not None else 0.0
     with _span(api, header.api_version, request):
         answer = api.handler(ctx, conn, header.api_version, request)
         response = await settle(answer, ctx)
+    if metrics is not None:  # one histogram observation (metrics/instruments.py)
+        metrics.observe_request(api.key, api.name, conn.org_id, perf_counter() - started)
     if response is None:
         return None
     if type(response) is WithGroupIdentities:

@@ -20,6 +20,7 @@ from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
 from ..log_budget import LogBudget
+from ..metrics.instruments import BrokerMetrics
 from ..storage.data_plane import DataPlane
 from ..storage.disk_space import DiskSpace
 from ..storage.group_configs import GroupConfigStore
@@ -48,6 +49,7 @@ class BrokerContext:
     sasl: SaslSetup | None = None  # set on a SASL listener
     group_configs: GroupConfigStore | None = None  # dynamic group configs (issue 45)
     topic_deletions: PendingTopicDeletions | None = None  # offsets still to tombstone (45)
+    metrics: BrokerMetrics | None = None  # set when metrics.listen is
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
     # one budget of connection-close log lines per broker (a flood must not flood the log)
     close_log: LogBudget = field(

@@ -29,6 +29,7 @@ from ..auth.users import UsersFileError, UserStore
 from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
 from ..group_common.effects import GroupConfig
 from ..group_common.ops import TopicsChangedOp
+from ..metrics.setup import start_metrics
 from ..refusals import CannotListen, CorruptLog, MissingFile, unusable_data_dir
 from ..storage.coordinator_segments import CorruptCoordinatorLog
 from ..storage.data_plane import DataPlane
@@ -89,6 +90,7 @@ async def run_broker(
                     commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
                     group_overrides=lambda key: group_configs.get(key.org_id, key.group_id).items(),
                 )
+                metrics = await start_metrics(config, services, registry, coordinator, data)
                 services.start_soon(
                     registry.expire_offsets_periodically,
                     config.offsets_retention_check_interval_ms,
@@ -133,6 +135,7 @@ async def run_broker(
                     sasl=sasl,
                     group_configs=group_configs,
                     topic_deletions=topic_deletions,
+                    metrics=metrics,
                     disk_space=disk_space,
                 )
                 async with trio.open_nursery() as gateway:
@@ -333,10 +336,14 @@ async def _serve(ctx: BrokerContext, stream: trio.abc.Stream) -> None:
     if ctx.sasl is not None:
         conn.sasl = ctx.new_sasl_session()
         conn.gate = PRE_AUTH_APIS
+    if ctx.metrics is not None:
+        ctx.metrics.connections[id(conn)] = conn
     try:
         await serve_connection(stream, ctx, ctx.apis, conn)
     finally:
         ctx.limits.release(peer_host, conn.user.name if conn.user is not None else None)
+        if ctx.metrics is not None:
+            ctx.metrics.connections.pop(id(conn), None)
 
 
 def _peer(stream: trio.abc.Stream) -> tuple[str, int]:

@@ -29,7 +29,10 @@ from ..group_common.ops import (
     OffsetFetchOp,
     SyncGroupOp,
     TimerFired,
+    TxnMarkerOp,
+    TxnOffsetCommitOp,
 )
+from ..group_common.txn_offsets import apply_marker
 from . import membership, offsets, timers
 from .state import ClassicGroup, GroupState
 
@@ -107,4 +110,6 @@ _HANDLERS: dict[type, Any] = {
     DeleteGroupOp: delete,
     ExpireOffsetsOp: offsets.expire_offsets,
     TimerFired: _timer,
+    TxnOffsetCommitOp: offsets.txn_commit,
+    TxnMarkerOp: apply_marker,
 }

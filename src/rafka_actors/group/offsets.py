@@ -15,14 +15,22 @@ from kio.schema.errors import ErrorCode
 
 from ..group_common.committed import CommittedOffset
 from ..group_common.effects import Effects
-from ..group_common.offsets import all_failed, delete_unsubscribed, expire, store_offsets
+from ..group_common.offsets import (
+    all_failed,
+    delete_unsubscribed,
+    expire,
+    store_offsets,
+    unexpirable,
+)
 from ..group_common.ops import (
     ExpireOffsetsOp,
     ExpireOffsetsOpResp,
     OffsetCommitOp,
     OffsetDeleteOp,
     OffsetDeleteOpResp,
+    TxnOffsetCommitOp,
 )
+from ..group_common.txn_offsets import store_pending, txn_failed
 from . import rebalance as rb
 from .consumer_protocol import subscribed_topics
 from .membership import validate_member
@@ -73,6 +81,42 @@ def _validate_commit(group: ClassicGroup, op: OffsetCommitOp) -> int:
     return ErrorCode.none
 
 
+def txn_commit(
+    group: ClassicGroup | None, op: TxnOffsetCommitOp, waiter: int, fx: Effects
+) -> ClassicGroup | None:
+    """TxnOffsetCommit (KIP-447): Kafka's validateTransactionalOffsetCommit. An unknown group
+    with generation -1 becomes a simple group (producers that commit for a group they do not
+    join); with a generation, ILLEGAL_GENERATION. The member checks are those of a commit,
+    except that a commit without member id and generation (v0-v2) is accepted whatever the
+    state, and the group's state is not enforced (no REBALANCE_IN_PROGRESS)."""
+    if group is None:
+        if op.generation_id >= 0:
+            fx.reply(waiter, txn_failed(op, ErrorCode.illegal_generation))
+            return None
+        group = ClassicGroup(op.group_id, fx.fresh_cgp_id, state_timestamp_ms=fx.now)
+        store_group(fx, group, "simple group created by a transactional commit")
+    error = _validate_txn_commit(group, op)
+    if error:
+        fx.reply(waiter, txn_failed(op, error))
+        return group
+    store_pending(group, op, waiter, fx)
+    return group
+
+
+def _validate_txn_commit(group: ClassicGroup, op: TxnOffsetCommitOp) -> int:
+    if group.is_in(rb.D):
+        return ErrorCode.coordinator_not_available
+    if op.generation_id < 0 and group.is_in(rb.E):
+        return ErrorCode.none
+    if op.generation_id >= 0 or op.member_id or op.group_instance_id is not None:
+        error = validate_member(group, op.member_id, op.group_instance_id)
+        if error:
+            return error
+        if op.generation_id != group.generation:
+            return ErrorCode.illegal_generation
+    return ErrorCode.none
+
+
 def delete_offsets(
     group: ClassicGroup | None, op: OffsetDeleteOp, waiter: int, fx: Effects
 ) -> ClassicGroup | None:
@@ -103,10 +147,11 @@ def expire_offsets(
     if group is None or not group.is_in(rb.E):
         fx.reply(waiter, ExpireOffsetsOpResp(0, False))
         return group
+    pending = unexpirable(group)
     expired = [
         tp
         for tp, committed in sorted(group.offsets.items())
-        if _retention_base(group, committed) + op.retention_ms <= fx.now
+        if _retention_base(group, committed) + op.retention_ms <= fx.now and tp not in pending
     ]
     return expire(group, expired, bool(group.pending_members), waiter, fx)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from ..group_common.committed import CommittedOffset
+from ..group_common.committed import CommittedOffset, TxnOffsets
 from ..group_common.ops import Protocols
 
 
@@ -111,6 +111,7 @@ class ClassicGroup:
     initial_remaining_ms: int = 0
     sync_deadline: int | None = None
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    txn: TxnOffsets | None = None  # transactional offsets, from its first transactional op
     # Kept for the next group record, so the log tells each rebalance's story: when it
     # started, and who went away since the last record, and why.
     rebalance_started_ms: int = -1

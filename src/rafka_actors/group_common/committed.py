@@ -7,7 +7,7 @@ are in offsets.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -19,8 +19,30 @@ class CommittedOffset:
     commit_timestamp_ms: int
 
 
+@dataclass(slots=True)
+class PendingTxn:
+    """One producer's pending transactional offsets in one group (txn_offsets.py)."""
+
+    producer_epoch: int
+    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    # Partitions committed (non-transactionally) after this producer's pending offset: at a
+    # commit marker the later regular commit wins, as in Kafka.
+    superseded: set[tuple[str, int]] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class TxnOffsets:
+    """A group's transactional offsets (txn_offsets.py): pending ones per producer, and the
+    latest epoch of each producer's markers. Made at a group's first transactional op: most
+    groups never have one, and each pays only an empty slot for it."""
+
+    pending: dict[int, PendingTxn] = field(default_factory=dict)  # by producer id
+    epochs: dict[int, int] = field(default_factory=dict)  # producer id -> latest marker's
+
+
 class OffsetHolder(Protocol):
     """A group of any type, as far as its offsets go."""
 
     group_id: str
     offsets: dict[tuple[str, int], CommittedOffset]
+    txn: TxnOffsets | None  # None: no transactional op yet

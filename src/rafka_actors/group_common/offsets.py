@@ -10,7 +10,7 @@ write their records and reply. Each partition's metadata is limited to
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
@@ -27,9 +27,11 @@ from .ops import (
     OffsetFetchOpResp,
 )
 from .records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
+from .txn_offsets import drop_pending, pending_of, pending_partitions, supersede
 
 NO_OFFSET = -1
 _OK = int(ErrorCode.none)  # the error of every stored or fetched partition, as an int
+_UNSTABLE = int(ErrorCode.unstable_offset_commit)
 
 
 GroupT = TypeVar("GroupT", bound="OffsetHolder | None")
@@ -44,6 +46,8 @@ def store_offsets(group: OffsetHolder, op: OffsetCommitOp, waiter: int, fx: Effe
             continue
         metadata = metadata or ""  # Kafka stores a null metadata as "" (NO_METADATA)
         group.offsets[(topic, partition)] = CommittedOffset(offset, epoch, metadata, fx.now)
+        if group.txn is not None:
+            supersede(group.txn, (topic, partition))
         fx.records.append(
             OffsetCommitRecord(op.group_id, topic, partition, offset, epoch, metadata, fx.now)
         )
@@ -56,26 +60,40 @@ def all_failed(op: OffsetCommitOp, error: int) -> OffsetCommitOpResp:
 
 
 def fetch(group: GroupT, op: OffsetFetchOp, waiter: int, fx: Effects) -> GroupT:
-    fx.reply(waiter, fetched(group.offsets if group is not None else {}, op.partitions))
+    if group is None:
+        fx.reply(waiter, fetched({}, op.partitions))
+        return group
+    unstable = pending_partitions(group) if op.require_stable else frozenset()
+    fx.reply(waiter, fetched(group.offsets, op.partitions, unstable))
     return group
 
 
 def fetched(
     offsets: Mapping[tuple[str, int], CommittedOffset],
     partitions: tuple[tuple[str, int], ...] | None,
+    unstable: Set[tuple[str, int]] = frozenset(),
 ) -> OffsetFetchOpResp:
     """OffsetFetch's answer from a group's offsets: each partition asked for (None: every one
-    committed, in order), -1 where none is committed. Also answers from a published snapshot
+    committed, in order), -1 where none is committed, and UNSTABLE_OFFSET_COMMIT (offset -1)
+    for the `unstable` ones: those with a pending transactional offset, when the request
+    requires stable offsets (Kafka's fetchOffsets). Also answers from a published snapshot
     (actors/snapshot.py)."""
     wanted = sorted(offsets) if partitions is None else partitions
     rows: list[tuple[str, int, int, int, str | None, int]] = []
     for topic, partition in wanted:
         found = offsets.get((topic, partition))
-        if found is None:
+        if unstable and (topic, partition) in unstable:
+            rows.append((topic, partition, NO_OFFSET, -1, "", _UNSTABLE))
+        elif found is None:
             rows.append((topic, partition, NO_OFFSET, -1, "", _OK))
         else:
             rows.append((topic, partition, found.offset, found.leader_epoch, found.metadata, _OK))
     return OffsetFetchOpResp(ErrorCode.none, tuple(rows))
+
+
+def unexpirable(group: OffsetHolder) -> frozenset[tuple[str, int]]:
+    """The partitions retention must not expire: those with a pending transactional offset."""
+    return pending_partitions(group)
 
 
 def delete_unsubscribed(
@@ -93,6 +111,8 @@ def delete_unsubscribed(
             continue
         if group.offsets.pop((topic, partition), None) is not None:
             fx.records.append(OffsetTombstone(op.group_id, topic, partition))
+        if group.txn is not None:  # Kafka's tombstone removes the partition's pending ones too
+            drop_pending(op.group_id, group.txn, (topic, partition), fx)
         results.append((topic, partition, _OK))
     fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
 
@@ -107,8 +127,10 @@ def delete_group(group: OffsetHolder, fx: Effects) -> None:
 def expire(
     group: GroupT, expired: list[tuple[str, int]], keep: bool, waiter: int, fx: Effects
 ) -> GroupT | None:
-    """Tombstone the expired offsets; delete the group too if none are left and not `keep`."""
+    """Tombstone the expired offsets; delete the group too if none are left and not `keep`
+    (nor any transactional offset pending: retention leaves those alone)."""
     assert group is not None
+    keep = keep or bool(pending_of(group))
     for topic, partition in expired:
         del group.offsets[(topic, partition)]
         fx.records.append(OffsetTombstone(group.group_id, topic, partition))

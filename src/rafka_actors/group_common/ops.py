@@ -413,6 +413,28 @@ class TimerFired:
     """The actor's own command: a deadline the state machine asked for has passed."""
 
 
+# -- transactional offsets (KIP-98, KIP-447; the marker above is the transaction coordinator's)
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitOp:
+    """TxnOffsetCommit: offsets a transaction commits, pending until its end marker."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    # (topic, partition, offset, leader epoch, metadata)
+    offsets: tuple[tuple[str, int, int, int, str | None], ...]
+    member_id: str = UNKNOWN_MEMBER
+    generation_id: int = NO_GENERATION
+    group_instance_id: str | None = None
+    api_version: int = 3  # v6+ (KIP-1319) answers a stale member epoch STALE_MEMBER_EPOCH
+    transactional_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitOpResp:
+    results: tuple[tuple[str, int, int], ...]  # (topic, partition, error)
+
+
 # -- issue 45: group configs and topic changes (op codes 0x30-0x37) ---------------------------
 @dataclass(frozen=True, slots=True)
 class GroupConfigOp:
@@ -492,6 +514,7 @@ OP_CODES: dict[type, int] = {
     AlterShareOffsetsOpResp: 0xAD,
     DeleteShareOffsetsOpResp: 0xAE,
 }
+OP_CODES |= {TxnOffsetCommitOp: 0x20, TxnOffsetCommitOpResp: 0xA0}  # transactional offsets
 _BY_CODE = {code: cls for cls, code in OP_CODES.items()}
 
 Op = (
@@ -507,6 +530,8 @@ Op = (
     | ExpireOffsetsOp
     | ConsumerGroupHeartbeatOp
     | ConsumerGroupDescribeOp
+    | TxnOffsetCommitOp
+    | TxnMarkerOp
     | GroupConfigOp
     | TopicsChangedOp
     | ShareGroupHeartbeatOp

@@ -1,16 +1,22 @@
-"""A PNG of lag over time for the worst groups: one panel per group, one line per partition.
+"""A PNG of lag over time for the worst groups: one row per group, lag in records on the left
+and in seconds on the right, one line per partition.
 
 Pure drawing over plain data (no Spark): the job collects the lag rows of the few groups it
 shows and hands them here. matplotlib runs on its Agg backend (a file, no display). Lag is
 drawn as a step line, since it holds from one commit to the next; a group with many partitions
 shows its ``max_lines`` most lagging ones, so a panel stays readable.
+
+Sparse data must read well too: one commit alone would get matplotlib's default span of
+years on the x-axis, and a caught-up group a y-axis of fractions of a record. So the time axis
+spans the points (and "now") with a small margin, at least a minute; the records axis has
+whole-number ticks and runs from 0 to at least 1; and the zero line is drawn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,6 +34,12 @@ class GroupSeries:
     group_id: str
     status: str
     lines: dict[tuple[str, int], list[tuple[datetime, int]]] = field(default_factory=dict)
+    # per partition, (commit time, lag in seconds): the age of the record at the committed
+    # offset then (metrics/lag.py)
+    time_lines: dict[tuple[str, int], list[tuple[datetime, float]]] = field(default_factory=dict)
+
+
+MIN_SPAN = timedelta(minutes=1)
 
 
 def draw_lag_chart(
@@ -48,14 +60,20 @@ def draw_lag_chart(
     from matplotlib import pyplot as plt
 
     panels = max(1, len(groups))
-    fig, axes = plt.subplots(panels, 1, figsize=(10, 3.2 * panels), squeeze=False)
+    fig, axes = plt.subplots(panels, 2, figsize=(14, 3.2 * panels), squeeze=False)
     try:
         if not groups:
             axes[0][0].text(0.5, 0.5, "no commits in this data dir", ha="center", va="center")
             axes[0][0].set_axis_off()
-        for ax, group in zip((row[0] for row in axes), groups, strict=False):
-            _panel(ax, group, max_lines, now)
-        fig.suptitle("consumer lag over time (records behind the log end at each commit)")
+            axes[0][1].set_axis_off()
+        for row, group in zip(axes, groups, strict=False):
+            bounds = _time_bounds(group, now)
+            _panel(row[0], group, group.lines, max_lines, now, bounds, records=True)
+            _panel(row[1], group, group.time_lines, max_lines, now, bounds, records=False)
+        fig.suptitle(
+            "consumer lag over time at each commit: records behind the log end, and the age "
+            "of the record at the committed offset"
+        )
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, format="png", dpi=100)
@@ -64,16 +82,42 @@ def draw_lag_chart(
     return path
 
 
-def _panel(ax: Axes, group: GroupSeries, max_lines: int, now: datetime | None) -> None:
+def _time_bounds(group: GroupSeries, now: datetime | None) -> tuple[float, float]:
+    """The span of the group's commits (and now), widened by 5% and to at least a minute, in
+    matplotlib's date numbers (days; naive and aware datetimes alike)."""
     from matplotlib.dates import date2num
+
+    times = [float(date2num(t)) for points in group.lines.values() for t, _ in points]
+    if now is not None:
+        times.append(float(date2num(now)))
+    least = MIN_SPAN / timedelta(days=1)
+    if not times:
+        return 0.0, least
+    first, last = min(times), max(times)
+    margin = max((last - first) * 0.05, (least - (last - first)) / 2, least / 60)
+    return first - margin, last + margin
+
+
+def _panel(
+    ax: Axes,
+    group: GroupSeries,
+    lines: Mapping[tuple[str, int], Sequence[tuple[datetime, float]]],
+    max_lines: int,
+    now: datetime | None,
+    bounds: tuple[float, float],
+    *,
+    records: bool,
+) -> None:
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
     from matplotlib.ticker import MaxNLocator
 
-    worst = sorted(group.lines.items(), key=lambda item: -max(lag for _, lag in item[1]))
+    worst = sorted(lines.items(), key=lambda item: -max(lag for _, lag in item[1]))
+    top = 0.0
     for (topic, partition), points in worst[:max_lines]:
         ordered = sorted(points)
-        times = date2num([t for t, _ in ordered])
+        top = max(top, *(lag for _, lag in ordered))
         ax.step(
-            times,
+            date2num([t for t, _ in ordered]),
             [lag for _, lag in ordered],
             where="post",
             marker=".",
@@ -81,13 +125,20 @@ def _panel(ax: Axes, group: GroupSeries, max_lines: int, now: datetime | None) -
         )
     hidden = len(worst) - max_lines
     title = f"org {group.org_id} / {group.group_id}: {group.status}"
+    if not records:
+        title = f"{group.group_id}: lag in seconds"
     ax.set_title(title + (f" ({hidden} more partitions not drawn)" if hidden > 0 else ""))
-    ax.set_ylabel("lag (records)")
+    ax.set_ylabel("lag (records)" if records else "lag (seconds)")
     if now is not None:
         ax.axvline(float(date2num(now)), color="grey", linestyle="--", linewidth=1, label="now")
-    ax.set_ylim(bottom=0)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.axhline(0, color="black", linewidth=0.8)  # caught up
+    ax.set_xlim(*bounds)
+    ax.set_ylim(bottom=-0.02 * max(top, 1), top=max(top, 1) * 1.1)
+    if records:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     ax.grid(True, alpha=0.3)
-    ax.xaxis_date()
-    if group.lines:
-        ax.legend(loc="upper left", fontsize="small")
+    locator = AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+    if lines:
+        ax.legend(loc="best", fontsize="small")

@@ -29,9 +29,12 @@ def register(commands: Any) -> None:
     jobs = parser.add_subparsers(dest="job", required=True, metavar="JOB")
     lag = jobs.add_parser(
         "lag",
-        help="committed offsets, log-end offsets and lag over time, judged by Burrow's rules",
-        description="Lag of every group's partitions over time and Burrow's verdict per "
-        "partition and group; Parquet under OUT, a summary here, a chart at OUT/lag.png.",
+        help="committed offsets, log-end offsets and lag (records, seconds) over time, judged "
+        "by Burrow's rules",
+        description="Lag of every group's partitions over time, in records and in seconds (the "
+        "age of the record at the committed offset, as the broker's metrics have it), and "
+        "Burrow's verdict per partition and group; Parquet under OUT, a summary here, a chart "
+        "at OUT/lag.png.",
     )
     _spark_arguments(lag)
     lag.add_argument("--window", type=int, default=10, help="commits per window (default 10)")

@@ -78,9 +78,11 @@ def _series(lag: DataFrame, groups: list[dict[str, Any]]) -> list[GroupSeries]:
     }
     wanted = lag.sparkSession.createDataFrame(list(series), "org_id int, group_id string")
     rows = lag.join(wanted, list(GROUP_KEY)).select(
-        *GROUP_KEY, "topic", "partition", "commit_time", "lag"
+        *GROUP_KEY, "topic", "partition", "commit_time", "lag", "time_lag_ms"
     )
     for row in rows.collect():
         group = series[(row.org_id, row.group_id)]
-        group.lines.setdefault((row.topic, row.partition), []).append((row.commit_time, row.lag))
+        key = (row.topic, row.partition)
+        group.lines.setdefault(key, []).append((row.commit_time, row.lag))
+        group.time_lines.setdefault(key, []).append((row.commit_time, row.time_lag_ms / 1000))
     return list(series.values())

@@ -42,6 +42,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from ..metrics.lag import lag_ms
 from .burrow import Status, evaluate
 from .sources import COORDINATOR_LOG, PARTITION_INDEX, register
 
@@ -63,7 +64,8 @@ GROUP_KEY = ("org_id", "group_id")
 TOPIC_PARTITION = ("org_id", "topic", "partition")  # a partition log: topics are per org
 _EVALUATED_SCHEMA = (
     "org_id int, group_id string, topic string, partition int, status string, "
-    "status_code int, current_lag long, log_end_offset long, commits long, complete double, "
+    "status_code int, current_lag long, current_time_lag_ms long, log_end_offset long, "
+    "commits long, complete double, "
     "start_time_ms long, start_offset long, start_lag long, "
     "end_time_ms long, end_offset long, end_lag long"
 )
@@ -155,15 +157,62 @@ def lag_history(commits: DataFrame, index: DataFrame) -> DataFrame:
         .where(F.col("kind") == 1)
         .drop("kind")
     )
-    return done.join(log_ends, [*TOPIC_PARTITION, "time_ms"], "left").select(
-        *PARTITION_KEY,
-        "commit_time",
-        F.col("offset").alias("committed_offset"),
-        "log_end_offset",
-        F.greatest(F.lit(0), F.col("log_end_offset") - F.col("offset")).alias("lag"),
-        "time_ms",
-        "segment",
-        "position",
+    appended = _append_times(done, index)
+    caught_up = F.col("offset") >= F.col("log_end_offset")
+    age = F.greatest(F.lit(0), F.col("time_ms") - F.col("append_ms"))
+    return (
+        done.join(log_ends, [*TOPIC_PARTITION, "time_ms"], "left")
+        .join(appended, [*TOPIC_PARTITION, "offset"], "left")
+        .select(
+            *PARTITION_KEY,
+            "commit_time",
+            F.col("offset").alias("committed_offset"),
+            "log_end_offset",
+            F.greatest(F.lit(0), F.col("log_end_offset") - F.col("offset")).alias("lag"),
+            F.when(caught_up | F.col("append_ms").isNull(), F.lit(0))
+            .otherwise(age)
+            .alias("time_lag_ms"),
+            "time_ms",
+            "append_ms",
+            "segment",
+            "position",
+        )
+    )
+
+
+def _append_times(done: DataFrame, index: DataFrame) -> DataFrame:
+    """Per committed offset, the append time of the batch holding it (metrics/lag.py): the
+    batches' (base offset, time) and the committed offsets of a topic-partition merged into one
+    stream sorted by offset (batches first at equal offsets), where the last batch time seen
+    is that of the batch the offset falls in; no range join. Past the log end it is the last
+    batch's, which the caller ignores (caught up)."""
+    batches = index.select(
+        *TOPIC_PARTITION,
+        F.col("base_offset").alias("offset"),
+        F.unix_millis("append_time").alias("append_ms"),
+        F.lit(0).alias("kind"),
+    )
+    asks = done.select(
+        *TOPIC_PARTITION,
+        "offset",
+        F.lit(None).cast("long").alias("append_ms"),
+        F.lit(1).alias("kind"),
+    ).distinct()
+    running = (
+        Window.partitionBy(*TOPIC_PARTITION)
+        .orderBy("offset", "kind")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    return (
+        batches.unionByName(asks)
+        .select(
+            *TOPIC_PARTITION,
+            "offset",
+            "kind",
+            F.last("append_ms", ignorenulls=True).over(running).alias("append_ms"),
+        )
+        .where(F.col("kind") == 1)
+        .drop("kind")
     )
 
 
@@ -210,6 +259,7 @@ def partition_statuses(
             "time_ms",
             F.col("committed_offset").alias("offset"),
             "lag",
+            "append_ms",
             "segment",
             "position",
             F.coalesce("log_end_now", F.lit(0)).alias("log_end_now"),
@@ -223,6 +273,7 @@ def partition_statuses(
         "status",
         "status_code",
         "current_lag",
+        "current_time_lag_ms",
         "log_end_offset",
         "commits",
         "complete",
@@ -263,6 +314,9 @@ def _verdict_frame(frame: Any, now_ms: int, settings: LagSettings) -> Any:
         allowed_lag=settings.allowed_lag,
     )
     first, last = verdict.window[0], verdict.window[-1]
+    newest = frame.iloc[-1]  # the last live commit: the live metric's committed offset
+    appended = None if pd.isna(newest["append_ms"]) else int(newest["append_ms"])
+    time_lag = lag_ms(now_ms, log_end, int(newest["offset"]), appended)
     key = frame.iloc[0]
     row = {
         "org_id": int(key["org_id"]),
@@ -272,6 +326,7 @@ def _verdict_frame(frame: Any, now_ms: int, settings: LagSettings) -> Any:
         "status": verdict.status.name,
         "status_code": int(verdict.status),
         "current_lag": verdict.current_lag,
+        "current_time_lag_ms": time_lag,
         "log_end_offset": log_end,
         "commits": len(verdict.window),
         "complete": verdict.complete,
@@ -294,6 +349,7 @@ def group_statuses(partition_status: DataFrame) -> DataFrame:
         F.count(F.lit(1)).alias("partitions"),
         F.sum((F.col("status") != Status.OK.name).cast("int")).alias("partitions_not_ok"),
         F.sum("current_lag").alias("total_lag"),
+        F.max("current_time_lag_ms").alias("max_time_lag_ms"),
         biggest.alias("biggest"),
     )
     names = F.create_map(*(x for s in Status for x in (F.lit(int(s)), F.lit(s.name))))
@@ -307,12 +363,13 @@ def group_statuses(partition_status: DataFrame) -> DataFrame:
         F.col("biggest.current_lag").alias("max_lag"),
         F.col("biggest.topic").alias("max_lag_topic"),
         F.col("biggest.partition").alias("max_lag_partition"),
+        "max_time_lag_ms",
     )
 
 
 def write_parquet(result: LagResult, out: str | Path) -> None:
     """``OUT/lag/``, ``OUT/partition_status/``, ``OUT/group_status/`` (replaced if present)."""
     base = str(out).rstrip("/")
-    result.lag.drop("time_ms").write.mode("overwrite").parquet(f"{base}/lag")
+    result.lag.drop("time_ms", "append_ms").write.mode("overwrite").parquet(f"{base}/lag")
     result.partition_status.write.mode("overwrite").parquet(f"{base}/partition_status")
     result.group_status.write.mode("overwrite").parquet(f"{base}/group_status")

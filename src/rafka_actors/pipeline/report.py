@@ -23,6 +23,7 @@ GROUP_COLUMNS = (
     ("TOTAL-LAG", "total_lag"),
     ("MAX-LAG", "max_lag"),
     ("AT", "max_lag_at"),
+    ("MAX-LAG-S", "max_time_lag_s"),
 )
 PARTITION_COLUMNS = (
     ("ORG", "org_id"),
@@ -31,6 +32,7 @@ PARTITION_COLUMNS = (
     ("PARTITION", "partition"),
     ("STATUS", "status"),
     ("LAG", "current_lag"),
+    ("LAG-S", "current_time_lag_s"),
     ("COMMITS", "commits"),
     ("FIRST-COMMIT", "window_start"),
     ("LAST-COMMIT", "window_end"),
@@ -71,11 +73,19 @@ def summary(
     more are in the Parquet output.
     """
     lines = [f"now = {_text(now)} UTC (the newest commit or batch in the data dir)", ""]
-    shown = [{**g, "max_lag_at": _at(g)} for g in groups]
+    shown = [
+        {**g, "max_lag_at": _at(g), "max_time_lag_s": _seconds(g.get("max_time_lag_ms"))}
+        for g in groups
+    ]
     lines.append(format_table([h for h, _ in GROUP_COLUMNS], _cells(shown, GROUP_COLUMNS)))
     lines += _more(len(groups), groups_total, "groups", "group_status")
     bad = [
-        {**p, "offsets": _span(p, "offset"), "lags": _span(p, "lag")}
+        {
+            **p,
+            "offsets": _span(p, "offset"),
+            "lags": _span(p, "lag"),
+            "current_time_lag_s": _seconds(p.get("current_time_lag_ms")),
+        }
         for p in partitions
         if p["status"] != "OK"
     ]
@@ -105,3 +115,7 @@ def _at(group: Row) -> str | None:
 
 def _span(partition: Row, what: str) -> str:
     return f"{partition[f'start_{what}']}->{partition[f'end_{what}']}"
+
+
+def _seconds(ms: Any) -> str | None:
+    return None if ms is None else f"{ms / 1000:.1f}"

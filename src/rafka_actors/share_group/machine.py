@@ -59,8 +59,12 @@ from ..group_common.ops import (
     SyncGroupOp,
     SyncGroupOpResp,
     TimerFired,
+    TxnMarkerOp,
+    TxnMarkerOpResp,
+    TxnOffsetCommitOp,
 )
 from ..group_common.records import GroupTombstone
+from ..group_common.txn_offsets import txn_failed
 from .partition import InvalidRecordState, SharePartition
 from .records import ShareGroupMetadataRecord, SharePartitionRecord, SharePartitionTombstone
 from .state import ASSIGNOR_NAME, ShareGroup, ShareMember, ShareSession, assignment_of
@@ -584,6 +588,16 @@ def _other(group: ShareGroup | None, op: Any, waiter: int, fx: Effects) -> Share
             fx.reply(waiter, ConsumerGroupDescribeOpResp(code, message))
         case ExpireOffsetsOp():  # a share group commits no offsets to expire
             fx.reply(waiter, ExpireOffsetsOpResp(0, False))
+        case TxnOffsetCommitOp():
+            fx.reply(waiter, txn_failed(op, code))
+    return group
+
+
+def _txn_marker(
+    group: ShareGroup | None, op: TxnMarkerOp, waiter: int, fx: Effects
+) -> ShareGroup | None:
+    """A transaction's end marker: a share group takes no transactional offsets."""
+    fx.reply(waiter, TxnMarkerOpResp(ErrorCode.none))
     return group
 
 
@@ -597,6 +611,7 @@ _HANDLERS: dict[type, Any] = {
     DeleteShareOffsetsOp: _delete_offsets,
     DeleteGroupOp: _delete,
     TimerFired: _timer,
+    TxnMarkerOp: _txn_marker,
     **{
         cls: _other
         for cls in (
@@ -611,6 +626,7 @@ _HANDLERS: dict[type, Any] = {
             ConsumerGroupHeartbeatOp,
             ConsumerGroupDescribeOp,
             ExpireOffsetsOp,
+            TxnOffsetCommitOp,
         )
     },
 }

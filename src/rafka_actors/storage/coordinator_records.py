@@ -9,7 +9,9 @@ dataclass's fields in declaration order (so ``GroupMetadataRecord.members`` is a
 1 OffsetCommit, 2 GroupMetadata, 3 OffsetTombstone, 4 GroupTombstone; the KIP-848 consumer-group
 records keep Kafka's numbers where they are free (5 member metadata, 6 target-assignment
 metadata, 7 target-assignment member, 8 current member assignment) and take 9 (group metadata),
-10 (member tombstone) and 11 (consumer-state tombstone). KIP-932 share groups take 30 (group
+10 (member tombstone) and 11 (consumer-state tombstone). Transactional offsets take 20 (a
+pending transactional offset), 21 (a transaction's end marker), 22 (a deleted pending
+offset) and 23 (a producer's latest marker epoch). KIP-932 share groups take 30 (group
 metadata), 31 (a share partition's state) and 32 (its tombstone). A change of a type's fields
 is a new version, never a reinterpretation of an old one: new fields go at the end, the newest
 version is written, and an older version still decodes (the fields it lacks take their
@@ -33,10 +35,13 @@ Compaction keys
 `compaction_key` gives each entry a hierarchical key: ``(org, group, topic, partition)`` for
 offsets, ``(org, group)`` for the group record (classic or consumer: one group record per group),
 ``(org, group, 0, 0)`` for a consumer group's target-assignment metadata and
-``(org, group, 0, 1, member, kind)`` for its member records. A tombstone deletes every earlier
+``(org, group, 0, 1, member, kind)`` for its member records, ``(org, group, 20, producer, topic,
+partition)`` for a pending transactional offset, ``(org, group, 23, producer)`` for a producer's
+latest marker epoch. A tombstone deletes every earlier
 entry whose key starts with its own, so a GroupTombstone wipes the group record and all of the
 group's offsets, a ConsumerMemberTombstone ``(org, group, 0, 1, member)`` a member's three
-records, and a ConsumerStateTombstone ``(org, group, 0)`` all consumer-group records.
+records, a ConsumerStateTombstone ``(org, group, 0)`` all consumer-group records, and a
+TxnMarkerRecord ``(org, group, 20, producer)`` the producer's pending offsets.
 
 The live view
 -------------
@@ -71,6 +76,8 @@ from ..consumer_group.records import (
 )
 from ..coordinator.latest import (
     MEMBER_KIND,
+    PENDING_TXN,
+    PRODUCER_EPOCH,
     TARGET_METADATA_TAIL,
     CompactionKey,
     GroupRecords,
@@ -80,6 +87,12 @@ from ..coordinator.latest import (
 )
 from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
+from ..group_common.txn_offsets import (
+    TxnMarkerRecord,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
+    TxnProducerEpochRecord,
+)
 from ..ids import GroupKey
 from ..share_group.records import (
     SHARE_PARTITION_TAIL,
@@ -123,6 +136,11 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_METADATA = 9
     CONSUMER_MEMBER_TOMBSTONE = 10
     CONSUMER_STATE_TOMBSTONE = 11
+    # transactional offsets (20-24)
+    TXN_OFFSET_COMMIT = 20
+    TXN_MARKER = 21
+    TXN_OFFSET_TOMBSTONE = 22
+    TXN_PRODUCER_EPOCH = 23
     # transactions (the transaction log): 25-29
     TRANSACTION = 25
     # KIP-932 share groups (share_group/records.py): 30-39
@@ -144,6 +162,7 @@ _Kinds = frozenset[type]
 _STR: _Kinds = frozenset({str})
 _OPT_STR: _Kinds = frozenset({str, type(None)})
 _INT: _Kinds = frozenset({int})
+_BOOL: _Kinds = frozenset({bool})
 _BYTES: _Kinds = frozenset({bytes})
 _MEMBERS: _Kinds = frozenset()  # marker (by identity): GroupMetadataRecord's member rows
 _MEMBER_ROW = (_STR, _OPT_STR, _STR, _STR, _INT, _INT, _BYTES, _BYTES)
@@ -187,6 +206,13 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
     ),
     ConsumerMemberTombstone: (RecordType.CONSUMER_MEMBER_TOMBSTONE, ((_STR, _STR),)),
     ConsumerStateTombstone: (RecordType.CONSUMER_STATE_TOMBSTONE, ((_STR,),)),
+    TxnOffsetCommitRecord: (
+        RecordType.TXN_OFFSET_COMMIT,
+        ((_STR, _INT, _INT, _STR, _INT, _INT, _INT, _OPT_STR, _INT),),
+    ),
+    TxnMarkerRecord: (RecordType.TXN_MARKER, ((_STR, _INT, _INT, _BOOL),)),
+    TxnOffsetTombstone: (RecordType.TXN_OFFSET_TOMBSTONE, ((_STR, _INT, _STR, _INT),)),
+    TxnProducerEpochRecord: (RecordType.TXN_PRODUCER_EPOCH, ((_STR, _INT, _INT),)),
     TransactionRecord: (
         RecordType.TRANSACTION,
         ((_STR, _INT, _INT, _INT, _INT, _STR, _TXN_PARTITIONS, _NAMES, _INT, _INT),),
@@ -456,6 +482,11 @@ def compaction_key(key: GroupKey, record: Record) -> tuple[CompactionKey, bool]:
     return (key.org_id, key.group_id, *key_tail(record)), is_tombstone(record)
 
 
+_TRANSACTIONAL = frozenset(
+    {TxnOffsetCommitRecord, TxnMarkerRecord, TxnOffsetTombstone, TxnProducerEpochRecord}
+)
+
+
 def entry_compaction_key(payload: bytes) -> tuple[CompactionKey, bool]:
     """`compaction_key` of an encoded entry, for `CoordinatorSegments.compact_sealed`.
 
@@ -479,6 +510,20 @@ def entry_compaction_key(payload: bytes) -> tuple[CompactionKey, bool]:
         return (*head, *TARGET_METADATA_TAIL), False
     if cls is ConsumerStateTombstone:
         return (*head, 0), True
+    if cls in _TRANSACTIONAL:
+        producer_id = items[5] if len(items) >= 6 else None
+        if type(producer_id) is not int:
+            raise CoordinatorRecordError(f"bad producer id {producer_id!r}")
+        if cls is TxnProducerEpochRecord:
+            return (*head, PRODUCER_EPOCH, producer_id), False
+        if cls is TxnMarkerRecord:
+            return (*head, PENDING_TXN, producer_id), True
+        at = 7 if cls is TxnOffsetCommitRecord else 6  # after the producer epoch, if any
+        topic, partition = items[at : at + 2] if len(items) >= at + 2 else (None, None)
+        if type(topic) is not str or type(partition) is not int:
+            raise CoordinatorRecordError(f"bad pending offset key ({topic!r}, {partition!r})")
+        tombstone = cls is TxnOffsetTombstone
+        return (*head, PENDING_TXN, producer_id, topic, partition), tombstone
     if cls is SharePartitionRecord or cls is SharePartitionTombstone:
         topic, partition = items[5:7] if len(items) >= 7 else (None, None)
         if type(topic) is not str or type(partition) is not int:

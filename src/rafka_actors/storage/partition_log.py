@@ -49,8 +49,10 @@ from pathlib import Path
 
 from rafka_actors.storage.record_batch import (
     BATCH_OVERHEAD,
+    HEADER_SIZE,
     InvalidRecordError,
     check_batch,
+    parse_header,
     stamp_offsets,
 )
 
@@ -464,6 +466,30 @@ class PartitionLog:
         if doomed:
             fsync_dir(self._dir)
         return len(doomed)
+
+    # -- lag (the metrics endpoint; the pipeline reads the same headers) -------------------
+
+    def batch_max_timestamp(self, offset: int) -> int | None:
+        """The max timestamp of the batch holding ``offset``: its "append time", as the
+        pipeline's partition index has it (one 61-byte pread). None past the log end or
+        before its start."""
+        self._check_open()
+        if offset < self.log_start_offset or offset >= self._end:
+            return None
+        seg = self._segments[bisect_right(self._bases, offset) - 1]
+        i = bisect_right(seg.offsets, offset) - 1
+        if i < 0:
+            return None
+        header = os.pread(seg.fd, HEADER_SIZE, seg.positions[i])
+        return parse_header(header).max_timestamp if len(header) == HEADER_SIZE else None
+
+    def end_offset_at(self, ts: int) -> int:
+        """The log end as of time ``ts``: the base offset of the first batch whose (running)
+        max timestamp is later than ``ts``, or the log end if none is."""
+        for seg in self._segments:
+            if seg.max_ts and seg.max_ts[-1] > ts:
+                return seg.offsets[bisect_right(seg.max_ts, ts)]
+        return self._end
 
     # -- lifecycle ------------------------------------------------------------------------
 

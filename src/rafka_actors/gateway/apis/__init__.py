@@ -27,6 +27,7 @@ from . import (
     share_groups,
     topics_admin,
     transactions,
+    txn_offsets,
 )
 
 G = "rafka.gateway.group."  # the spans of design note 000 (telemetry.py)
@@ -57,6 +58,7 @@ API_TABLE: dict[int, Api] = {
         Api(24, "AddPartitionsToTxn", 0, 3, transactions.add_partitions_to_txn),
         Api(25, "AddOffsetsToTxn", 0, 3, transactions.add_offsets_to_txn),
         Api(26, "EndTxn", 0, 3, transactions.end_txn),
+        Api(28, "TxnOffsetCommit", 0, 4, txn_offsets.txn_offset_commit, G + "txn-offset-commit"),
         Api(32, "DescribeConfigs", 1, 4, configs.describe_configs),
         Api(33, "AlterConfigs", 0, 2, configs.alter_configs),
         Api(35, "DescribeLogDirs", 1, 5, partitions_admin.describe_log_dirs),

@@ -101,6 +101,8 @@ def _authenticated(ctx: BrokerContext, conn: ConnectionInfo, reply: Reply) -> st
 def _refuse(ctx: BrokerContext, mod: Any, conn: ConnectionInfo, message: str, detail: str) -> Any:
     """Kafka's connection.failed.authentication.delay.ms: a guesser (or a client retrying a
     wrong password in a loop) gets one attempt per delay per connection."""
+    if ctx.metrics is not None:
+        ctx.metrics.auth_failures.labels((conn.sasl and conn.sasl.mechanism) or "?").inc()
 
     def refused(_: None) -> Any:
         conn.close_after_reply = f"authentication failed: {detail}"

@@ -1,0 +1,270 @@
+"""Transactional offsets (KIP-98, KIP-447): pending per producer until the transaction ends.
+
+A TxnOffsetCommit that its group's protocol has validated (group/offsets.py for classic and
+simple groups, consumer_group/offsets.py for KIP-848 groups) stores its offsets here, in the
+group's `txn.pending`, keyed by producer id, and writes one `TxnOffsetCommitRecord` each. They
+are not committed offsets: OffsetFetch does not see them, and with `require_stable` it answers
+UNSTABLE_OFFSET_COMMIT for their partitions. The transaction coordinator's end marker
+(`TxnMarkerOp`) merges them into the committed offsets or discards them, like Kafka's
+`OffsetMetadataManager.replayEndTransactionMarker` (design note 003, "In-memory structure").
+Retention never expires an offset with a pending transactional commit. OffsetDelete removes
+a partition's pending offsets with its committed one, as Kafka's offset tombstone does
+(`TxnOffsetTombstone`, key ``(20, producer id, topic, partition)``).
+
+Records. A merge writes an OffsetCommitRecord for every offset it commits, then a
+`TxnMarkerRecord`, which deletes the producer's pending records (it is a tombstone of key
+``(20, producer id)``; a pending record's key is ``(20, producer id, topic, partition)``). So a
+compacted log and a replay of the whole history agree without the marker having to be
+re-interpreted, and a torn batch (offsets written, marker lost) only leaves the offsets pending
+until the coordinator, which retries its markers, sends the marker again.
+
+Zombies. As on Kafka's `__consumer_offsets` partition, whose producer state remembers each
+producer's latest epoch (a marker's too), a TxnOffsetCommit whose epoch is older than one the
+group has seen from its producer, in a pending offset or in a marker, is a fenced zombie's:
+INVALID_PRODUCER_EPOCH (fatal to the clients). Otherwise a zombie's late commit, arriving after
+the marker that aborted its transaction, would wait pending for the next commit marker of the
+producer id and be merged with it. The group keeps that epoch per producer (`txn.epochs`) and
+writes it as a `TxnProducerEpochRecord` (key ``(23, producer id)``), so a restart keeps it.
+
+A group holds all this in `txn` (committed.TxnOffsets), None until its first transactional op.
+
+Order. Kafka keeps, at a commit marker, the most recent of a pending offset and a regular
+commit of the same partition made after it (by log position). The live group knows this
+order exactly (`PendingTxn.superseded`); a group rebuilt from the log, whose view keeps no
+order between the two kinds, approximates it by commit time (a regular commit strictly later
+than the pending one wins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TypeVar
+
+from kio.schema.errors import ErrorCode
+
+from .committed import CommittedOffset, OffsetHolder, PendingTxn, TxnOffsets
+from .effects import Effects
+from .ops import TxnMarkerOp, TxnMarkerOpResp, TxnOffsetCommitOp, TxnOffsetCommitOpResp
+from .records import OffsetCommitRecord, Record
+
+TopicPartition = tuple[str, int]
+_OK = int(ErrorCode.none)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitRecord(Record):
+    """One pending transactional offset of a producer (Kafka writes an OffsetCommit record
+    inside the producer's transaction; ours names the producer instead)."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    commit_timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetTombstone(Record):
+    """A producer's pending offset of one partition was deleted (OffsetDelete): Kafka's
+    offset tombstone removes the pending offsets of its partition too."""
+
+    group_id: str
+    producer_id: int
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarkerRecord(Record):
+    """A producer's transaction ended for this group: its pending offsets are gone (the
+    OffsetCommit records before it hold those a commit merged)."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TxnProducerEpochRecord(Record):
+    """The latest epoch a marker of this producer carried: offsets of an older epoch are a
+    fenced zombie's."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+
+
+NO_PENDING: Mapping[int, PendingTxn] = MappingProxyType({})
+NO_EPOCHS: Mapping[int, int] = MappingProxyType({})
+
+
+def pending_of(group: OffsetHolder | None) -> Mapping[int, PendingTxn]:
+    """The group's pending transactional offsets, by producer id (read only)."""
+    txn = group.txn if group is not None else None
+    return NO_PENDING if txn is None else txn.pending
+
+
+def epochs_of(group: OffsetHolder | None) -> Mapping[int, int]:
+    """The latest epoch of each producer's markers the group got (read only)."""
+    txn = group.txn if group is not None else None
+    return NO_EPOCHS if txn is None else txn.epochs
+
+
+def _txn_of(group: OffsetHolder) -> TxnOffsets:
+    if group.txn is None:
+        group.txn = TxnOffsets()
+    return group.txn
+
+
+def pending_partitions(group: OffsetHolder | None) -> frozenset[TopicPartition]:
+    """Every partition with a pending transactional offset (OffsetFetch's unstable ones)."""
+    pending = pending_of(group)
+    if not pending:
+        return frozenset()
+    return frozenset(tp for txn in pending.values() for tp in txn.offsets)
+
+
+def fenced_epoch(group: OffsetHolder, producer_id: int, epoch: int) -> bool:
+    """An epoch older than the producer's latest the group has seen is a fenced zombie's."""
+    txn = pending_of(group).get(producer_id)
+    if txn is not None and epoch < txn.producer_epoch:
+        return True
+    return epoch < epochs_of(group).get(producer_id, epoch)
+
+
+def txn_failed(op: TxnOffsetCommitOp, error: int) -> TxnOffsetCommitOpResp:
+    """Every partition of the request refused with `error`."""
+    return TxnOffsetCommitOpResp(tuple((t, p, int(error)) for t, p, *_ in op.offsets))
+
+
+def store_pending(group: OffsetHolder, op: TxnOffsetCommitOp, waiter: int, fx: Effects) -> None:
+    """Keep a validated TxnOffsetCommit's offsets pending, each within the metadata limit."""
+    if fenced_epoch(group, op.producer_id, op.producer_epoch):
+        fx.reply(waiter, txn_failed(op, ErrorCode.invalid_producer_epoch))
+        return
+    group_id, pending = group.group_id, _txn_of(group).pending
+    results = []
+    txn: PendingTxn | None = pending.get(op.producer_id)
+    for topic, partition, offset, epoch, metadata in op.offsets:
+        if metadata is not None and len(metadata.encode()) > fx.config.offset_metadata_max_bytes:
+            results.append((topic, partition, int(ErrorCode.offset_metadata_too_large)))
+            continue
+        metadata = metadata or ""
+        if txn is None:
+            txn = pending[op.producer_id] = PendingTxn(op.producer_epoch)
+        txn.producer_epoch = op.producer_epoch
+        txn.offsets[(topic, partition)] = CommittedOffset(offset, epoch, metadata, fx.now)
+        txn.superseded.discard((topic, partition))
+        fx.records.append(
+            TxnOffsetCommitRecord(
+                group_id,
+                op.producer_id,
+                op.producer_epoch,
+                topic,
+                partition,
+                offset,
+                epoch,
+                metadata,
+                fx.now,
+            )
+        )
+        results.append((topic, partition, _OK))
+    fx.reply(waiter, TxnOffsetCommitOpResp(tuple(results)))
+
+
+def drop_pending(group_id: str, state: TxnOffsets, tp: TopicPartition, fx: Effects) -> bool:
+    """Delete every producer's pending offset of `tp` (OffsetDelete); whether there was one."""
+    pending, dropped = state.pending, False
+    for producer_id, txn in list(pending.items()):
+        if txn.offsets.pop(tp, None) is not None:
+            txn.superseded.discard(tp)
+            fx.records.append(TxnOffsetTombstone(group_id, producer_id, *tp))
+            dropped = True
+            if not txn.offsets:
+                del pending[producer_id]
+    return dropped
+
+
+def supersede(state: TxnOffsets, tp: TopicPartition) -> None:
+    """A regular commit of `tp`: it wins over the pending offsets committed before it."""
+    for txn in state.pending.values():
+        if tp in txn.offsets:
+            txn.superseded.add(tp)
+
+
+GroupT = TypeVar("GroupT", bound="OffsetHolder | None")
+
+
+def apply_marker(group: GroupT, op: TxnMarkerOp, waiter: int, fx: Effects) -> GroupT:
+    """The end marker sent to a group of either type (or to none: nothing is pending)."""
+    if group is None:
+        fx.reply(waiter, TxnMarkerOpResp(ErrorCode.none))
+    else:
+        end_transaction(group, op, waiter, fx)
+    return group
+
+
+def end_transaction(group: OffsetHolder, op: TxnMarkerOp, waiter: int, fx: Effects) -> None:
+    """Merge (commit) or discard (abort) the producer's pending offsets, and remember the
+    marker's epoch (see "Zombies"). A marker for a producer with nothing pending is answered
+    OK: the coordinator may send a marker again after a crash. A marker older than the pending
+    offsets' epoch is refused (INVALID_PRODUCER_EPOCH) and changes nothing."""
+    group_id, offsets = group.group_id, group.offsets
+    txn = pending_of(group).get(op.producer_id)
+    if txn is not None and op.producer_epoch < txn.producer_epoch:
+        fx.reply(waiter, TxnMarkerOpResp(ErrorCode.invalid_producer_epoch))
+        return
+    if op.producer_epoch > epochs_of(group).get(op.producer_id, -1):  # (before the marker,
+        # which stays the last record of the step)
+        _txn_of(group).epochs[op.producer_id] = op.producer_epoch
+        fx.records.append(TxnProducerEpochRecord(group_id, op.producer_id, op.producer_epoch))
+    if txn is None:
+        fx.reply(waiter, TxnMarkerOpResp(ErrorCode.none))
+        return
+    del _txn_of(group).pending[op.producer_id]
+    if op.committed:
+        for (topic, partition), committed in sorted(txn.offsets.items()):
+            if (topic, partition) in txn.superseded:
+                continue
+            offsets[(topic, partition)] = committed
+            fx.records.append(
+                OffsetCommitRecord(
+                    group_id,
+                    topic,
+                    partition,
+                    committed.offset,
+                    committed.leader_epoch,
+                    committed.metadata,
+                    committed.commit_timestamp_ms,
+                )
+            )
+    fx.records.append(TxnMarkerRecord(group_id, op.producer_id, op.producer_epoch, op.committed))
+    fx.reply(waiter, TxnMarkerOpResp(ErrorCode.none))
+
+
+def replay_pending(
+    records: list[TxnOffsetCommitRecord],
+    offsets: dict[TopicPartition, CommittedOffset],
+) -> dict[int, PendingTxn]:
+    """The pending offsets a group's stored pending records describe (see "Order")."""
+    pending: dict[int, PendingTxn] = {}
+    for r in records:
+        txn = pending.get(r.producer_id)
+        if txn is None:
+            txn = pending[r.producer_id] = PendingTxn(r.producer_epoch)
+        txn.producer_epoch = max(txn.producer_epoch, r.producer_epoch)
+        tp = (r.topic, r.partition)
+        txn.offsets[tp] = CommittedOffset(
+            r.offset, r.leader_epoch, r.metadata, r.commit_timestamp_ms
+        )
+        regular = offsets.get(tp)
+        if regular is not None and regular.commit_timestamp_ms > r.commit_timestamp_ms:
+            txn.superseded.add(tp)
+    return pending
