@@ -134,8 +134,13 @@ class SharePartitionMachine(RuleBasedStateMachine):
         first = data.draw(st.sampled_from(candidates))
         last = first + data.draw(st.integers(0, 3))
         types = (kind,) * (last - first + 1) if per_record else (kind,)
+        # every record held by this member; a GAP may also name a record already archived
         valid = all(
-            (m := self.model.get(o)) is not None and m.state == ACQUIRED and m.member == member
+            (m := self.model.get(o)) is not None
+            and (
+                (m.state == ACQUIRED and m.member == member)
+                or (kind == GAP and m.state == ARCHIVED)
+            )
             for o in range(first, last + 1)
         )
         try:

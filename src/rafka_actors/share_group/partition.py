@@ -143,8 +143,8 @@ class SharePartition:
         self, member_id: str, first: int, last: int, types: tuple[int, ...], limit: int
     ) -> None:
         """Acknowledge `[first, last]` for `member_id`: one type for the whole range, or one
-        per record. Every record of it must be Acquired by that member, else nothing changes
-        and InvalidRecordState is raised."""
+        per record. Every record of it must be Acquired by that member (or, for a GAP, already
+        Archived), else nothing changes and InvalidRecordState is raised."""
         count = last - first + 1
         if count <= 0 or len(types) not in (1, count) or any(t not in _ACK for t in types):
             raise InvalidRecordState(f"bad acknowledgement batch {first}-{last} {types}")
