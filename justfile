@@ -12,9 +12,9 @@ install:
 serve *ARGS:
     {{venv}}/bin/rafka-actors serve {{ARGS}}
 
-# The whole test suite (what CI runs).
+# The whole test suite (what CI runs), on four xdist workers.
 test *ARGS:
-    {{venv}}/bin/pytest {{ARGS}}
+    {{venv}}/bin/pytest -n 4 {{ARGS}}
 
 # Long soak tests only.
 test-slow *ARGS:

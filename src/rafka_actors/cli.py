@@ -1,5 +1,5 @@
-"""`rafka-actors` command line: `serve`, `groups` (the operator's tools, over the Kafka
-protocol) and `pipeline` (the analytics jobs on Spark).
+"""`rafka-actors` command line: `serve`, `groups` and `transactions` (the operator's tools,
+over the Kafka protocol) and `pipeline` (the analytics jobs on Spark).
 
 `serve` lives here; every other subcommand is a module with `register(subparsers)`, which adds
 its parser and sets `run` (a function of the parsed arguments returning the exit status).
@@ -35,6 +35,7 @@ SUBCOMMAND_MODULES = (
     "rafka_actors.admin.topics_cli",
     "rafka_actors.pipeline.cli",
     "rafka_actors.auth.cli",
+    "rafka_actors.admin.transactions",
 )
 
 

@@ -177,6 +177,16 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = field(
         default=600_000, metadata=_doc("how often offsets are checked for expiry")
     )
+    # Transactions (the transaction coordinator, actors/txn_actor.py): Kafka's keys and defaults.
+    transaction_max_timeout_ms: int = field(
+        default=900_000, metadata=_doc("the longest transaction.timeout.ms a producer may ask")
+    )
+    transactional_id_expiration_ms: int = field(
+        default=604_800_000, metadata=_doc("idle transactional ids are forgotten after this")
+    )
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = field(
+        default=3_600_000, metadata=_doc("how often idle transactional ids are looked for")
+    )
     # Retention, and the bounds of dynamic group configs (issue 45: topics and group configs).
     log_retention_ms: int = field(
         default=604_800_000, metadata=_doc("topics' default retention.ms (-1: forever)")
@@ -437,6 +447,13 @@ def _check_network_settings(config: BrokerConfig) -> None:
         raise ConfigError("offsets.commit.timeout.ms must be positive")
     if config.group_passivation_idle_ms < 0:
         raise ConfigError("group.passivation.idle.ms must be >= 0")
+    for name in (
+        "transaction_max_timeout_ms",
+        "transactional_id_expiration_ms",
+        "transaction_remove_expired_transaction_cleanup_interval_ms",
+    ):
+        if getattr(config, name) <= 0:
+            raise ConfigError(f"{kafka_key(name)} must be positive")
     if config.queued_max_request_bytes == 0 or config.queued_max_request_bytes < -1:
         raise ConfigError("queued.max.request.bytes must be positive or -1 (no bound)")
     if config.connection_failed_authentication_delay_ms < 0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,20 @@ def test_negative_org_and_broken_file(
     assert main(["users", "remove", "x", "--file", str(path)]) == 2
     assert add(path, "alice", "--org", "1", monkeypatch=monkeypatch) == 2
     assert "version" in capsys.readouterr().err
+
+
+def test_transactional_id_prefixes_are_written_and_optional_when_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "users.json"
+    extra = ("--org", "1", "--transactional-id-prefix", "etl.", "--iterations", "4096")
+    assert add(path, "alice", *extra, monkeypatch=monkeypatch) == 0
+    alice = UserStore.load(path).users["alice"]
+    assert alice.transactional_id_prefixes == ("etl.",)
+    assert alice.may_use_transactional_id("etl.copier")
+    assert not alice.may_use_transactional_id("other")
+    # a file written before transactions were served has no such key: every id is allowed
+    document = json.loads(path.read_text())
+    del document["users"]["alice"]["transactional_id_prefixes"]
+    path.write_text(json.dumps(document))
+    assert UserStore.load(path).users["alice"].may_use_transactional_id("other")

@@ -54,6 +54,12 @@ RULES: tuple[Rule, ...] = (
     ("group", IO, "the classic group state machine is pure"),
     ("consumer_group", IO, "the KIP-848 group state machine is pure"),
     ("coordinator", IO, "the dispatch over both group types is pure"),
+    ("transaction", IO, "the transaction coordinator's state machine is pure"),
+    (
+        "transaction",
+        ours("group", "consumer_group", "coordinator"),
+        "transactions: beside the group types, not above them",
+    ),
     ("share_group", IO, "the KIP-932 share group state machine is pure"),
     ("share_group", ours("group", "consumer_group", "coordinator"), "share: no other type"),
     ("group_common", ours("share_group"), "beneath all group types, share groups too"),

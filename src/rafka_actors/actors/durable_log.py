@@ -122,12 +122,17 @@ class _Pending:
 
 
 def _replay(
-    data_dir: Path, segment_bytes: int, preallocate_bytes: int, skip_corruption: bool, *, bulk: bool
+    directory: Path,
+    segment_bytes: int,
+    preallocate_bytes: int,
+    skip_corruption: bool,
+    *,
+    bulk: bool,
 ) -> tuple[CoordinatorSegments, LatestRecords[bytes]]:
     view: LatestRecords[bytes] = LatestRecords()
     replay = EntryReplay(view, bulk=bulk)
     segments = CoordinatorSegments.open(
-        data_dir / "coordinator",
+        directory,
         decode_stored,
         replay.apply_entry,
         segment_bytes=segment_bytes,
@@ -203,18 +208,25 @@ class DurableCoordinatorLog:
         compaction_dirty_bytes: int | None = None,
         tombstone_retention_ms: int = DEFAULT_TOMBSTONE_RETENTION_MS,
         skip_corruption: bool = False,
+        name: str = "coordinator",
+        bulk: bool = True,
     ) -> DurableCoordinatorLog:
-        """Open ``<data_dir>/coordinator`` and replay it (blocking file I/O: call at start-up)."""
+        """Open ``<data_dir>/<name>`` and replay it (blocking file I/O: call at start-up).
+        ``name``: "coordinator" for groups, "transactions" for the transaction log; ``bulk``:
+        recognise offset entries in bulk (the transaction log has none, and a run of frames
+        the bulk pattern does not match is walked one frame per split of its chunk)."""
+        directory = data_dir / name
         try:
             segments, view = _replay(
-                data_dir, segment_bytes, preallocate_bytes, skip_corruption, bulk=True
+                directory, segment_bytes, preallocate_bytes, skip_corruption, bulk=bulk
             )
         except AmbiguousKeys as exc:
-            log.warning("coordinator log: %s; replaying it entry by entry", exc)
+            log.warning("%s log: %s; replaying it entry by entry", name, exc)
             segments, view = _replay(
-                data_dir, segment_bytes, preallocate_bytes, skip_corruption, bulk=False
+                directory, segment_bytes, preallocate_bytes, skip_corruption, bulk=False
             )
-        log.info("coordinator log replayed: %d groups", len(view))
+        what = "groups" if name == "coordinator" else "transactional ids"
+        log.info("%s log replayed: %d %s", name, len(view), what)
         return cls(
             segments,
             view,

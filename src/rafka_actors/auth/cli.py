@@ -1,7 +1,8 @@
 """`rafka-actors users`: write the broker's credentials file (sasl.users.file, docs/tenancy.md).
 
   add NAME --org N [--password P] [--mechanism SCRAM-SHA-256|SCRAM-SHA-512|both]
-      [--iterations N] [--group-prefix P ...] [--topic-prefix P ...]   add or replace a user
+      [--iterations N] [--group-prefix P ...] [--topic-prefix P ...]
+      [--transactional-id-prefix P ...]   add or replace a user
   list                                                                  users, orgs, prefixes
   remove NAME                                                           delete a user
 
@@ -49,6 +50,9 @@ def register(subparsers: Any) -> None:
     add.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS)
     add.add_argument("--group-prefix", action="append", default=[], dest="group_prefixes")
     add.add_argument("--topic-prefix", action="append", default=[], dest="topic_prefixes")
+    add.add_argument(
+        "--transactional-id-prefix", action="append", default=[], dest="transactional_id_prefixes"
+    )
     add.set_defaults(run=_add)
 
     listing = commands.add_parser("list", parents=[common], help="list users (no secrets)")
@@ -80,6 +84,7 @@ def _add(args: argparse.Namespace) -> int:
         check_name(args.name)
         group_prefixes = check_prefixes("--group-prefix", args.group_prefixes)
         topic_prefixes = check_prefixes("--topic-prefix", args.topic_prefixes)
+        txn_prefixes = check_prefixes("--transactional-id-prefix", args.transactional_id_prefixes)
         if args.org < 0:
             raise UsersFileError("--org must be >= 0")
         if not MIN_ITERATIONS <= args.iterations <= MAX_ITERATIONS:
@@ -95,7 +100,14 @@ def _add(args: argparse.Namespace) -> int:
         for m in MECHANISM_CHOICES[args.mechanism]
     }
     existed = store.get(args.name) is not None
-    user = User(args.name, args.org, group_prefixes, topic_prefixes, credentials)
+    user = User(
+        args.name,
+        args.org,
+        group_prefixes,
+        topic_prefixes,
+        credentials,
+        transactional_id_prefixes=txn_prefixes,
+    )
     store.with_user(user).save(args.file)
     print(f"{'updated' if existed else 'added'} user {args.name} (org {args.org})")
     return 0

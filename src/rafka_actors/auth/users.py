@@ -9,6 +9,7 @@ A JSON document (UTF-8), written only by `rafka-actors users` and read by the br
           "org_id": 1,
           "group_prefixes": ["team-a."],      # [] = every group id
           "topic_prefixes": [],               # [] = every topic
+          "transactional_id_prefixes": [],    # optional; [] or absent = every id
           "scram": {
             "SCRAM-SHA-256": {"salt": "<base64>", "iterations": 8192,
                               "stored_key": "<base64>", "server_key": "<base64>"},
@@ -49,6 +50,8 @@ from .scram import (
 FORMAT_VERSION = 1
 MAX_NAME_BYTES = 255
 _USER_KEYS = {"org_id", "group_prefixes", "topic_prefixes", "scram"}
+# Optional keys: files written before transactions were served lack them.
+_OPTIONAL_USER_KEYS = {"transactional_id_prefixes"}
 _CREDENTIAL_KEYS = {"salt", "iterations", "stored_key", "server_key"}
 
 
@@ -63,12 +66,17 @@ class User:
     group_prefixes: tuple[str, ...] = ()
     topic_prefixes: tuple[str, ...] = ()
     credentials: Mapping[Mechanism, ScramCredential] = field(default_factory=dict, repr=False)
+    # as Kafka's TRANSACTIONAL_ID ACLs: which transactional ids the user may use
+    transactional_id_prefixes: tuple[str, ...] = ()
 
     def may_use_group(self, group_id: str) -> bool:
         return _allowed(self.group_prefixes, group_id)
 
     def may_use_topic(self, name: str) -> bool:
         return _allowed(self.topic_prefixes, name)
+
+    def may_use_transactional_id(self, transactional_id: str) -> bool:
+        return _allowed(self.transactional_id_prefixes, transactional_id)
 
     def plain_credential(self) -> tuple[Mechanism, ScramCredential] | None:
         """The credential PLAIN checks a password against (SHA-256 first: cheaper)."""
@@ -176,8 +184,12 @@ def check_prefixes(what: str, prefixes: Any) -> tuple[str, ...]:
 def _user_from_json(name: str, entry: Any) -> User:
     try:
         check_name(name)
-        if not isinstance(entry, dict) or set(entry) != _USER_KEYS:
-            raise UsersFileError(f"want exactly the keys {sorted(_USER_KEYS)}")
+        if not isinstance(entry, dict) or not _USER_KEYS <= set(entry) <= (
+            _USER_KEYS | _OPTIONAL_USER_KEYS
+        ):
+            raise UsersFileError(
+                f"want the keys {sorted(_USER_KEYS)}, optionally {sorted(_OPTIONAL_USER_KEYS)}"
+            )
         org_id = entry["org_id"]
         if type(org_id) is not int or not 0 <= org_id < 2**63:
             raise UsersFileError("org_id must be an integer >= 0")
@@ -191,6 +203,9 @@ def _user_from_json(name: str, entry: Any) -> User:
             group_prefixes=check_prefixes("group_prefixes", entry["group_prefixes"]),
             topic_prefixes=check_prefixes("topic_prefixes", entry["topic_prefixes"]),
             credentials=credentials,
+            transactional_id_prefixes=check_prefixes(
+                "transactional_id_prefixes", entry.get("transactional_id_prefixes", [])
+            ),
         )
     except UsersFileError as exc:
         raise UsersFileError(f"user {name!r}: {exc}") from None
@@ -244,5 +259,6 @@ def _user_to_json(user: User) -> dict[str, Any]:
         "org_id": user.org_id,
         "group_prefixes": list(user.group_prefixes),
         "topic_prefixes": list(user.topic_prefixes),
+        "transactional_id_prefixes": list(user.transactional_id_prefixes),
         "scram": {m.value: encode(user.credentials[m]) for m in Mechanism if m in user.credentials},
     }

@@ -15,6 +15,7 @@ from typing import Any
 import trio
 
 from ..actors.registry import GroupRegistry
+from ..actors.txn_registry import TransactionRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
@@ -41,6 +42,7 @@ class BrokerContext:
     # every new connection asks (a 1 000-member group opens 1 000 of them).
     api_versions_answers: dict[int, Any] = field(default_factory=dict)
     groups: GroupRegistry | None = None  # None only in gateway tests that serve no groups
+    transactions: TransactionRegistry | None = None  # None: transactions are not served
     limits: ConnectionLimits = field(
         default_factory=lambda: ConnectionLimits(2**31 - 1, 2**31 - 1, 2**31 - 1)
     )
@@ -66,6 +68,11 @@ class BrokerContext:
         if self.groups is None:
             raise RuntimeError("this broker context has no group registry")
         return self.groups
+
+    def txn_registry(self) -> TransactionRegistry:
+        if self.transactions is None:
+            raise RuntimeError("this broker context has no transaction registry")
+        return self.transactions
 
     def security(self) -> SaslSetup:
         if self.sasl is None:
@@ -115,6 +122,9 @@ class ConnectionInfo:
 
     def may_use_topic(self, name: str) -> bool:
         return self.user is None or self.user.may_use_topic(name)
+
+    def may_use_transactional_id(self, transactional_id: str) -> bool:
+        return self.user is None or self.user.may_use_transactional_id(transactional_id)
 
 
 # (ctx, conn, version, request) -> the response, None (send nothing) or a step (steps.py)

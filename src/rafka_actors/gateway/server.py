@@ -23,6 +23,8 @@ from tricycle import open_service_nursery
 from .. import log_budget
 from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
+from ..actors.txn_markers import MarkerWriter, data_markers
+from ..actors.txn_registry import TransactionRegistry
 from ..auth.users import UsersFileError, UserStore
 from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
 from ..group_common.effects import GroupConfig
@@ -36,6 +38,7 @@ from ..storage.fsutil import DamagedFile
 from ..storage.group_configs import GroupConfigStore
 from ..storage.retention import retain_periodically
 from ..storage.topic_deletions import Deletion, PendingTopicDeletions
+from ..transaction.state import TxnConfig
 from .apis import API_TABLE
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
@@ -56,6 +59,7 @@ async def run_broker(
     data = _open_data_plane(config)
     try:
         coordinator = open_coordinator_log(config)
+        txn_log = open_coordinator_log(config, name="transactions")
         group_configs, topic_deletions = _open_admin_state(config)
         sasl = sasl_setup(config)
         listeners = await open_listeners(config)
@@ -64,6 +68,7 @@ async def run_broker(
         # still hold, then the coordinator log flushes and closes, then the partition logs.
         async with open_service_nursery() as storage:
             await storage.start(coordinator.run)
+            await storage.start(txn_log.run)
             async with open_service_nursery() as services:
                 services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
                 services.start_soon(
@@ -104,6 +109,21 @@ async def run_broker(
                     len(coordinator.keys()),
                     resumed,
                 )
+                transactions = TransactionRegistry(
+                    services,
+                    TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
+                    txn_log,
+                    MarkerWriter(data_markers(data), registry.ask),
+                    data.producer_ids.allocate,
+                    commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
+                )
+                services.start_soon(
+                    transactions.expire_periodically,
+                    config.transaction_remove_expired_transaction_cleanup_interval_ms,
+                    config.transactional_id_expiration_ms,
+                )
+                resumed_txns = transactions.resume()
+                log.info("transaction log replayed: %d open transactions resumed", resumed_txns)
                 ctx = BrokerContext(
                     config=config,
                     data=data,
@@ -111,6 +131,7 @@ async def run_broker(
                     advertised_port=config.kafka_client_port or port,
                     apis=API_TABLE,
                     groups=registry,
+                    transactions=transactions,
                     limits=ConnectionLimits(
                         config.max_connections,
                         config.max_connections_per_ip,
@@ -154,23 +175,27 @@ def _open_admin_state(config: BrokerConfig) -> tuple[GroupConfigStore, PendingTo
         raise unusable_data_dir(config.data_dir, exc) from exc
 
 
-def open_coordinator_log(config: BrokerConfig) -> DurableCoordinatorLog:
-    """The coordinator log, replayed; a damaged one or an unusable directory refuses to
-    start (refusals.py)."""
+def open_coordinator_log(config: BrokerConfig, name: str = "coordinator") -> DurableCoordinatorLog:
+    """The groups' log ("coordinator") or the transaction log ("transactions"), replayed; a
+    damaged one or an unusable directory refuses to start (refusals.py)."""
     try:
-        return _open_coordinator_log(config)
+        return _open_coordinator_log(config, name)
     except CorruptCoordinatorLog as exc:
         raise CorruptLog(
-            f"the coordinator log is damaged: {exc}",
+            f"the {name} log is damaged: {exc}",
             "restore the data dir from a backup; or start once with "
             "-o coordinator.log.skip.corruption=true to skip the damaged bytes, which loses the "
-            "group records and committed offsets stored in them (a warning names those groups)",
+            + (
+                "group records and committed offsets stored in them (a warning names those groups)"
+                if name == "coordinator"
+                else "transaction states stored in them (a warning names those ids)"
+            ),
         ) from exc
     except OSError as exc:
         raise unusable_data_dir(config.data_dir, exc) from exc
 
 
-def _open_coordinator_log(config: BrokerConfig) -> DurableCoordinatorLog:
+def _open_coordinator_log(config: BrokerConfig, name: str) -> DurableCoordinatorLog:
     return DurableCoordinatorLog.open(
         config.data_dir,
         fsync_policy=config.coordinator_log_fsync,
@@ -180,6 +205,8 @@ def _open_coordinator_log(config: BrokerConfig) -> DurableCoordinatorLog:
         compaction_interval_ms=config.coordinator_log_compaction_interval_ms,
         tombstone_retention_ms=config.coordinator_log_tombstone_retention_ms,
         skip_corruption=config.coordinator_log_skip_corruption,
+        name=name,
+        bulk=name == "coordinator",  # the transaction log holds no offsets to take in bulk
     )
 
 

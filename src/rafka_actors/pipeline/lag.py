@@ -44,6 +44,7 @@ from pyspark.sql import functions as F
 
 from ..metrics.lag import lag_ms
 from .burrow import Status, evaluate
+from .partition_index import LOG_START_SCHEMA, log_start_floors
 from .sources import COORDINATOR_LOG, PARTITION_INDEX, register
 
 __all__ = [
@@ -111,7 +112,8 @@ def compute_lag(
     index = read_index(spark, data_dir).cache()
     now = newest_time_ms(commits, index) if now_ms is None else now_ms
     lag = lag_history(commits, index).cache()
-    statuses = partition_statuses(lag, commits, index, now, settings).cache()
+    floors = spark.createDataFrame(log_start_floors(data_dir), LOG_START_SCHEMA)
+    statuses = partition_statuses(lag, commits, index, now, settings, floors).cache()
     return LagResult(lag, statuses, group_statuses(statuses), now)
 
 
@@ -244,14 +246,28 @@ def _after(at: Column, deleted: str) -> Column:
 
 
 def partition_statuses(
-    lag: DataFrame, commits: DataFrame, index: DataFrame, now_ms: int, settings: LagSettings
+    lag: DataFrame,
+    commits: DataFrame,
+    index: DataFrame,
+    now_ms: int,
+    settings: LagSettings,
+    floors: DataFrame | None = None,
 ) -> DataFrame:
-    """Burrow's verdict per partition, over its live commits."""
+    """Burrow's verdict per partition, over its live commits. `floors` (`LOG_START_SCHEMA`)
+    are the log starts DeleteRecords moved inside a segment."""
     log_end_now = index.groupBy(*TOPIC_PARTITION).agg(
         (F.max("last_offset") + 1).alias("log_end_now"),
         # the oldest batch left: retention deletes whole segments (issue 45)
         F.min("base_offset").alias("log_start_now"),
     )
+    if floors is not None:
+        log_end_now = log_end_now.join(floors, list(TOPIC_PARTITION), "left").select(
+            *TOPIC_PARTITION,
+            "log_end_now",
+            F.greatest("log_start_now", F.coalesce("log_start_floor", F.lit(0))).alias(
+                "log_start_now"
+            ),
+        )
     live = _live(lag, commits).join(log_end_now, list(TOPIC_PARTITION), "left")
     judged = (
         live.select(

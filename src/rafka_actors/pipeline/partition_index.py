@@ -35,14 +35,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..storage.partition_log import read_log_start
 from ..storage.record_batch import HEADER_SIZE, MAGIC, MIN_BATCH_LENGTH, parse_header
 from ..storage.topics import stored_orgs, topics_dir
 from .coordinator_rows import SEGMENT_SUFFIX, at
 
 __all__ = [
     "INDEX_SCHEMA",
+    "LOG_START_SCHEMA",
     "ORG_INDEX_SCHEMA",
     "batch_rows",
+    "log_start_floors",
     "org_partition_segments",
     "partition_segments",
 ]
@@ -54,6 +57,7 @@ INDEX_SCHEMA = (
     "append_time timestamp, segment string"
 )
 ORG_INDEX_SCHEMA = "org_id int, " + INDEX_SCHEMA  # every org's batches (sources.py)
+LOG_START_SCHEMA = "org_id int, topic string, partition int, log_start_floor long"
 _DELETED_SUFFIX = ".deleted"
 
 Row = tuple[Any, ...]
@@ -67,6 +71,18 @@ def org_partition_segments(data_dir: str | Path) -> list[tuple[int, str, int, Pa
         for org_id in (0, *stored_orgs(data_dir))
         for found in partition_segments(data_dir, org_id)
     ]
+
+
+def log_start_floors(data_dir: str | Path) -> list[tuple[int, str, int, int]]:
+    """`LOG_START_SCHEMA` rows: every partition whose log start DeleteRecords moved, with it.
+
+    DeleteRecords may move the start inside the first segment, which the batches alone do not
+    show; the partition keeps it in a file of its own (storage/partition_log.py)."""
+    data_dir = Path(data_dir)
+    segments = org_partition_segments(data_dir)
+    seen = {(org, topic, p, path.parent) for org, topic, p, path in segments}
+    floors = ((org, topic, p, read_log_start(directory)) for org, topic, p, directory in seen)
+    return sorted(row for row in floors if row[3] > 0)
 
 
 def partition_segments(data_dir: str | Path, org_id: int = 0) -> list[tuple[str, int, Path]]:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kio.serial import entity_reader
-from kio.serial.errors import DecodeError
+from kio.serial.errors import DecodeError, OutOfBoundValue
 
 from ._codegen import PartsEncoder
 from .errors import MalformedRequest
@@ -72,8 +72,10 @@ def _decode(cls: type, frame: Any, offset: int) -> Any:
     try:
         guard(frame, offset)  # could a forged array length make kio abort? (frame_guard)
         entity, _ = native(frame, offset)
-    except (KeyError, ValueError):  # kio's "Unknown tagged field tag: N"; "timedelta
-        # milliseconds overflow" (an int64 duration kio reads natively only up to 2**63 us)
+    except (KeyError, ValueError, OutOfBoundValue):  # kio's "Unknown tagged field tag: N";
+        # "timedelta milliseconds overflow" (an int64 duration kio reads natively only up to
+        # 2**63 us); "Cannot parse negative timestamp" (Kafka's -1: no time, e.g. the start of
+        # a transaction that is not open in DescribeTransactions)
         try:
             entity, _ = tolerant_reader(cls)(frame, offset)
         except _DECODE_ERRORS as exc:

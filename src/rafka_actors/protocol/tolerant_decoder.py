@@ -20,7 +20,8 @@ where size is the number of bytes consumed.
 An int64 duration (OffsetCommit v2-v4's ``retention_time``) is read here too: kio's
 native reader refuses more than 2**63 microseconds (about 292 000 years) although its
 own type admits up to ``timedelta.max`` less a day and Kafka any int64; beyond that
-type's range the value is clamped to it (nothing acts on such a duration).
+type's range the value is clamped to it (nothing acts on such a duration). So is a
+negative timestamp (Kafka's -1 for "no time"), which kio's native reader refuses.
 
 Null arrays are returned as ``None`` even for non-nullable fields, matching
 kio's native decoder. Structural violations raise :class:`MalformedRequest`;
@@ -132,6 +133,8 @@ def _field_reader(owner: type, field: Field[Any], *, is_tag: bool) -> Reader:
         return _array(item, flexible)
     if get_schema_field_type(field) == "timedelta_i64":
         return _read_timedelta_i64
+    if get_schema_field_type(field) == "datetime_i64" and not is_optional(field):
+        return _read_datetime_i64
     reader: Reader = get_field_reader(owner, field, False, is_tag)
     return reader
 
@@ -143,6 +146,12 @@ _MS_MIN, _MS_MAX = i64_timedelta_min // _MS, i64_timedelta_max // _MS
 def _read_timedelta_i64(buffer: Any, offset: int) -> tuple[datetime.timedelta, int]:
     ms, size = read_int64(buffer, offset)
     return datetime.timedelta(milliseconds=min(max(ms, _MS_MIN), _MS_MAX)), size
+
+
+def _read_datetime_i64(buffer: Any, offset: int) -> tuple[datetime.datetime, int]:
+    """A timestamp, negative ones too (Kafka's -1 for "none"), which kio refuses."""
+    ms, size = read_int64(buffer, offset)
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC), size
 
 
 def _nullable(entity: Reader) -> Reader:

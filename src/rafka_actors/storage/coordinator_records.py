@@ -19,6 +19,8 @@ defaults).
 GroupMetadata is at version 1 (it added when the rebalance began and who departed), consumer
 member metadata at version 1 (it added a classic-protocol member's session timeout and
 protocols, for online migration); every other type is at version 0.
+Type 25 is a transactional id's state (transaction/records.py), stored in the transaction log,
+a log of its own (see docs/transactions.md).
 
 Decoding is strict, because a frame that passed its CRC but does not decode is either damage the
 CRC missed or a bug: the payload must be exactly one array of the declared arity and field types
@@ -98,6 +100,7 @@ from ..share_group.records import (
     SharePartitionRecord,
     SharePartitionTombstone,
 )
+from ..transaction.records import TransactionRecord
 from .coordinator_segments import CoordinatorLogError
 
 __all__ = [
@@ -138,6 +141,8 @@ class RecordType(IntEnum):
     TXN_MARKER = 21
     TXN_OFFSET_TOMBSTONE = 22
     TXN_PRODUCER_EPOCH = 23
+    # transactions (the transaction log): 25-29
+    TRANSACTION = 25
     # KIP-932 share groups (share_group/records.py): 30-39
     SHARE_GROUP_METADATA = 30
     SHARE_PARTITION_STATE = 31
@@ -164,6 +169,7 @@ _MEMBER_ROW = (_STR, _OPT_STR, _STR, _STR, _INT, _INT, _BYTES, _BYTES)
 _NAMES: _Kinds = frozenset()  # marker: an array of strings
 _PARTITIONS: _Kinds = frozenset()  # marker: [[topic id (16 bytes), [partition, ...]], ...]
 _DEPARTED: _Kinds = frozenset()  # marker: [[member id, why], ...]
+_TXN_PARTITIONS: _Kinds = frozenset()  # marker: [[topic name, [partition, ...]], ...]
 _PROTOCOLS: _Kinds = frozenset()  # marker: [[protocol name, metadata bytes], ...]
 _MEMBER_METADATA_V0 = (_STR, _STR, _OPT_STR, _OPT_STR, _STR, _STR, _NAMES, _OPT_STR, _INT, _OPT_STR)
 _STATE_BATCHES: _Kinds = frozenset()  # marker: [[first, last, state, delivery count], ...]
@@ -207,6 +213,10 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
     TxnMarkerRecord: (RecordType.TXN_MARKER, ((_STR, _INT, _INT, _BOOL),)),
     TxnOffsetTombstone: (RecordType.TXN_OFFSET_TOMBSTONE, ((_STR, _INT, _STR, _INT),)),
     TxnProducerEpochRecord: (RecordType.TXN_PRODUCER_EPOCH, ((_STR, _INT, _INT),)),
+    TransactionRecord: (
+        RecordType.TRANSACTION,
+        ((_STR, _INT, _INT, _INT, _INT, _STR, _TXN_PARTITIONS, _NAMES, _INT, _INT),),
+    ),
     ShareGroupMetadataRecord: (RecordType.SHARE_GROUP_METADATA, ((_STR, _STR, _INT),)),
     SharePartitionRecord: (
         RecordType.SHARE_PARTITION_STATE,
@@ -290,6 +300,8 @@ def _checked(values: list[Any], schema: _Schema, what: str) -> list[Any]:
             values[i] = _partition_rows(value, what)
         elif kinds is _DEPARTED:
             values[i] = _departed(value, what)
+        elif kinds is _TXN_PARTITIONS:
+            values[i] = _txn_partitions(value, what)
         elif kinds is _PROTOCOLS:
             values[i] = _protocols(value, what)
         elif kinds is _STATE_BATCHES:
@@ -318,6 +330,19 @@ def _departed(value: Any, what: str) -> tuple[tuple[str, str], ...]:
     ):
         raise CoordinatorRecordError(f"{what}: departed are {_preview(value)}")
     return tuple((row[0], row[1]) for row in value)
+
+
+def _txn_partitions(value: Any, what: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    if type(value) is not list or any(
+        type(row) is not list
+        or len(row) != 2
+        or type(row[0]) is not str
+        or type(row[1]) is not list
+        or any(type(p) is not int for p in row[1])
+        for row in value
+    ):
+        raise CoordinatorRecordError(f"{what}: partitions are {_preview(value)}")
+    return tuple((row[0], tuple(row[1])) for row in value)
 
 
 def _protocols(value: Any, what: str) -> tuple[tuple[str, bytes], ...]:

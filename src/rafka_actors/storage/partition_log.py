@@ -233,7 +233,9 @@ def _verify_new_tail(seg: _Segment) -> None:
 _START_FILE = "log-start-offset"
 
 
-def _read_start(directory: Path) -> int:
+def read_log_start(directory: Path) -> int:
+    """The log start DeleteRecords left in a partition's directory (0: none; the pipeline
+    reads it too)."""
     path = directory / _START_FILE
     try:
         return int(path.read_text().strip() or 0)
@@ -267,7 +269,7 @@ class PartitionLog:
         self._closed = False
         # DeleteRecords may move the log start inside the first segment (issue 45): kept in
         # a file of its own, as Kafka's log-start-offset checkpoint.
-        self._start_floor = min(_read_start(directory), self._end)
+        self._start_floor = min(read_log_start(directory), self._end)
         self._failed: OSError | None = None  # set by a write or fsync that could not be undone
 
     @classmethod

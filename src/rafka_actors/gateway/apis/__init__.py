@@ -27,6 +27,7 @@ from . import (
     share_admin,
     share_groups,
     topics_admin,
+    transactions,
     txn_offsets,
 )
 
@@ -55,6 +56,9 @@ API_TABLE: dict[int, Api] = {
         Api(20, "DeleteTopics", 1, 6, topics_admin.delete_topics),
         Api(21, "DeleteRecords", 0, 2, partitions_admin.delete_records),
         Api(22, "InitProducerId", 0, 5, init_producer_id.handle),
+        Api(24, "AddPartitionsToTxn", 0, 3, transactions.add_partitions_to_txn),
+        Api(25, "AddOffsetsToTxn", 0, 3, transactions.add_offsets_to_txn),
+        Api(26, "EndTxn", 0, 3, transactions.end_txn),
         Api(28, "TxnOffsetCommit", 0, 4, txn_offsets.txn_offset_commit, G + "txn-offset-commit"),
         Api(32, "DescribeConfigs", 1, 4, configs.describe_configs),
         Api(33, "AlterConfigs", 0, 2, configs.alter_configs),
@@ -66,6 +70,8 @@ API_TABLE: dict[int, Api] = {
         Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete, G + "offset-delete"),
         Api(60, "DescribeCluster", 0, 2, partitions_admin.describe_cluster),
         Api(61, "DescribeProducers", 0, 0, describe_producers.handle),
+        Api(65, "DescribeTransactions", 0, 0, transactions.describe_transactions),
+        Api(66, "ListTransactions", 0, 1, transactions.list_transactions),
         Api(
             68,
             "ConsumerGroupHeartbeat",

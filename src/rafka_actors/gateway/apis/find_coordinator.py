@@ -5,7 +5,9 @@ v0-v3 carry one key; v4+ a batch of `coordinator_keys`. No broker round trip (de
 A group key the user may not use is GROUP_AUTHORIZATION_FAILED with Kafka's "no node" (id -1,
 host "", port -1), as KafkaApis answers a principal without DESCRIBE on the group: per key
 from v4 on, else as the whole answer with the error's message (Kafka's prepareOldResponse).
-Transaction keys are not checked: users have no transactional-id prefixes.
+A transaction key (key type 1) outside the user's transactional-id prefixes gets
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED the same way (KafkaApis checks DESCRIBE on the
+TRANSACTIONAL_ID resource).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ._build import NO_THROTTLE, make, schema
 
 KEY = 10
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 # Kafka's Node.noNode() with the error; before v4 with the error's message too.
 _DENIED: dict[str, Any] = {
     "node_id": -1,
@@ -28,6 +31,11 @@ _DENIED: dict[str, Any] = {
     "error_message": None,
 }
 _DENIED_ONE_KEY = {**_DENIED, "error_message": "Group authorization failed."}
+_TXN_DENIED: dict[str, Any] = {
+    **_DENIED,
+    "error_code": ErrorCode.transactional_id_authorization_failed,
+}
+_TXN_DENIED_ONE_KEY = {**_TXN_DENIED, "error_message": "Transactional Id authorization failed."}
 
 
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
@@ -40,15 +48,22 @@ def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any)
         "error_message": None,
     }
     key_type = request.key_type if version >= 1 else GROUP_KEY_TYPE
+    denied_one, denied = (
+        (_TXN_DENIED_ONE_KEY, _TXN_DENIED)
+        if key_type == TRANSACTION_KEY_TYPE
+        else (_DENIED_ONE_KEY, _DENIED)
+    )
     if version < 4:
-        answer = _DENIED_ONE_KEY if _denied(conn, key_type, request.key) else endpoint
+        answer = denied_one if _denied(conn, key_type, request.key) else endpoint
         return make(mod.FindCoordinatorResponse, throttle_time=NO_THROTTLE, **answer)
     coordinators = tuple(
-        make(mod.Coordinator, key=key, **(_DENIED if _denied(conn, key_type, key) else endpoint))
+        make(mod.Coordinator, key=key, **(denied if _denied(conn, key_type, key) else endpoint))
         for key in request.coordinator_keys
     )
     return make(mod.FindCoordinatorResponse, throttle_time=NO_THROTTLE, coordinators=coordinators)
 
 
 def _denied(conn: ConnectionInfo, key_type: int, key: str) -> bool:
+    if key_type == TRANSACTION_KEY_TYPE:
+        return not conn.may_use_transactional_id(key)
     return key_type == GROUP_KEY_TYPE and not conn.may_use_group(key)

@@ -1,8 +1,7 @@
 """InitProducerId (22): a fresh producer id for idempotent producers.
 
-kafka-python's producer is idempotent by default and fails without this API. Transactions are
-not served: a transactional id gets INVALID_REQUEST, so a transactional producer fails fast
-instead of writing batches that read_committed consumers could not interpret.
+kafka-python's producer is idempotent by default and fails without this API. A request with a
+transactional id goes to that id's transaction coordinator (transactions.py).
 """
 
 from __future__ import annotations
@@ -12,17 +11,17 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..context import BrokerContext, ConnectionInfo
+from . import transactions
 from ._build import NO_THROTTLE, make, schema
 
 KEY = 22
 
 
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
-    mod = schema(KEY, version)
     if request.transactional_id is not None:
-        code, producer_id, epoch = ErrorCode.invalid_request, -1, -1
-    else:
-        code, producer_id, epoch = ErrorCode.none, ctx.data.producer_ids.allocate(), 0
+        return transactions.init_producer_id(ctx, conn, version, request)
+    mod = schema(KEY, version)
+    code, producer_id, epoch = ErrorCode.none, ctx.data.producer_ids.allocate(), 0
     return make(
         mod.InitProducerIdResponse,
         throttle_time=NO_THROTTLE,

@@ -1,0 +1,81 @@
+"""The transaction actor's mailbox commands and their answers.
+
+Each client API is one op; the gateway maps its answer to the response of the client's version
+(including the PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH downgrade of old versions, which is
+the wire's business, not the machine's). `TxnTimerFired` and `MarkersWritten` come from the
+actor itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdOp:
+    timeout_ms: int
+    producer_id: int = NO_PRODUCER_ID  # v3+: the producer's current id and epoch, if any
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdResp:
+    error_code: int
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class AddPartitionsOp:
+    producer_id: int
+    producer_epoch: int
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class AddOffsetsOp:
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnOp:
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TxnResp:
+    """The answer of AddPartitions, AddOffsets and EndTxn: one error code."""
+
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireTxnOp:
+    """The expiry sweep: forget the transactional id if no transaction is open and it has
+    not changed for `expiration_ms` (transactional.id.expiration.ms)."""
+
+    expiration_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireTxnResp:
+    expired: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TxnTimerFired:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class MarkersWritten:
+    """Every marker of the prepared transaction of this producer id and epoch is written."""
+
+    producer_id: int
+    producer_epoch: int

@@ -1,0 +1,80 @@
+"""The transaction log's one record: a transactional id's whole state after a change.
+
+As Kafka's `__transaction_state` (TransactionLogValue), every change writes the complete state,
+so the latest record is the state and replay is reading it back; compaction keeps only the
+latest per transactional id (its compaction key is the id's ``(org, id)``, as a group record's).
+Stored by storage/coordinator_records.py as record type 25, in the transaction log
+(``<data dir>/transactions``): a log of its own, as Kafka keeps transactions apart from
+``__consumer_offsets``, so a transactional id and a group of the same name never share a key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..group_common.records import GroupTombstone, Record
+from .state import Transaction, TxnState
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionRecord(Record):
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    last_producer_epoch: int
+    timeout_ms: int
+    state: str
+    partitions: tuple[tuple[str, tuple[int, ...]], ...]  # (topic, partitions), sorted
+    groups: tuple[str, ...]  # sorted
+    start_ms: int
+    update_ms: int
+
+
+# An expired transactional id is deleted with the coordinator log's tombstone of a key
+# (type 4: every record stored under the key goes); in the transaction log the key is the id.
+TransactionTombstone = GroupTombstone
+
+
+def record_of(txn: Transaction) -> TransactionRecord:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(txn.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return TransactionRecord(
+        txn.transactional_id,
+        txn.producer_id,
+        txn.producer_epoch,
+        txn.last_producer_epoch,
+        txn.timeout_ms,
+        txn.state.value,
+        tuple((topic, tuple(parts)) for topic, parts in by_topic.items()),
+        tuple(sorted(txn.groups)),
+        txn.start_ms,
+        txn.update_ms,
+    )
+
+
+def transaction_of(record: TransactionRecord) -> Transaction:
+    return Transaction(
+        record.transactional_id,
+        record.producer_id,
+        record.producer_epoch,
+        record.last_producer_epoch,
+        record.timeout_ms,
+        TxnState(record.state),
+        frozenset((topic, p) for topic, parts in record.partitions for p in parts),
+        frozenset(record.groups),
+        record.start_ms,
+        record.update_ms,
+    )
+
+
+def replay(records: Iterable[Record]) -> Transaction | None:
+    """The transaction its stored records say: the latest record's state."""
+    txn = None
+    for record in records:
+        if isinstance(record, TransactionRecord):
+            txn = transaction_of(record)
+        elif isinstance(record, TransactionTombstone):
+            txn = None
+    return txn
