@@ -1,7 +1,8 @@
 """Producer state survives a SIGKILL of the broker: a batch retried after the restart gets
 its original offset (no duplicate), a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an open
-transaction still holds the last stable offset back; and a real idempotent producer killed
-under mid-stream loses and duplicates nothing."""
+transaction still holds the last stable offset back; a real idempotent producer killed under
+mid-stream loses and duplicates nothing; and confluent-kafka's transactional producer, through
+the transaction coordinator's markers, hides what it aborted from read_committed consumers."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ..batch_builder import build_batch, decode_batches
 from ..broker_process import BrokerProcess
 from ..raw_client import RawClient
 from .clients import Confluent
+from .test_read_committed import READERS
 
 pytestmark = pytest.mark.e2e
 
@@ -119,3 +121,27 @@ def test_idempotent_producer_killed_under_mid_stream(broker: BrokerProcess) -> N
     assert errors == [] and acked == total
     got = client.read_all("idem-kill", 1, total)[0]
     assert got == [f"v{i:05d}".encode() for i in range(total)]
+
+
+def test_confluent_transactional_producer_aborted_and_committed(broker: BrokerProcess) -> None:
+    """confluent-kafka's transactional producer against the coordinator: what it aborted is
+    invisible to read_committed consumers and visible to read_uncommitted ones."""
+    Confluent(broker.bootstrap).create_topic("txn-e2e", 1)
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": broker.bootstrap, "transactional.id": "e2e-txn", "linger.ms": 5}
+    )
+    producer.init_transactions(30)
+    for label, commit in (("c1", True), ("a1", False), ("c2", True)):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce("txn-e2e", f"{label}-{i}".encode(), partition=0)
+        producer.flush(30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    committed = [f"{label}-{i}" for label in ("c1", "c2") for i in range(3)]
+    everything = [f"{label}-{i}" for label in ("c1", "a1", "c2") for i in range(3)]
+    for read in READERS.values():
+        assert read(broker, "txn-e2e", "read_committed", 6) == committed  # type: ignore[arg-type]
+        assert read(broker, "txn-e2e", "read_uncommitted", 9) == everything  # type: ignore[arg-type]
