@@ -30,9 +30,8 @@ import confluent_kafka.admin
 import pytest
 
 from ..broker_process import BrokerProcess
-from .txn_parts import needs_data_plane, needs_txn_offsets
 
-pytestmark = [needs_data_plane, needs_txn_offsets]
+pytestmark = pytest.mark.e2e
 
 PARTITIONS = 3
 DEADLINE = 240.0

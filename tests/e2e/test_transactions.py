@@ -26,7 +26,6 @@ from rafka_actors.admin.client import BrokerError, KafkaClient
 from rafka_actors.admin.transactions import describe_transaction, list_transactions
 
 from ..broker_process import BrokerProcess
-from .txn_parts import needs_data_plane, needs_txn_offsets
 
 MAX_TIMEOUT_MS = 60_000
 WAIT = 30.0
@@ -156,7 +155,6 @@ def wait_for_state(broker: BrokerProcess, txn_id: str, state: str) -> dict[str, 
         time.sleep(0.2)
 
 
-@needs_data_plane
 def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fenced(
     broker: BrokerProcess,
 ) -> None:
@@ -175,7 +173,6 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fe
     assert read(broker, "late", 1, "read_committed") == []
 
 
-@needs_txn_offsets
 def test_offsets_sent_to_a_transaction_are_committed_with_it(broker: BrokerProcess) -> None:
     create_topic(broker, "source", 1)
     consumer = confluent_kafka.Consumer(
@@ -198,7 +195,6 @@ def test_offsets_sent_to_a_transaction_are_committed_with_it(broker: BrokerProce
     consumer.close()
 
 
-@needs_data_plane
 def test_the_cli_aborts_an_open_transaction_and_fences_its_producer(broker: BrokerProcess) -> None:
     create_topic(broker, "stuck", 1)
     producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="stuck")
@@ -223,7 +219,6 @@ def test_the_cli_aborts_an_open_transaction_and_fences_its_producer(broker: Brok
     assert read(broker, "stuck", 1, "read_committed") == []
 
 
-@needs_data_plane
 def test_kafka_python_and_aiokafka_commit_and_abort(broker: BrokerProcess) -> None:
     """Visibility: an aborted transaction's records are seen by read_uncommitted only."""
     create_topic(broker, "py-clients", 1)
@@ -257,7 +252,6 @@ def test_kafka_python_and_aiokafka_commit_and_abort(broker: BrokerProcess) -> No
     assert len(read(broker, "py-clients", 1, "read_uncommitted")) == 4
 
 
-@needs_txn_offsets
 def test_a_rebalance_during_a_transaction_refuses_the_old_members_offsets(
     broker: BrokerProcess,
 ) -> None:

@@ -6,9 +6,7 @@
 * Groups and transactions together, with confluent-kafka (issue 43's acceptance): a consumer
   group rebalance during a transaction makes the old member's TxnOffsetCommit fail with
   ILLEGAL_GENERATION, an abortable error; after the abort, a transaction that sends the
-  current member's offsets commits them with the transaction's marker. This one needs the
-  transaction coordinator (issue 43 §1, branch txncoord): until it is on this branch it is an
-  expected failure, not run (as txncoord's own tests mark what they need of this part).
+  current member's offsets commits them with the transaction's marker.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from kio.static.primitive import i16, i32, i64
 
 from rafka_actors.admin import calls
 from rafka_actors.admin.client import KafkaClient
-from rafka_actors.gateway.apis import API_TABLE
 
 from ..broker_process import BrokerProcess
 from .clients import Confluent
@@ -36,16 +33,7 @@ pytestmark = pytest.mark.e2e
 
 GROUP, TOPIC = "eos", "input"
 PARTITIONS = [(TOPIC, 0), (TOPIC, 1)]
-ADD_OFFSETS_TO_TXN = 25
 WAIT = 20.0
-
-needs_txn_coordinator = pytest.mark.xfail(
-    ADD_OFFSETS_TO_TXN not in API_TABLE,
-    reason="needs issue 43 §1 (txncoord: InitProducerId with a transactional id, "
-    "AddOffsetsToTxn, EndTxn and its TxnMarkerOp), not on this branch yet",
-    run=False,
-)
-
 
 def txn_commit(client: KafkaClient, epoch: int, offset: int) -> list[int]:
     """TxnOffsetCommit v3 (librdkafka's and kafka-python's) of partition 0, by no member."""
@@ -111,7 +99,6 @@ def _poll_until(consumers: list[Any], done: Any) -> None:
             consumer.poll(0.05)
 
 
-@needs_txn_coordinator
 def test_a_rebalance_during_a_transaction_fails_the_old_members_offsets(
     broker_factory: type[BrokerProcess],
 ) -> None:

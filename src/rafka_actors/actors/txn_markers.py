@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -34,8 +34,10 @@ _NOT_NEEDED = frozenset(
 )
 
 
-@runtime_checkable
 class DataMarkers(Protocol):
+    """What MarkerWriter needs of the data plane (DataPlane.write_txn_markers): a Protocol so
+    its unit test can stand in for it."""
+
     async def write_txn_markers(
         self,
         org_id: int,
@@ -45,28 +47,6 @@ class DataMarkers(Protocol):
         partitions: Iterable[tuple[str, int]],
         coordinator_epoch: int = 0,
     ) -> dict[tuple[str, int], int]: ...
-
-
-class NoControlBatches:
-    """The data plane before it writes control batches (issue 43 §3): every partition marker
-    fails, so a transaction with partitions stays prepared (its decision durable) until a
-    broker that writes them completes it. Nothing is reported written that was not."""
-
-    async def write_txn_markers(
-        self,
-        org_id: int,
-        producer_id: int,
-        producer_epoch: int,
-        committed: bool,
-        partitions: Iterable[tuple[str, int]],
-        coordinator_epoch: int = 0,
-    ) -> dict[tuple[str, int], int]:
-        return dict.fromkeys(partitions, ErrorCode.unknown_server_error)
-
-
-def data_markers(data: object) -> DataMarkers:
-    """The data plane as a marker writer, if it is one."""
-    return data if isinstance(data, DataMarkers) else NoControlBatches()
 
 
 AskGroup = Callable[[GroupKey, Any], Awaitable[Any]]

@@ -23,7 +23,7 @@ from tricycle import open_service_nursery
 from .. import log_budget
 from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
-from ..actors.txn_markers import MarkerWriter, data_markers
+from ..actors.txn_markers import MarkerWriter
 from ..actors.txn_registry import TransactionRegistry
 from ..auth.users import UsersFileError, UserStore
 from ..config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
@@ -113,7 +113,7 @@ async def run_broker(
                     services,
                     TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
                     txn_log,
-                    MarkerWriter(data_markers(data), registry.ask),
+                    MarkerWriter(data, registry.ask),
                     data.producer_ids.allocate,
                     commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
                 )
