@@ -11,7 +11,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 from trio.testing import MockClock
 
+from rafka_actors.auth.users import User
 from rafka_actors.gateway.apis import API_TABLE
+from rafka_actors.gateway.context import ConnectionInfo
 
 from . import test_group_apis as group_apis
 from .test_group_apis import (
@@ -87,6 +89,19 @@ def errors(response: Any) -> dict[tuple[str, int], int]:
 def test_served_versions() -> None:
     api = API_TABLE[TXN]
     assert (api.min_version, api.max_version) == (0, 4)  # librdkafka, kafka-python: 3; aiokafka: 0
+
+
+async def test_a_transactional_id_beyond_the_users_prefixes_is_refused_before_the_group(
+    ctx: Any,
+) -> None:
+    """As Kafka's KafkaApis: WRITE on the transactional id is authorized first, so even a group
+    the user may use gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition, unasked."""
+    user = User("u", 7, group_prefixes=("g",), transactional_id_prefixes=("mine.",))
+    conn = ConnectionInfo("10.0.0.7", 4242, org_id=7, user=user)
+    request = txn_req(3, {"t": [(0, 5), (1, 6)]})  # transactional id "tx-1"
+    response = API_TABLE[TXN].handler(ctx, conn, 3, request)
+    denied = ErrorCode.transactional_id_authorization_failed
+    assert errors(response) == {("t", 0): denied, ("t", 1): denied}
 
 
 @pytest.mark.parametrize("version", [0, 3, 4])

@@ -1,7 +1,9 @@
 """TxnOffsetCommit (28): a transaction's offsets, sent to the group's coordinator.
 
 The handler only translates: what the gateway decides itself is what KafkaApis decides before
-the group coordinator is asked, in its order. A null or empty group id is INVALID_GROUP_ID
+the group coordinator is asked, in its order. A transactional id the user may not use fails
+every partition with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka authorizes WRITE on it first,
+and takes it as authorizing the producer id too). A null or empty group id is INVALID_GROUP_ID
 (Kafka's `isGroupIdNotEmpty`); a group the user may not use fails every partition with
 GROUP_AUTHORIZATION_FAILED; a partition of a topic the user may not use is
 TOPIC_AUTHORIZATION_FAILED, and one that does not exist UNKNOWN_TOPIC_OR_PARTITION. The rest
@@ -33,6 +35,8 @@ LEADER_EPOCH_VERSION: Final = 2
 def txn_offset_commit(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(TXN_OFFSET_COMMIT_KEY, version)
     group_id = request.group_id
+    if not conn.may_use_transactional_id(request.transactional_id):
+        return _response(mod, request, {}, ErrorCode.transactional_id_authorization_failed)
     if not group_id:
         return _response(mod, request, {}, ErrorCode.invalid_group_id)
     if denied(conn, group_id):
