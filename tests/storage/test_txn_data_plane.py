@@ -248,3 +248,38 @@ def test_the_lso_never_falls_below_the_log_start(tmp_path: Path) -> None:
     records, aborted = data.read_committed(topic, 0, 2, 1 << 20)
     assert values(records) == [] and aborted == []  # the LSO is the log start: nothing yet
     data.close()
+
+
+def test_a_marker_is_fsynced_before_it_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The coordinator records the transaction complete on NONE, so NONE means fsynced, not
+    in the page cache; a failed fsync is KAFKA_STORAGE_ERROR, also on the retry."""
+    data = open_plane(tmp_path)
+    topic = data.create_topic("t", 2)
+    data.append(topic, 0, batch(1, 0))
+    data.append(topic, 1, batch(1, 0))
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr("rafka_actors.storage.data_plane.os.fsync", recording_fsync)
+    codes = trio.run(data.write_txn_markers, 0, 1, 0, True, [("t", 0), ("t", 1)])
+    assert codes == {("t", 0): 0, ("t", 1): 0}
+    segments = {os.stat(p.directory / f"{0:020d}.log").st_ino for p in topic.partitions}
+    assert set(synced) == segments
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    data.append(topic, 0, batch(2, 0))
+    monkeypatch.setattr("rafka_actors.storage.data_plane.os.fsync", failing_fsync)
+    refused = ErrorCode.kafka_storage_error
+    assert trio.run(data.write_txn_markers, 0, 2, 0, True, [("t", 0)]) == {("t", 0): refused}
+    monkeypatch.setattr("rafka_actors.storage.data_plane.os.fsync", real_fsync)
+    # the marker is in the log, but not known durable: the retry is refused, never NONE
+    assert trio.run(data.write_txn_markers, 0, 2, 0, True, [("t", 0)]) == {("t", 0): refused}
+    data.close()

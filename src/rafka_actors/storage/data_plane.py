@@ -27,6 +27,7 @@ far as the log does.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -55,6 +56,21 @@ class AppendResult(NamedTuple):
     error: ErrorCode
     base_offset: int  # -1 unless appended (or a duplicate of a batch appended before)
     message: str = ""
+
+
+def _fsync_all(handles: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], OSError]:
+    """fsync and close each descriptor (-1: none); the errors. Runs in a worker thread."""
+    errors: dict[tuple[str, int], OSError] = {}
+    for tp, fd in handles.items():
+        if fd < 0:
+            continue
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            errors[tp] = exc
+        finally:
+            os.close(fd)
+    return errors
 
 
 def _now_ms() -> int:
@@ -198,26 +214,52 @@ class DataPlane:
         """End producer `producer_id`'s transaction in each of org `org_id`'s `partitions`
         with one COMMIT or ABORT marker; a Kafka error code per (topic, partition).
 
-        A marker is in the partition log before this returns, which is as durable as an
-        acknowledged Produce (the OS page cache, fsynced per `log.flush.interval.ms`).
-        Idempotent: a repeated marker of a transaction already ended here, at the same epoch,
-        writes nothing. UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist (for
+        A marker is fsynced before this answers NONE for it, whatever `log.flush.interval.ms`
+        says: the coordinator records the transaction complete (an fsynced record) on that
+        answer and never sends the marker again, so a marker lost to a power cut would leave
+        the partition's transaction open, its last stable offset stuck, for good. Kafka's
+        coordinator likewise completes only after the partition leaders wrote the markers
+        (durable there by replication; we have one copy, so by fsync). Idempotent: a
+        repeated marker of a transaction already ended here, at the same epoch, writes nothing
+        (but is fsynced). UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist (for
         instance a topic deleted since it joined the transaction): nothing is left to end.
-        KAFKA_STORAGE_ERROR (retriable) where the disk refused the marker.
+        KAFKA_STORAGE_ERROR (retriable) where the disk refused the marker or its fsync.
         """
         kind = COMMIT if committed else ABORT
         store = self.topics_for(org_id)
         answers: dict[tuple[str, int], int] = {}
+        ended: dict[tuple[str, int], PartitionLog] = {}
         for name, index in partitions:
             topic = store.by_name(name)
             if topic is None or not 0 <= index < len(topic.partitions):
                 answers[(name, index)] = ErrorCode.unknown_topic_or_partition.value
                 continue
-            answers[(name, index)] = self._write_marker(
+            code = self._write_marker(
                 topic, index, producer_id, producer_epoch, kind, coordinator_epoch
-            ).value
-        await trio.lowlevel.checkpoint()
+            )
+            answers[(name, index)] = code.value
+            if code is ErrorCode.none:  # written now, or before (a retry): fsync it either way
+                ended[(name, index)] = topic.partitions[index]
+        for tp in await self._fsync(ended):
+            answers[tp] = ErrorCode.kafka_storage_error.value
         return answers
+
+    async def _fsync(self, partitions: dict[tuple[str, int], PartitionLog]) -> set[tuple[str, int]]:
+        """fsync `partitions` in one worker thread, the event loop serving meanwhile (each on
+        a duplicate descriptor: see PartitionLog.flush_handle); the ones not fsynced."""
+        handles: dict[tuple[str, int], int] = {}
+        unsynced: set[tuple[str, int]] = set()
+        for tp, partition in partitions.items():
+            try:
+                handles[tp] = partition.flush_handle()
+            except OSError as exc:  # out of descriptors: retriable, the log is fine
+                STORAGE_LOG.log("fsync of %s failed: %s", partition.directory, reason(exc))
+                unsynced.add(tp)
+        errors = await trio.to_thread.run_sync(_fsync_all, handles)
+        for tp, error in errors.items():
+            STORAGE_LOG.log("fsync of %s failed: %s", partitions[tp].directory, reason(error))
+            partitions[tp].fsync_failed(error)
+        return unsynced | {tp for tp, fd in handles.items() if fd < 0 or tp in errors}
 
     def _write_marker(
         self,

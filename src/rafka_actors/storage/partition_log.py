@@ -568,6 +568,23 @@ class PartitionLog:
         if not self._closed and self._failed is None:
             self._fsync(self._segments[-1].fd)
 
+    def flush_handle(self) -> int:
+        """A duplicate of the active segment's descriptor, for an fsync off the event loop (a
+        roll or close meanwhile cannot pull it from under the worker thread); -1 if closed or
+        failed. The caller closes it and reports a failed fsync with `fsync_failed`."""
+        if self._closed or self._failed is not None:
+            return -1
+        return os.dup(self._segments[-1].fd)
+
+    def fsync_failed(self, exc: OSError) -> None:
+        """An fsync of `flush_handle`'s descriptor failed: refuse appends, as `flush` does."""
+        self._failed = detached(exc)
+
+    @property
+    def failed(self) -> bool:
+        """A write or fsync failed: the log refuses appends and promises nothing more."""
+        return self._failed is not None
+
     def _fsync(self, fd: int) -> None:
         try:
             os.fsync(fd)
