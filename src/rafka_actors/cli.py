@@ -46,6 +46,7 @@ Point any Kafka client (librdkafka, kafka-python, aiokafka, Kafka's own tools) a
   rafka-actors serve                    run the broker on 127.0.0.1:9092, data in ./rafka-data
   rafka-actors groups list              the groups, their type and state
   rafka-actors groups offsets G --watch committed offsets and lag (records, seconds), live
+  rafka-actors transactions list       the transactional ids and their transactions' state
   rafka-actors users add NAME --org N   a SASL user of an organisation
   rafka-actors pipeline lag --data-dir D --out OUT   lag over time, Burrow's verdict (Spark)
 
