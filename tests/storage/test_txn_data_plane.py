@@ -282,4 +282,11 @@ def test_a_marker_is_fsynced_before_it_is_answered(
     monkeypatch.setattr("rafka_actors.storage.data_plane.os.fsync", real_fsync)
     # the marker is in the log, but not known durable: the retry is refused, never NONE
     assert trio.run(data.write_txn_markers, 0, 2, 0, True, [("t", 0)]) == {("t", 0): refused}
+    # coordinator.log.fsync interval or never: Complete is not fsynced, nor are markers
+    data.fsync_markers = False
+    monkeypatch.setattr("rafka_actors.storage.data_plane.os.fsync", recording_fsync)
+    synced.clear()
+    data.append(topic, 1, batch(3, 0))
+    assert trio.run(data.write_txn_markers, 0, 3, 0, False, [("t", 1)]) == {("t", 1): 0}
+    assert synced == []
     data.close()

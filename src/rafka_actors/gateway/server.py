@@ -157,7 +157,10 @@ async def run_broker(
 
 def _open_data_plane(config: BrokerConfig) -> DataPlane:
     try:
-        return DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
+        data = DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
+        # markers as durable as the coordinator's Complete record, no more (storage/data_plane.py)
+        data.fsync_markers = config.coordinator_log_fsync == "always"
+        return data
     except OSError as exc:
         raise unusable_data_dir(config.data_dir, exc) from exc
 

@@ -91,6 +91,10 @@ class DataPlane:
         self._stores = dict(stores)
         self.topics = self.topics_for(0)  # org 0's: a listener without SASL sees only these
         self.producer_ids = producer_ids
+        # Markers are fsynced before they are answered, to be as durable as the coordinator's
+        # Complete record: off only where that record is not fsynced either
+        # (`coordinator.log.fsync` interval or never, set by the server).
+        self.fsync_markers = True
         self._watchers: dict[PartitionKey, set[trio.Event]] = {}
         self._dirty: set[PartitionLog] = set()
         # Producer state per partition (producer_state.py), rebuilt from the logs
@@ -214,8 +218,8 @@ class DataPlane:
         """End producer `producer_id`'s transaction in each of org `org_id`'s `partitions`
         with one COMMIT or ABORT marker; a Kafka error code per (topic, partition).
 
-        A marker is fsynced before this answers NONE for it, whatever `log.flush.interval.ms`
-        says: the coordinator records the transaction complete (an fsynced record) on that
+        A marker is fsynced before this answers NONE for it (if `fsync_markers`), whatever
+        `log.flush.interval.ms` says: the coordinator records the transaction complete (an fsynced record) on that
         answer and never sends the marker again, so a marker lost to a power cut would leave
         the partition's transaction open, its last stable offset stuck, for good. Kafka's
         coordinator likewise completes only after the partition leaders wrote the markers
@@ -238,7 +242,7 @@ class DataPlane:
                 topic, index, producer_id, producer_epoch, kind, coordinator_epoch
             )
             answers[(name, index)] = code.value
-            if code is ErrorCode.none:  # written now, or before (a retry): fsync it either way
+            if code is ErrorCode.none and self.fsync_markers:  # written now or before (a retry)
                 ended[(name, index)] = topic.partitions[index]
         for tp in await self._fsync(ended):
             answers[tp] = ErrorCode.kafka_storage_error.value
