@@ -250,6 +250,9 @@ class TransactionMachine(RuleBasedStateMachine):
             self.step(MarkersWritten(m.producer_id, m.epoch))
             return
         assert markers.committed == (m.state == "PrepareCommit")
+        # the producer's latest epoch: after a fence (timeout, InitProducerId) the bumped one,
+        # so the groups' TxnMarkerOp and the partitions' markers fence the old producer too
+        assert (markers.producer_id, markers.producer_epoch) == (m.producer_id, m.epoch)
         assert markers.partitions == frozenset(m.partitions)
         assert markers.groups == frozenset(m.groups)
         if stale:  # a writer of an older decision reports late: nothing happens
