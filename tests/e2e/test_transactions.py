@@ -161,9 +161,18 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fe
     create_topic(broker, "late", 1)
     producer = confluent_producer(broker, "late", **{"transaction.timeout.ms": 1000})
     producer.init_transactions(WAIT)
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "late-copier",
+            "enable.auto.commit": False,
+        }
+    )
     producer.begin_transaction()
     producer.produce("late", b"never")
     producer.flush(WAIT)
+    offsets = [confluent_kafka.TopicPartition("late", 0, 1)]
+    producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), WAIT)
     assert described(broker, "late")["state"] == "Ongoing"
     aborted = wait_for_state(broker, "late", "CompleteAbort")
     assert aborted["producer_epoch"] == 1  # bumped: the producer is fenced
@@ -171,6 +180,11 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fe
         producer.commit_transaction(WAIT)
     assert failure.value.args[0].fatal()
     assert read(broker, "late", 1, "read_committed") == []
+    # The abort's marker, at the bumped epoch, discarded the group's pending offset: a fetch
+    # with require_stable (librdkafka's) finds none, where a pending one would be unstable.
+    [committed] = consumer.committed([confluent_kafka.TopicPartition("late", 0)], WAIT)
+    assert committed.offset == confluent_kafka.OFFSET_INVALID
+    consumer.close()
 
 
 def test_offsets_sent_to_a_transaction_are_committed_with_it(broker: BrokerProcess) -> None:
