@@ -31,6 +31,8 @@ from kio.schema.metadata.v12.response import MetadataResponse
 
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.txn_markers import MarkerWriter, data_markers
+from rafka_actors.actors.txn_registry import TransactionRegistry
 from rafka_actors.auth.scram import Mechanism, derive_credential
 from rafka_actors.auth.users import User, UserStore
 from rafka_actors.config import BrokerConfig
@@ -39,6 +41,7 @@ from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.storage.data_plane import DataPlane
+from rafka_actors.transaction.state import TxnConfig
 
 from ..wire import parse_response, request_frame
 from .budget import COUNTS, fuzz_settings
@@ -153,8 +156,22 @@ def _run(data: DataPlane, root: Path, payload: bytes, kind: str = "plaintext") -
             registry = GroupRegistry(
                 nursery, GroupConfig(initial_rebalance_delay_ms=0), MemoryCoordinatorLog()
             )
+            transactions = TransactionRegistry(  # as the broker has (gateway/server.py)
+                nursery,
+                TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
+                MemoryCoordinatorLog(),
+                MarkerWriter(data_markers(data), registry.ask),
+                data.producer_ids.allocate,
+            )
             ctx = BrokerContext(
-                config, data, "127.0.0.1", 9092, API_TABLE, groups=registry, sasl=sasl
+                config,
+                data,
+                "127.0.0.1",
+                9092,
+                API_TABLE,
+                groups=registry,
+                sasl=sasl,
+                transactions=transactions,
             )
             await _session(ctx, payload, kind)
             await _still_serving(ctx)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import cbor2
 import pytest
@@ -271,3 +272,36 @@ def test_offset_entries_are_taken_in_runs_not_decoded_one_by_one(tmp_path: Path)
     replay.settle()
     assert (decoded, runs) == ([], [500])
     assert len(view.records_of(GROUPS[0])) == 3
+
+
+def test_a_long_run_of_other_records_is_one_pass_not_a_chunk_split_per_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A segment of KIP-848 member records (no offset among them) longer than a chunk: the
+    bulk walk hands each chunk's worth of them to the ordinary decoding at once. Splitting a
+    whole chunk again for every single frame made a 4.4 MB segment take minutes to open."""
+    monkeypatch.setattr(coordinator_segments, "_CHUNK", 1024)
+    key = GroupKey(1, "a")
+    ops: list[tuple[GroupKey, Record]] = [
+        (
+            key,
+            ConsumerMemberMetadataRecord(
+                "a", f"m{i}", None, None, "c", "/h", ("t",), None, 1, None
+            ),
+        )
+        for i in range(400)
+    ]
+    ops.append((key, OffsetCommitRecord("a", "t", 0, 7, -1, None, 1)))
+    _write(tmp_path, ops, 1 << 20)
+    size = sum(p.stat().st_size for p in tmp_path.iterdir())
+    splits = 0
+    real_chunk = coordinator_segments._BulkWalk._chunk
+
+    def counting(self: Any, chunk: bytes, last: bool) -> int:
+        nonlocal splits
+        splits += 1
+        return real_chunk(self, chunk, last)
+
+    monkeypatch.setattr(coordinator_segments._BulkWalk, "_chunk", counting)
+    assert _replay(tmp_path, bulk=True) == _oracle(ops)
+    assert splits <= 2 * (size // 1024 + 1)  # about one per chunk, not one per frame (401)

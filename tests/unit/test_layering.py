@@ -73,6 +73,8 @@ RULES: tuple[Rule, ...] = (
     ("actors", ours("gateway", "cli", "admin"), "actors sit beneath the gateway"),
     ("metrics", ours("gateway", "cli", "admin"), "metrics read beneath the gateway"),
     ("actors", ours("metrics"), "actors report through callbacks, not to the metrics"),
+    ("lag", IO, "the lag arithmetic the metrics, the pipeline and the tools share is pure"),
+    ("pipeline", ours("metrics"), "the pipeline shares lag.py with the metrics, not their code"),
 )
 
 

@@ -9,8 +9,8 @@ from prometheus_client import generate_latest
 
 from rafka_actors.group.records import GroupMetadataRecord
 from rafka_actors.ids import GroupKey
+from rafka_actors.lag import lag_ms, lag_records
 from rafka_actors.metrics.instruments import BrokerMetrics, LabelPolicy, cause_label
-from rafka_actors.metrics.lag import lag_ms, lag_records
 from rafka_actors.storage.partition_log import PartitionLog
 from tests.batch_builder import build_batch
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..metrics.lag import lag_ms
+from ..lag import lag_ms
 
 TopicPartition = tuple[str, int]
 Assignment = dict[str, tuple[int, ...]]  # topic -> partitions
@@ -111,7 +111,7 @@ class OffsetRow:
         return max(self.log_end_offset - position, 0)
 
     def lag_seconds(self, now_ms: int) -> float | None:
-        """The broker metric's lag in seconds (metrics/lag.py), as of `now_ms`; None for a
+        """The broker metric's lag in seconds (lag.py), as of `now_ms`; None for a
         share group (no committed offset)."""
         if self.share_lag is not None or self.current_offset is None:
             return None

@@ -25,10 +25,10 @@ from prometheus_client.registry import Collector
 
 from ..actors.registry import GroupRegistry
 from ..ids import GroupKey
+from ..lag import lag_ms, lag_records
 from ..pipeline.burrow import Commit, Status, evaluate, group_status
 from ..storage.data_plane import DataPlane
 from .instruments import BrokerMetrics
-from .lag import lag_ms, lag_records
 
 PartitionId = tuple[GroupKey, str, int]
 

@@ -35,7 +35,7 @@ class GroupSeries:
     status: str
     lines: dict[tuple[str, int], list[tuple[datetime, int]]] = field(default_factory=dict)
     # per partition, (commit time, lag in seconds): the age of the record at the committed
-    # offset then (metrics/lag.py)
+    # offset then (lag.py)
     time_lines: dict[tuple[str, int], list[tuple[datetime, float]]] = field(default_factory=dict)
 
 

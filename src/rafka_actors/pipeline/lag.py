@@ -42,7 +42,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ..metrics.lag import lag_ms
+from ..lag import lag_ms
 from .burrow import Status, evaluate
 from .partition_index import LOG_START_SCHEMA, log_start_floors
 from .sources import COORDINATOR_LOG, PARTITION_INDEX, register
@@ -183,7 +183,7 @@ def lag_history(commits: DataFrame, index: DataFrame) -> DataFrame:
 
 
 def _append_times(done: DataFrame, index: DataFrame) -> DataFrame:
-    """Per committed offset, the append time of the batch holding it (metrics/lag.py): the
+    """Per committed offset, the append time of the batch holding it (lag.py): the
     batches' (base offset, time) and the committed offsets of a topic-partition merged into one
     stream sorted by offset (batches first at equal offsets), where the last batch time seen
     is that of the batch the offset falls in; no range join. Past the log end it is the last
