@@ -35,6 +35,7 @@ GROUP, TOPIC = "eos", "input"
 PARTITIONS = [(TOPIC, 0), (TOPIC, 1)]
 WAIT = 20.0
 
+
 def txn_commit(client: KafkaClient, epoch: int, offset: int) -> list[int]:
     """TxnOffsetCommit v3 (librdkafka's and kafka-python's) of partition 0, by no member."""
     partition = txn.TxnOffsetCommitRequestPartition(

@@ -31,7 +31,7 @@ from kio.schema.metadata.v12.response import MetadataResponse
 
 from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
-from rafka_actors.actors.txn_markers import MarkerWriter, data_markers
+from rafka_actors.actors.txn_markers import MarkerWriter
 from rafka_actors.actors.txn_registry import TransactionRegistry
 from rafka_actors.auth.scram import Mechanism, derive_credential
 from rafka_actors.auth.users import User, UserStore
@@ -160,7 +160,7 @@ def _run(data: DataPlane, root: Path, payload: bytes, kind: str = "plaintext") -
                 nursery,
                 TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
                 MemoryCoordinatorLog(),
-                MarkerWriter(data_markers(data), registry.ask),
+                MarkerWriter(data, registry.ask),
                 data.producer_ids.allocate,
             )
             ctx = BrokerContext(

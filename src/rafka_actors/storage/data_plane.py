@@ -219,11 +219,12 @@ class DataPlane:
         with one COMMIT or ABORT marker; a Kafka error code per (topic, partition).
 
         A marker is fsynced before this answers NONE for it (if `fsync_markers`), whatever
-        `log.flush.interval.ms` says: the coordinator records the transaction complete (an fsynced record) on that
-        answer and never sends the marker again, so a marker lost to a power cut would leave
-        the partition's transaction open, its last stable offset stuck, for good. Kafka's
-        coordinator likewise completes only after the partition leaders wrote the markers
-        (durable there by replication; we have one copy, so by fsync). Idempotent: a
+        `log.flush.interval.ms` says: the coordinator records the transaction complete (an
+        fsynced record) on that answer and never sends the marker again, so a marker lost to
+        a power cut would leave the partition's transaction open, its last stable offset
+        stuck, for good. Kafka's coordinator likewise completes only after the partition
+        leaders wrote the markers (durable there by replication; we have one copy, so by
+        fsync). Idempotent: a
         repeated marker of a transaction already ended here, at the same epoch, writes nothing
         (but is fsynced). UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist (for
         instance a topic deleted since it joined the transaction): nothing is left to end.
