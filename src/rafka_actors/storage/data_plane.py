@@ -260,6 +260,9 @@ class DataPlane:
             except OSError as exc:  # out of descriptors: retriable, the log is fine
                 STORAGE_LOG.log("fsync of %s failed: %s", partition.directory, reason(exc))
                 unsynced.add(tp)
+        if not handles:  # nothing to fsync (fsync_markers off, or no partition ended)
+            await trio.lowlevel.checkpoint()
+            return unsynced
         errors = await trio.to_thread.run_sync(_fsync_all, handles)
         for tp, error in errors.items():
             STORAGE_LOG.log("fsync of %s failed: %s", partitions[tp].directory, reason(error))
