@@ -6,10 +6,12 @@ transactions after a warm-up, each with `--records` records of `--size` bytes to
 partition, every commit acknowledged before the next transaction begins. The figure is the
 median of `--rounds` rounds; every round's output is checked afterwards by a read_committed
 consumer (the count of committed records must match). A broker that does not serve
-transactions is reported as such (`init_transactions` fails).
+transactions is reported as such (`init_transactions` fails). With `--offsets`, each
+transaction also sends an offset to a group (`send_offsets_to_transaction`), as
+consume-transform-produce does, so its end writes a group marker beside the partition's.
 
     .venv/bin/python bench/transactions.py [--brokers rafka-actors,noida-db,tansu]
-        [--transactions 300] [--records 10] [--size 100] [--rounds 3]
+        [--transactions 300] [--records 10] [--size 100] [--rounds 3] [--offsets]
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=10, help="per transaction")
     parser.add_argument("--size", type=int, default=100, help="bytes per record")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--offsets", action="store_true", help="send offsets to a group too")
     args = parser.parse_args()
     print(f"# {shlex.join(['bench/transactions.py', *sys.argv[1:]])}")
     print("| broker | transactions/s (median) | rounds | records/s |")
@@ -45,7 +48,7 @@ def main() -> int:
         try:
             with running(broker) as target:
                 rates = [
-                    one_round(target, n, args.transactions, args.records, args.size)
+                    one_round(target, n, args.transactions, args.records, args.size, args.offsets)
                     for n in range(args.rounds)
                 ]
         except BrokerUnavailable as exc:
@@ -60,8 +63,12 @@ def main() -> int:
     return 0
 
 
-def one_round(target: Target, n: int, transactions: int, records: int, size: int) -> float:
+def one_round(
+    target: Target, n: int, transactions: int, records: int, size: int, offsets: bool
+) -> float:
     topic = create_topic(target, 1)
+    group = Consumer({"bootstrap.servers": target.bootstrap, "group.id": f"bench-copier-{n}"})
+    sent = 0
     producer = Producer(
         {
             "bootstrap.servers": target.bootstrap,
@@ -73,9 +80,16 @@ def one_round(target: Target, n: int, transactions: int, records: int, size: int
     value = b"x" * size
 
     def transaction() -> None:
+        nonlocal sent
         producer.begin_transaction()
         for _ in range(records):
             producer.produce(topic, value, partition=0)
+        if offsets:
+            sent += 1
+            position = [TopicPartition(topic, 0, sent)]
+            producer.send_offsets_to_transaction(
+                position, group.consumer_group_metadata(), TIMEOUT_S
+            )
         producer.commit_transaction(TIMEOUT_S)
 
     for _ in range(WARM_UP):
@@ -84,6 +98,7 @@ def one_round(target: Target, n: int, transactions: int, records: int, size: int
     for _ in range(transactions):
         transaction()
     rate = transactions / (time.perf_counter() - started)
+    group.close()
     committed = _committed_records(target, topic)
     expected = (WARM_UP + transactions) * records
     if committed != expected:
