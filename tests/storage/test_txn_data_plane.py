@@ -12,6 +12,8 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.config import BrokerConfig
+from rafka_actors.gateway.server import _open_data_plane
 from rafka_actors.storage.control_batches import marker_batch, read_marker
 from rafka_actors.storage.data_plane import DataPlane
 from rafka_actors.storage.partition_log import PartitionLog
@@ -289,4 +291,13 @@ def test_a_marker_is_fsynced_before_it_is_answered(
     data.append(topic, 1, batch(3, 0))
     assert trio.run(data.write_txn_markers, 0, 3, 0, False, [("t", 1)]) == {("t", 1): 0}
     assert synced == []
+    data.close()
+
+
+@pytest.mark.parametrize(("policy", "fsynced"), [("always", True), ("interval", False)])
+def test_the_broker_fsyncs_markers_only_under_coordinator_log_fsync_always(
+    tmp_path: Path, policy: str, fsynced: bool
+) -> None:
+    data = _open_data_plane(BrokerConfig(data_dir=tmp_path, coordinator_log_fsync=policy))
+    assert data.fsync_markers is fsynced
     data.close()
