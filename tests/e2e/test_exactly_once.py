@@ -11,8 +11,8 @@ again, as a supervisor would. Then:
 * a read_committed consumer of the output sees every input record exactly once;
 * the group's committed offsets equal the input's end offsets.
 
-The default run copies 240 records with confluent-kafka; `-m slow` runs 3 000 records with each
-of the three clients.
+Each of the three clients copies 3 000 records (about 32 s for the three on a quiet 2-core
+machine).
 """
 
 from __future__ import annotations
@@ -204,11 +204,6 @@ def copy_across_kills(broker: BrokerProcess, client: str, records: int) -> None:
     assert [tp.offset for tp in committed] == ends
 
 
-def test_confluent_copies_exactly_once_across_sigkills(broker_factory) -> None:  # type: ignore[no-untyped-def]
-    copy_across_kills(broker_factory(*BROKER_SETTINGS), "confluent", 240)
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka"])
 def test_each_client_copies_3000_records_exactly_once_across_sigkills(  # type: ignore[no-untyped-def]
     broker_factory, client: str
