@@ -363,8 +363,9 @@ class _BulkWalk(Generic[T]):
         """Where the run of sound frames from ``pos`` (at least that one) ends: at the next
         bulk frame, a frame that does not check out, or a chunk's length on. The run is then
         applied as one gap, so a long stretch of other records (a KIP-848 group's, a share
-        group's) costs one pass, not a chunk-wide split per frame: a 4.4 MB segment of 110 000
-        member records took over 300 s to open before (stopped there), 1.9 s after."""
+        group's) costs one pass, not a chunk-wide split per frame. A 4.3 MB segment of 107 000
+        KIP-848 member records, side by side in one run: 402 s to open before, 1.8 s after
+        (1.2 s entry by entry)."""
         end, limit = pos, pos + _CHUNK
         while end < len(data):
             after, why = _check_frame(data, end)
