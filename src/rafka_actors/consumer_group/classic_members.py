@@ -57,7 +57,7 @@ from ..group_common.ops import (
 from ..group_common.topic_image import TopicImage
 from . import membership
 from .membership import bump_epoch_if_metadata_changed, fence, store_member
-from .reconcile import FencedMember, Owned, reconcile
+from .reconcile import FencedMember, Owned
 from .state import (
     Assignment,
     ClassicMembership,
@@ -121,7 +121,9 @@ def join(group: ConsumerGroup, op: JoinGroupOp, waiter: int, fx: Effects) -> Con
         bump_epoch_if_metadata_changed(group, fx, "subscribed topics changed")
     maybe_assign(group, fx)
     try:
-        _reconcile(group, member, _owned_ids(subscription.owned_partitions, fx.topics), fx)
+        membership.reconcile_member(
+            group, member, _owned_ids(subscription.owned_partitions, fx.topics), fx
+        )
     except FencedMember:
         fx.reply(waiter, JoinGroupOpResp(ErrorCode.fenced_member_epoch, member_id=member_id))
         return group
@@ -199,22 +201,6 @@ def _owned_ids(owned: tuple[tuple[str, tuple[int, ...]], ...], image: TopicImage
         if info is not None:
             result[info.topic_id] = result.get(info.topic_id, frozenset()) | frozenset(partitions)
     return result
-
-
-def _reconcile(group: ConsumerGroup, member: ConsumerMember, owned: Owned, fx: Effects) -> None:
-    epoch = group.assignment_epoch
-    if member.current.is_reconciled_to(epoch):
-        return
-    member_id = member.member_id
-    updated = reconcile(
-        member.current,
-        epoch,
-        group.target.get(member_id, {}),
-        lambda topic_id, partition: group.owned_by_other(member_id, topic_id, partition),
-        owned,
-    )
-    if updated != member.current:
-        membership.set_current(group, member, updated, fx)
 
 
 def _owe(member: ConsumerMember, what: str, fx: Effects) -> None:

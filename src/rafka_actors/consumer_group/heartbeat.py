@@ -32,7 +32,7 @@ from ..group_common.ops import (
 from . import membership
 from .cadence import heartbeat_interval_ms
 from .membership import Refusal, bump_epoch_if_metadata_changed, store_member, validate_epoch
-from .reconcile import FencedMember, Owned, reconcile
+from .reconcile import FencedMember, Owned
 from .state import Assignment, ConsumerGroup, ConsumerMember, OtherGroup, Subscription
 from .subscription import regex_error
 from .target import maybe_assign
@@ -227,7 +227,7 @@ def _join_or_update(
         bump_epoch_if_metadata_changed(group, fx, "subscribed topics changed")
     maybe_assign(group, fx)
     try:
-        _reconcile(group, member, owned_partitions(op.owned), fx)
+        membership.reconcile_member(group, member, owned_partitions(op.owned), fx)
     except FencedMember as fenced:
         fx.reply(waiter, Refusal(ErrorCode.fenced_member_epoch, str(fenced)).response())
         return
@@ -272,22 +272,6 @@ def _updated_subscription(old: Subscription, op: ConsumerGroupHeartbeatOp) -> Su
             op.server_assignor if op.server_assignor is not None else old.server_assignor
         ),
     )
-
-
-def _reconcile(group: ConsumerGroup, member: ConsumerMember, owned: Owned, fx: Effects) -> None:
-    epoch = group.assignment_epoch
-    if member.current.is_reconciled_to(epoch):
-        return
-    member_id = member.member_id
-    updated = reconcile(
-        member.current,
-        epoch,
-        group.target.get(member_id, {}),
-        lambda topic_id, partition: group.owned_by_other(member_id, topic_id, partition),
-        owned,
-    )
-    if updated != member.current:
-        membership.set_current(group, member, updated, fx)
 
 
 def response_assignment(assignment: Assignment) -> TopicPartitions:

@@ -23,7 +23,7 @@ from ..group_common.ops import (
     ConsumerGroupHeartbeatOp,
     ConsumerGroupHeartbeatOpResp,
 )
-from .reconcile import Owned
+from .reconcile import Owned, reconcile
 from .records import (
     ConsumerCurrentAssignmentRecord,
     ConsumerGroupMetadataRecord,
@@ -246,3 +246,23 @@ def fence(group: ConsumerGroup, member: ConsumerMember, fx: Effects, reason: str
         fx.records.append(ConsumerTargetMetadataRecord(group.group_id, group.assignment_epoch, 0))
         return
     maybe_assign(group, fx)
+
+
+def reconcile_member(
+    group: ConsumerGroup, member: ConsumerMember, owned: Owned, fx: Effects
+) -> None:
+    """Move `member` toward its target at the group's assignment epoch, given what it says it
+    owns (a consumer-protocol heartbeat's, or a classic member's JoinGroup subscription)."""
+    epoch = group.assignment_epoch
+    if member.current.is_reconciled_to(epoch):
+        return
+    member_id = member.member_id
+    updated = reconcile(
+        member.current,
+        epoch,
+        group.target.get(member_id, {}),
+        lambda topic_id, partition: group.owned_by_other(member_id, topic_id, partition),
+        owned,
+    )
+    if updated != member.current:
+        set_current(group, member, updated, fx)
