@@ -53,6 +53,7 @@ from ...group_common.ops import (
     ConsumerGroupDescribeOpResp,
     ConsumerGroupHeartbeatOp,
     ConsumerGroupHeartbeatOpResp,
+    ShareGroupHeartbeatOpResp,
     TopicPartitions,
 )
 from ..context import BrokerContext, ConnectionInfo
@@ -137,6 +138,13 @@ def _owned(topic_partitions: Any) -> TopicPartitions | None:
 
 
 def _heartbeat_response(mod: Any, response: ConsumerGroupHeartbeatOpResp) -> Any:
+    return heartbeat_response(mod.ConsumerGroupHeartbeatResponse, mod, response)
+
+
+def heartbeat_response(
+    response_type: Any, mod: Any, response: ConsumerGroupHeartbeatOpResp | ShareGroupHeartbeatOpResp
+) -> Any:
+    """A KIP-848 or a KIP-932 heartbeat's response: the two have the same fields."""
     assignment = None
     if response.assignment is not None:
         assignment = mod.Assignment(
@@ -146,7 +154,7 @@ def _heartbeat_response(mod: Any, response: ConsumerGroupHeartbeatOpResp) -> Any
             )
         )
     return make(
-        mod.ConsumerGroupHeartbeatResponse,
+        response_type,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode(response.error_code),
         error_message=response.error_message,

@@ -49,6 +49,7 @@ from ..context import BrokerContext, ConnectionInfo
 from ..identities import WithGroupIdentities
 from ..steps import AwaitAppend, Step, ask, ask_each
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
+from .consumer_groups import heartbeat_response
 from .group_admin import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
 from .groups import DENIED, denied
 from .offsets import TOPIC_DENIED
@@ -93,24 +94,7 @@ def share_group_heartbeat(
 
 
 def _heartbeat_response(mod: Any, answer: ShareGroupHeartbeatOpResp) -> Any:
-    assignment = None
-    if answer.assignment is not None:
-        assignment = mod.Assignment(
-            topic_partitions=tuple(
-                mod.TopicPartitions(topic_id=topic_id, partitions=partitions)
-                for topic_id, partitions in answer.assignment
-            )
-        )
-    return make(
-        mod.ShareGroupHeartbeatResponse,
-        throttle_time=NO_THROTTLE,
-        error_code=ErrorCode(answer.error_code),
-        error_message=answer.error_message,
-        member_id=answer.member_id,
-        member_epoch=answer.member_epoch,
-        heartbeat_interval=ms(answer.heartbeat_interval_ms),
-        assignment=assignment,
-    )
+    return heartbeat_response(mod.ShareGroupHeartbeatResponse, mod, answer)
 
 
 # -- ShareGroupDescribe --------------------------------------------------------------------
