@@ -26,7 +26,7 @@ from rafka_actors.auth.scram import Mechanism, derive_credential
 from rafka_actors.auth.users import User, UserStore
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
-from rafka_actors.gateway.connection import serve_connection
+from rafka_actors.gateway.connection import LINGER_S, serve_connection
 from rafka_actors.gateway.context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
 from rafka_actors.gateway.limits import ConnectionLimits
 from rafka_actors.storage.data_plane import DataPlane
@@ -180,6 +180,21 @@ async def test_wrong_password_is_answered_late_then_the_connection_closes(
         assert await client.closed_by_server()
     assert conn.user is None and conn.org_id == 0
     assert "authentication failed: bad password for 'alice'" in caplog.text
+
+
+async def test_after_a_failed_login_the_client_may_close_first(
+    ctx: BrokerContext, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The reply is not followed at once by our close: a client that read both in one go
+    (kafka-python 3.0) dropped the reply and reported a lost connection, never the failure."""
+    async with trio.open_nursery() as nursery:
+        client, _ = open_conn(nursery, ctx)
+        assert (await handshake(client, "PLAIN")).error_code is ErrorCode.none
+        response = await authenticate(client, b"\0alice\0no")
+        assert response.error_code is ErrorCode.sasl_authentication_failed
+        answered = trio.current_time()
+        assert await client.closed_by_server()
+        assert trio.current_time() - answered >= LINGER_S  # it waited for us to close first
 
 
 async def test_unknown_mechanism_gets_33_and_a_close(ctx: BrokerContext) -> None:

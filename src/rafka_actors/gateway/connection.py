@@ -69,6 +69,8 @@ async def serve_connection(
         ctx.close_log.warning(
             "closing connection from %s:%d: %s", conn.peer_host, conn.peer_port, exc
         )
+        if conn.close_after_reply is not None:
+            await _let_the_client_close(stream)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         log.debug("connection from %s:%d dropped", conn.peer_host, conn.peer_port)
     except OSError as exc:  # a file the handler wrote (a full disk): one budgeted line
@@ -82,6 +84,22 @@ async def serve_connection(
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(1):
             await stream.aclose()
+
+
+LINGER_S = 1.0
+
+
+async def _let_the_client_close(stream: trio.abc.Stream) -> None:
+    """After a last reply (a failed authentication), wait up to LINGER_S for the client to
+    close first, discarding what it sends. A client that reads the reply and our close in one
+    go may drop the reply and report only a lost connection: kafka-python 3.0's transport does
+    (`_sock_recv` returns the error, not the bytes it read before it)."""
+    with trio.move_on_after(LINGER_S):
+        try:
+            while await stream.receive_some(4096):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
 
 
 def _frame_limit(ctx: BrokerContext, conn: ConnectionInfo) -> int:
