@@ -80,6 +80,20 @@ class Envelope:
     reply: ReplyTo
 
 
+def answer_queued_and_close(
+    inbox: trio.MemoryReceiveChannel[Envelope], answer: Callable[[Any], Any]
+) -> None:
+    """Answer every envelope still queued with `answer(op)`, then close the mailbox: no caller
+    waits forever, and a sender who comes too late learns the actor is gone (both actors)."""
+    while True:
+        try:
+            envelope = inbox.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            break
+        envelope.reply.send_nowait(answer(envelope.op))
+    inbox.close()
+
+
 class StoreTimedOut(Exception):
     """A batch was not stored within offsets.commit.timeout.ms; its replies must not go out."""
 
@@ -334,15 +348,9 @@ class GroupActor:
         """Answer everything still held or queued, and close the mailbox: no caller waits
         forever, and a sender who comes too late learns the actor is gone."""
         self._fail_all_waiters()
-        while True:
-            try:
-                envelope = self._inbox.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                break
-            envelope.reply.send_nowait(
-                error_response(envelope.op, ErrorCode.coordinator_not_available)
-            )
-        self._inbox.close()
+        answer_queued_and_close(
+            self._inbox, lambda op: error_response(op, ErrorCode.coordinator_not_available)
+        )
 
     def _span(self, op: Any, group: AnyGroup) -> AbstractContextManager[Span]:
         """The op's span, naming the group as the batch has it so far."""

@@ -44,7 +44,7 @@ from ..transaction.ops import (
 from ..transaction.records import replay
 from ..transaction.state import PREPARED, Markers, Transaction, TxnConfig, markers_of
 from .coordinator_log import CoordinatorLog, now_ms, trio_time
-from .group_actor import BATCH_LIMIT, Envelope, StoreTimedOut
+from .group_actor import BATCH_LIMIT, Envelope, StoreTimedOut, answer_queued_and_close
 from .txn_markers import MarkerSink
 
 log = logging.getLogger(__name__)
@@ -282,15 +282,9 @@ class TransactionActor:
 
     def _drain(self) -> None:
         self._fail_held()
-        while True:
-            try:
-                envelope = self._inbox.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                break
-            envelope.reply.send_nowait(
-                error_answer(envelope.op, ErrorCode.coordinator_not_available)
-            )
-        self._inbox.close()
+        answer_queued_and_close(
+            self._inbox, lambda op: error_answer(op, ErrorCode.coordinator_not_available)
+        )
 
     def _name(self) -> str:
         return f"{self.key.group_id} (org {self.key.org_id})"
