@@ -196,6 +196,22 @@ def consumer_group_describe(
     return ask_each(org_id, asked, described)
 
 
+def described_error(mod: Any, group_id: str, error_code: int, message: str | None) -> Any:
+    """A KIP-848 or KIP-932 group that could not be described: the two look the same."""
+    return make(
+        mod.DescribedGroup,
+        error_code=ErrorCode(error_code),
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=(),
+        authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
 def _described(
     ctx: BrokerContext,
     org_id: int,
@@ -205,18 +221,7 @@ def _described(
     wanted_operations: bool,
 ) -> Any:
     if group.error_code != ErrorCode.none:
-        return make(
-            mod.DescribedGroup,
-            error_code=ErrorCode(group.error_code),
-            error_message=group.error_message,
-            group_id=group_id,
-            group_state="",
-            group_epoch=0,
-            assignment_epoch=0,
-            assignor_name="",
-            members=(),
-            authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
-        )
+        return described_error(mod, group_id, group.error_code, group.error_message)
     classic = frozenset(group.classic_members)
     members = tuple(
         make(

@@ -49,7 +49,7 @@ from ..context import BrokerContext, ConnectionInfo
 from ..identities import WithGroupIdentities
 from ..steps import AwaitAppend, Step, ask, ask_each
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
-from .consumer_groups import heartbeat_response
+from .consumer_groups import described_error, heartbeat_response
 from .group_admin import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
 from .groups import DENIED, denied
 from .offsets import TOPIC_DENIED
@@ -132,18 +132,7 @@ def _described(
     wanted_operations: bool,
 ) -> Any:
     if answer.error_code != ErrorCode.none:
-        return make(
-            mod.DescribedGroup,
-            error_code=ErrorCode(answer.error_code),
-            error_message=answer.error_message,
-            group_id=group_id,
-            group_state="",
-            group_epoch=0,
-            assignment_epoch=0,
-            assignor_name="",
-            members=(),
-            authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
-        )
+        return described_error(mod, group_id, answer.error_code, answer.error_message)
     topics = ctx.data.topics_for(org_id)
     members = []
     for member_id, rack_id, epoch, client_id, client_host, names, assigned in answer.members:
