@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from harness.scale_workloads import write_commit_log
-from rafka_actors.actors.durable_log import DurableCoordinatorLog
+from rafka_actors.storage.durable_log import DurableCoordinatorLog
 
 
 def main() -> None:

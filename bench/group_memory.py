@@ -34,11 +34,11 @@ os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 import trio
 import trio.testing
 
-from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import OffsetCommitOp
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.durable_log import DurableCoordinatorLog
 
 WARM_UP = 200  # groups created before measuring: caches, interned strings, the first segment
 

@@ -36,7 +36,6 @@ os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 
 import trio
 
-from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
@@ -45,6 +44,7 @@ from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.protocol.codec import encode_request
 from rafka_actors.storage.data_plane import DataPlane
+from rafka_actors.storage.durable_log import DurableCoordinatorLog
 
 sys.path.insert(0, str(Path(__file__).parent))
 from request_cost import request  # the same requests as the loopback bench

@@ -123,7 +123,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, str]:
 
 
 async def _serve_until_signalled(config_args: argparse.Namespace) -> None:
-    from .gateway.server import run_broker
+    from .broker import run_broker
 
     config = load_config(config_file=config_args.config, overrides=_overrides(config_args))
     _check_data_dir(config.data_dir)

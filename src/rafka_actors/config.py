@@ -209,7 +209,7 @@ class BrokerConfig:
     group_consumer_max_heartbeat_interval_ms: int = field(
         default=15000, metadata=_doc("highest consumer.heartbeat.interval.ms a group may set")
     )
-    # The coordinator log (see actors/durable_log.py for what each fsync policy promises).
+    # The coordinator log (see storage/durable_log.py for what each fsync policy promises).
     coordinator_log_fsync: str = field(default="always", metadata=_doc("always|interval|never"))
     coordinator_log_fsync_interval_ms: int = field(default=1000, metadata=_doc("for interval"))
     coordinator_log_segment_bytes: int = field(

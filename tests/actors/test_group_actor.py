@@ -15,12 +15,10 @@ from kio.schema.errors import ErrorCode
 
 from rafka_actors.actors import group_actor
 from rafka_actors.actors import registry as registry_module
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
-from rafka_actors.actors.durable_log import CoordinatorLogError
 from rafka_actors.actors.group_actor import Envelope, GroupActor
 from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.classic_group.consumer_protocol import encode_subscription
 from rafka_actors.coordinator import machine
-from rafka_actors.group.consumer_protocol import encode_subscription
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
     ConsumerGroupDescribeOp,
@@ -36,6 +34,8 @@ from rafka_actors.group_common.ops import (
 )
 from rafka_actors.group_common.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
+from rafka_actors.storage.durable_log import CoordinatorLogError
 
 PROTOCOLS = (("range", encode_subscription(["t"])),)
 SESSION, REBALANCE = 10_000, 30_000

@@ -12,10 +12,10 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog, stored_group
 from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.stored_groups import stored_group
+from rafka_actors.classic_group.state import ClassicGroup, GroupState
 from rafka_actors.consumer_group.state import ConsumerGroup
-from rafka_actors.group.state import ClassicGroup, GroupState
 from rafka_actors.group_common.consumer_embedded import (
     Subscription,
     encode_assignment,
@@ -32,6 +32,7 @@ from rafka_actors.group_common.ops import (
 )
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
 
 K = GroupKey(0, "g")
 IMAGE = TopicImage.of(1, [TopicInfo("foo", uuid.UUID(int=7), 4)])

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import trio
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import OffsetCommitOp
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
 
 K = GroupKey(0, "g")
 

@@ -13,11 +13,11 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
-from rafka_actors.actors.durable_log import CoordinatorLogError
 from rafka_actors.actors.txn_registry import TransactionRegistry
 from rafka_actors.group_common.records import Record
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
+from rafka_actors.storage.durable_log import CoordinatorLogError
 from rafka_actors.transaction import machine as txn_machine
 from rafka_actors.transaction.ops import (
     AddOffsetsOp,

@@ -12,7 +12,6 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
@@ -22,6 +21,7 @@ from rafka_actors.group_common.ops import (
     TxnOffsetCommitOp,
 )
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.durable_log import DurableCoordinatorLog
 
 KEY = GroupKey(3, "txn-group")
 A, B = ("t", 0), ("t", 1)

@@ -20,7 +20,7 @@ x;answer (rafka_actors/gateway/connection.py:140) 9
 x;GroupActor._step_batch (rafka_actors/actors/group_actor.py:220) 3
 x;handle (rafka_actors/group/machine.py:80) 2
 x;_write_all (rafka_actors/storage/coordinator_segments.py:700) 4
-x;DurableCoordinatorLog.append (rafka_actors/actors/durable_log.py:240) 1
+x;DurableCoordinatorLog.append (rafka_actors/storage/durable_log.py:240) 1
 x;__init__ (<string>:2) 6
 
 not a sample line

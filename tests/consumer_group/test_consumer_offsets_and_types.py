@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.classic_group.state import ClassicGroup
 from rafka_actors.consumer_group.state import ConsumerGroup
-from rafka_actors.group.state import ClassicGroup
 from rafka_actors.group_common.ops import (
     ConsumerGroupDescribeOp,
     DeleteGroupOp,

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.classic_group.state import ClassicGroup, GroupState
 from rafka_actors.consumer_group.state import ConsumerGroup, MemberState
 from rafka_actors.coordinator import machine
-from rafka_actors.group.state import ClassicGroup, GroupState
 from rafka_actors.group_common.consumer_embedded import (
     Subscription,
     decode_assignment,

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.cli import main
 from rafka_actors.group_common.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.durable_log import DurableCoordinatorLog
 
 pytestmark = pytest.mark.e2e
 

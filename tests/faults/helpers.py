@@ -17,9 +17,8 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.coordinator_log import CoordinatorLog, MemoryCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
-from rafka_actors.group.consumer_protocol import encode_subscription
+from rafka_actors.classic_group.consumer_protocol import encode_subscription
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
     DescribeGroupOp,
@@ -31,6 +30,7 @@ from rafka_actors.group_common.ops import (
     SyncGroupOp,
 )
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.coordinator_log import CoordinatorLog, MemoryCoordinatorLog
 from rafka_actors.storage.coordinator_segments import CoordinatorLogError
 
 OK = ErrorCode.none

@@ -24,7 +24,6 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.apis._build import make
@@ -32,6 +31,7 @@ from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.protocol.messages import request_class, response_class
+from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.storage.data_plane import DataPlane
 
 from ..wire import parse_response, request_frame

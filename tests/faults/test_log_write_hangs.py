@@ -21,7 +21,7 @@ import pytest
 import trio
 import trio.testing
 
-from rafka_actors.actors.durable_log import DurableCoordinatorLog
+from rafka_actors.storage.durable_log import DurableCoordinatorLog
 
 from .helpers import (
     NOT_AVAILABLE,

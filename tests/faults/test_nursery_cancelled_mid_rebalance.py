@@ -8,7 +8,7 @@ they hold before the coordinator log closes, and the log closes only once the fs
 way has finished; and everything acknowledged before the cancel is in the log when it is
 reopened.
 
-The nurseries are nested as gateway/server.py's `run_broker` nests them (tricycle service
+The nurseries are nested as broker.py's `run_broker` nests them (tricycle service
 nurseries: storage outside, services inside), on the real DurableCoordinatorLog. On the real
 clock: nothing here waits for a timer, and the log fsyncs in worker threads.
 """
@@ -25,9 +25,9 @@ import trio.testing
 from tricycle import open_service_nursery
 
 from rafka_actors.actors import registry as registry_module
-from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.actors.reply import ReplySlot
+from rafka_actors.storage.durable_log import DurableCoordinatorLog
 
 from .helpers import (
     NO_DELAY,

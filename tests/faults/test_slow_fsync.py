@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import trio
 
-from rafka_actors.actors.durable_log import DurableCoordinatorLog
+from rafka_actors.storage.durable_log import DurableCoordinatorLog
 
 from .helpers import (
     OK,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import trio
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.group_common.ops import OffsetCommitOp, OffsetFetchOp, TopicsChangedOp
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
 
 from .helpers import running_registry
 

@@ -29,7 +29,6 @@ from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.metadata.v12.response import MetadataResponse
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.actors.txn_markers import MarkerWriter
 from rafka_actors.actors.txn_registry import TransactionRegistry
@@ -40,6 +39,7 @@ from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo, SaslSetup
 from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.storage.data_plane import DataPlane
 from rafka_actors.transaction.state import TxnConfig
 
@@ -156,7 +156,7 @@ def _run(data: DataPlane, root: Path, payload: bytes, kind: str = "plaintext") -
             registry = GroupRegistry(
                 nursery, GroupConfig(initial_rebalance_delay_ms=0), MemoryCoordinatorLog()
             )
-            transactions = TransactionRegistry(  # as the broker has (gateway/server.py)
+            transactions = TransactionRegistry(  # as the broker has (broker.py)
                 nursery,
                 TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
                 MemoryCoordinatorLog(),

@@ -23,11 +23,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rafka_actors.classic_group.consumer_protocol import encode_subscription
+from rafka_actors.classic_group.state import ClassicGroup
 from rafka_actors.consumer_group.state import ConsumerGroup
 from rafka_actors.coordinator import machine
 from rafka_actors.coordinator.replay import replay
-from rafka_actors.group.consumer_protocol import encode_subscription
-from rafka_actors.group.state import ClassicGroup
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
     OP_CODES,

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import trio
 
-from rafka_actors.actors.coordinator_log import CoordinatorLog, MemoryCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.context import BrokerContext
 from rafka_actors.group_common.effects import GroupConfig
+from rafka_actors.storage.coordinator_log import CoordinatorLog, MemoryCoordinatorLog
 from rafka_actors.storage.data_plane import DataPlane
 
 

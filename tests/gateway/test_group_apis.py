@@ -23,12 +23,12 @@ import trio.testing
 from kio.schema.errors import ErrorCode
 from trio.testing import MockClock
 
+from rafka_actors.classic_group.consumer_protocol import encode_assignment, encode_subscription
 from rafka_actors.gateway.apis import API_TABLE, groups, offsets
 from rafka_actors.gateway.apis._build import error_code, make
 from rafka_actors.gateway.connection import serve_connection
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.steps import settle
-from rafka_actors.group.consumer_protocol import encode_assignment, encode_subscription
 from rafka_actors.protocol import codec
 from rafka_actors.protocol.messages import request_class, response_class
 

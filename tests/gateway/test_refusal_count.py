@@ -1,7 +1,7 @@
 """Connections refused by a limit are logged once per interval with a count, and the count of
 a burst is reported when its interval ends, even if no refusal follows (docs/tenancy.md).
 
-The broker's own accept path (server._serve) on a real loopback listener, with a short
+The broker's own accept path (server.serve_client) on a real loopback listener, with a short
 interval so the test need not wait the broker's 10 s.
 """
 
@@ -46,7 +46,7 @@ async def test_a_bursts_refusal_count_is_flushed_when_its_interval_ends(
     try:
         async with trio.open_nursery() as nursery:
             listeners = await nursery.start(
-                partial(trio.serve_tcp, partial(server._serve, ctx), 0, host="127.0.0.1")
+                partial(trio.serve_tcp, partial(server.serve_client, ctx), 0, host="127.0.0.1")
             )
             port = listeners[0].socket.getsockname()[1]
             nursery.start_soon(log_budget.flush_forever)

@@ -21,7 +21,6 @@ import trio.testing
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.auth.users import User
 from rafka_actors.config import BrokerConfig
@@ -31,6 +30,7 @@ from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.steps import settle
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.protocol.messages import request_class
+from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.storage.data_plane import DataPlane
 
 from ..batch_builder import build_batch

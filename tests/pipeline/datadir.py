@@ -16,8 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rafka_actors.classic_group.records import GroupMetadataRecord
 from rafka_actors.consumer_group.records import ConsumerGroupMetadataRecord
-from rafka_actors.group.records import GroupMetadataRecord
 from rafka_actors.group_common.records import (
     GroupTombstone,
     OffsetCommitRecord,

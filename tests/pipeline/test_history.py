@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from rafka_actors.classic_group.records import GroupMetadataRecord
 from rafka_actors.consumer_group.records import ConsumerGroupMetadataRecord
-from rafka_actors.group.records import GroupMetadataRecord
 from rafka_actors.group_common.records import GroupTombstone, Record
 from rafka_actors.pipeline.history import cause_of, rebalances
 
+from ..classic_group.harness import GroupHarness
 from ..consumer_group.test_migration import classic_group_of, new_harness
-from ..group.harness import GroupHarness
 
 
 def row_of(record: Record) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from rafka_actors.cli import main
 from rafka_actors.consumer_group.records import ConsumerGroupMetadataRecord
 from rafka_actors.pipeline.rebalances import rebalance_history, write_and_summarise
 
-from ..group.harness import GROUP_ID, GroupHarness
+from ..classic_group.harness import GROUP_ID, GroupHarness
 from .datadir import DataDir
 
 if TYPE_CHECKING:

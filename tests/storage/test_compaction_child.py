@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.group_common.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage import compaction_child, coordinator_segments
 from rafka_actors.storage.coordinator_records import encode_entry, entry_compaction_key
 from rafka_actors.storage.coordinator_segments import CoordinatorLogError, CoordinatorSegments
+from rafka_actors.storage.durable_log import DurableCoordinatorLog
 
 from .test_coordinator_log_compaction import (
     DAY_MS,

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rafka_actors.group.records import GroupMetadataRecord
+from rafka_actors.classic_group.records import GroupMetadataRecord
 from rafka_actors.group_common.records import (
     GroupTombstone,
     OffsetCommitRecord,

@@ -14,13 +14,8 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.durable_log import (
-    CoordinatorLogError,
-    DurableCoordinatorLog,
-    FsyncPolicy,
-)
 from rafka_actors.actors.registry import GroupRegistry
-from rafka_actors.group.records import GroupMetadataRecord
+from rafka_actors.classic_group.records import GroupMetadataRecord
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import OffsetCommitOp, OffsetFetchOp
 from rafka_actors.group_common.records import (
@@ -30,6 +25,11 @@ from rafka_actors.group_common.records import (
     Record,
 )
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.durable_log import (
+    CoordinatorLogError,
+    DurableCoordinatorLog,
+    FsyncPolicy,
+)
 
 from ..disk_faults import failing_pwrite
 

@@ -8,8 +8,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rafka_actors.actors.coordinator_log import MemoryCoordinatorLog
-from rafka_actors.group.records import GroupMetadataRecord
+from rafka_actors.classic_group.records import GroupMetadataRecord
 from rafka_actors.group_common.records import (
     GroupTombstone,
     OffsetCommitRecord,
@@ -23,6 +22,7 @@ from rafka_actors.group_common.txn_offsets import (
     TxnProducerEpochRecord,
 )
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
 from rafka_actors.storage.coordinator_records import (
     CoordinatorRecordError,
     LatestRecords,

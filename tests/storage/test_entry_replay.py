@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rafka_actors.classic_group.records import GroupMetadataRecord
 from rafka_actors.consumer_group.records import (
     ConsumerGroupMetadataRecord,
     ConsumerMemberMetadataRecord,
@@ -19,7 +20,6 @@ from rafka_actors.consumer_group.records import (
     ConsumerStateTombstone,
 )
 from rafka_actors.coordinator.latest import LatestRecords
-from rafka_actors.group.records import GroupMetadataRecord
 from rafka_actors.group_common.records import (
     GroupTombstone,
     OffsetCommitRecord,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import trio
 
-from rafka_actors.actors.durable_log import DurableCoordinatorLog
 from rafka_actors.ids import GroupKey
+from rafka_actors.storage.durable_log import DurableCoordinatorLog
 from rafka_actors.transaction.records import TransactionTombstone, record_of, replay
 from rafka_actors.transaction.state import Transaction, TxnState
 

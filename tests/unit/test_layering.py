@@ -47,27 +47,31 @@ IO = frozenset(
 Rule = tuple[str, frozenset[str], str]
 
 # One line a rule. group_common/ is beneath both group types, coordinator/ above both, and
-# group/ (classic) and consumer_group/ (KIP-848) never import each other.
+# classic_group/ and consumer_group/ (KIP-848) never import each other.
 RULES: tuple[Rule, ...] = (
     ("protocol", IO, "the wire codec is pure"),
     ("group_common", IO, "what every group type shares is pure"),
-    ("group", IO, "the classic group state machine is pure"),
+    ("classic_group", IO, "the classic group state machine is pure"),
     ("consumer_group", IO, "the KIP-848 group state machine is pure"),
     ("coordinator", IO, "the dispatch over both group types is pure"),
     ("transaction", IO, "the transaction coordinator's state machine is pure"),
     (
         "transaction",
-        ours("group", "consumer_group", "coordinator"),
+        ours("classic_group", "consumer_group", "coordinator"),
         "transactions: beside the group types, not above them",
     ),
     ("share_group", IO, "the KIP-932 share group state machine is pure"),
-    ("share_group", ours("group", "consumer_group", "coordinator"), "share: no other type"),
+    ("share_group", ours("classic_group", "consumer_group", "coordinator"), "share: no other type"),
     ("group_common", ours("share_group"), "beneath all group types, share groups too"),
-    ("group", ours("share_group"), "classic: no share groups"),
+    ("classic_group", ours("share_group"), "classic: no share groups"),
     ("consumer_group", ours("share_group"), "KIP-848: no share groups"),
-    ("group", ours("consumer_group", "coordinator"), "classic: no KIP-848, nothing above"),
-    ("consumer_group", ours("group", "coordinator"), "KIP-848: no classic, nothing above"),
-    ("group_common", ours("group", "consumer_group", "coordinator"), "beneath all group types"),
+    ("classic_group", ours("consumer_group", "coordinator"), "classic: no KIP-848, nothing above"),
+    ("consumer_group", ours("classic_group", "coordinator"), "KIP-848: no classic, nothing above"),
+    (
+        "group_common",
+        ours("classic_group", "consumer_group", "coordinator"),
+        "beneath all group types",
+    ),
     ("gateway.apis", ours("actors"), "API handlers use no actor internals"),
     ("storage", ours("actors", "gateway"), "storage sits beneath the actors and the gateway"),
     ("actors", ours("gateway", "cli", "admin"), "actors sit beneath the gateway"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from prometheus_client import generate_latest
 
-from rafka_actors.group.records import GroupMetadataRecord
+from rafka_actors.classic_group.records import GroupMetadataRecord
 from rafka_actors.ids import GroupKey
 from rafka_actors.lag import lag_ms, lag_records
 from rafka_actors.metrics.instruments import BrokerMetrics, LabelPolicy, cause_label

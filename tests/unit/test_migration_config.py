@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from rafka_actors.broker import group_config
 from rafka_actors.config import ConfigError, load_config
-from rafka_actors.gateway.server import group_config
 
 
 def test_default_is_kafkas_and_every_value_reaches_the_groups() -> None:

@@ -49,19 +49,21 @@ from kio.schema.errors import ErrorCode
 from opentelemetry.trace import Span
 
 from .. import telemetry
+from ..classic_group.state import ClassicGroup
 from ..coordinator import machine
 from ..coordinator.machine import AnyGroup
-from ..group.state import ClassicGroup
 from ..group_common import group_configs, ops
 from ..group_common.effects import GroupConfig, MemberFenced, RebalanceCompleted, TargetAssigned
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey, mint_group_uuid, rrl
+from ..storage.coordinator_log import CoordinatorLog
 from ..storage.coordinator_segments import CoordinatorLogError
 from ..storage.failures import STORAGE_LOG
-from .coordinator_log import CoordinatorLog, now_ms, stored_group, trio_time
+from .clock import now_ms, trio_time
 from .errors import error_response
 from .reply import ReplyTo
 from .snapshot import GroupSnapshot, snapshot_of
+from .stored_groups import stored_group
 
 log = logging.getLogger(__name__)
 

@@ -38,11 +38,13 @@ from ..group_common.effects import GroupConfig
 from ..group_common.ops import ExpireOffsetsOp
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey
+from ..storage.coordinator_log import CoordinatorLog
 from . import snapshot
-from .coordinator_log import CoordinatorLog, now_ms, stored_group, stored_membership
+from .clock import now_ms
 from .group_actor import DEFAULT_COMMIT_TIMEOUT_S, Envelope, GroupActor
 from .reply import ReplySlot
 from .snapshot import GroupSnapshot, GroupSummary, summary_of
+from .stored_groups import stored_group, stored_membership
 
 __all__ = ["GroupRegistry", "GroupSummary"]
 

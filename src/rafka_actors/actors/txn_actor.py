@@ -30,6 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from ..group_common.records import Record
 from ..ids import GroupKey
+from ..storage.coordinator_log import CoordinatorLog
 from ..storage.coordinator_segments import CoordinatorLogError
 from ..transaction import machine
 from ..transaction.ops import (
@@ -43,7 +44,7 @@ from ..transaction.ops import (
 )
 from ..transaction.records import replay
 from ..transaction.state import PREPARED, Markers, Transaction, TxnConfig, markers_of
-from .coordinator_log import CoordinatorLog, now_ms, trio_time
+from .clock import now_ms, trio_time
 from .group_actor import BATCH_LIMIT, Envelope, StoreTimedOut, answer_queued_and_close
 from .txn_markers import MarkerSink
 

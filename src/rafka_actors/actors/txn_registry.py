@@ -20,10 +20,11 @@ from typing import Any
 
 import trio
 
+from ..storage.coordinator_log import CoordinatorLog
 from ..transaction.ops import ExpireTxnOp
 from ..transaction.records import replay
 from ..transaction.state import Transaction, TxnConfig
-from .coordinator_log import CoordinatorLog, now_ms
+from .clock import now_ms
 from .group_actor import Envelope
 from .reply import ReplySlot
 from .txn_actor import TransactionActor, TxnKey

@@ -44,7 +44,7 @@ from kio.schema.share_group_describe.v1 import request as share_describe
 from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from ..group.consumer_protocol import decode_assignment
+from ..classic_group.consumer_protocol import decode_assignment
 from ..protocol.group_identity import GROUP_IDENTITY_TAG, decode_identities
 from ..storage.record_batch import HEADER_SIZE, parse_header
 from .client import BrokerError, ConnectionFailed, KafkaClient

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Generic, TypeVar, cast
 
+from ..classic_group.records import GroupMetadataRecord
 from ..consumer_group.records import (
     MEMBER_RECORDS,
     ConsumerGroupMetadataRecord,
@@ -31,7 +32,6 @@ from ..consumer_group.records import (
     ConsumerStateTombstone,
     ConsumerTargetMetadataRecord,
 )
-from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
 from ..group_common.txn_offsets import (
     TxnMarkerRecord,

@@ -24,14 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from ..classic_group import machine as classic_machine
+from ..classic_group import timers as classic_timers
+from ..classic_group.records import group_record
+from ..classic_group.state import ClassicGroup
 from ..consumer_group import machine as consumer_machine
 from ..consumer_group import timers as consumer_timers
 from ..consumer_group.records import ConsumerStateTombstone
 from ..consumer_group.state import ConsumerGroup
-from ..group import machine as classic_machine
-from ..group import timers as classic_timers
-from ..group.records import group_record
-from ..group.state import ClassicGroup
 from ..group_common.effects import Effects, GroupConfig
 from ..group_common.ops import (
     ConsumerGroupHeartbeatOp,

@@ -43,6 +43,9 @@ __all__ = [
 
 from kio.schema.errors import ErrorCode
 
+from ..classic_group.rebalance import prepare_rebalance, reschedule_heartbeat
+from ..classic_group.records import group_record
+from ..classic_group.state import ClassicGroup, GroupState, Member
 from ..consumer_group.classic_members import CONSUMER_PROTOCOL_TYPE, named
 from ..consumer_group.membership import Refusal, set_current, store_member
 from ..consumer_group.records import (
@@ -60,9 +63,6 @@ from ..consumer_group.state import (
     Reconciliation,
     Subscription,
 )
-from ..group.rebalance import prepare_rebalance, reschedule_heartbeat
-from ..group.records import group_record
-from ..group.state import ClassicGroup, GroupState, Member
 from ..group_common.consumer_embedded import (
     MalformedEmbedded,
     decode_assignment,

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import cast
 
+from ..classic_group.records import GroupMetadataRecord
+from ..classic_group.replay import from_metadata
+from ..classic_group.state import ClassicGroup
 from ..consumer_group.records import ConsumerGroupMetadataRecord, ConsumerRecord
 from ..consumer_group.replay import assemble
 from ..consumer_group.state import ConsumerGroup
-from ..group.records import GroupMetadataRecord
-from ..group.replay import from_metadata
-from ..group.state import ClassicGroup
 from ..group_common.committed import CommittedOffset, TxnOffsets
 from ..group_common.records import OffsetCommitRecord, Record
 from ..group_common.txn_offsets import (

@@ -15,10 +15,10 @@ onMetadataUpdate, seed 003): the `TopicsChangedOp` every group's actor is sent.
 
 from __future__ import annotations
 
+from ..classic_group.state import ClassicGroup
 from ..consumer_group.membership import bump_epoch_if_metadata_changed
 from ..consumer_group.state import ConsumerGroup
 from ..consumer_group.target import maybe_assign
-from ..group.state import ClassicGroup
 from ..group_common.effects import Effects
 from ..group_common.ops import TopicsChangedOp, TopicsChangedOpResp
 from ..group_common.records import OffsetTombstone

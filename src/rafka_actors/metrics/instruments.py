@@ -21,8 +21,8 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from ..classic_group.records import GroupMetadataRecord
 from ..consumer_group.records import ConsumerGroupMetadataRecord
-from ..group.records import GroupMetadataRecord
 from ..ids import GroupKey
 from ..share_group.records import ShareGroupMetadataRecord
 from .histograms import Buckets, LoopHistogram

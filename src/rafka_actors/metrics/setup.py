@@ -10,11 +10,11 @@ from collections.abc import Mapping
 
 import trio
 
-from ..actors.durable_log import DurableCoordinatorLog
 from ..actors.registry import GroupRegistry
 from ..config import BrokerConfig, ConfigError, split_host_port
 from ..refusals import CannotListen
 from ..storage.data_plane import DataPlane
+from ..storage.durable_log import DurableCoordinatorLog
 from .collector import BrokerCollector
 from .endpoint import open_metrics_listener, serve_metrics
 from .instruments import BrokerMetrics, LabelPolicy

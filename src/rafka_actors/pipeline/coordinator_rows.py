@@ -44,8 +44,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..classic_group.records import GroupMetadataRecord
 from ..consumer_group.records import ConsumerGroupMetadataRecord
-from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 from ..storage.coordinator_records import decode_entry
 from ..storage.coordinator_segments import read_segment

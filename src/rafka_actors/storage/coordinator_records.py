@@ -65,6 +65,7 @@ from typing import Any
 
 import cbor2
 
+from ..classic_group.records import GroupMetadataRecord
 from ..consumer_group.records import (
     ConsumerCurrentAssignmentRecord,
     ConsumerGroupMetadataRecord,
@@ -85,7 +86,6 @@ from ..coordinator.latest import (
     is_tombstone,
     key_tail,
 )
-from ..group.records import GroupMetadataRecord
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
 from ..group_common.txn_offsets import (
     TxnMarkerRecord,

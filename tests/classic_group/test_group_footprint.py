@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 from dataclasses import fields
 
-from rafka_actors.group.state import ClassicGroup, GroupState
+from rafka_actors.classic_group.state import ClassicGroup, GroupState
 
 
 def test_an_idle_group_holds_no_tracked_containers_of_its_own() -> None:

@@ -13,10 +13,10 @@ import dataclasses
 import pytest
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.classic_group.consumer_protocol import encode_subscription
+from rafka_actors.classic_group.records import GroupMetadataRecord
+from rafka_actors.classic_group.state import GroupState
 from rafka_actors.coordinator import machine
-from rafka_actors.group.consumer_protocol import encode_subscription
-from rafka_actors.group.records import GroupMetadataRecord
-from rafka_actors.group.state import GroupState
 from rafka_actors.group_common.ops import JoinGroupOpResp, SyncGroupOpResp
 from rafka_actors.group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 

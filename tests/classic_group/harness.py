@@ -20,9 +20,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.classic_group.consumer_protocol import encode_subscription
+from rafka_actors.classic_group.state import ClassicGroup, GroupState
 from rafka_actors.coordinator import machine
-from rafka_actors.group.consumer_protocol import encode_subscription
-from rafka_actors.group.state import ClassicGroup, GroupState
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
     DeleteGroupOp,

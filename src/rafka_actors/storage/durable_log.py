@@ -66,21 +66,21 @@ import trio
 from ..coordinator.latest import LatestRecords
 from ..group_common.records import OffsetCommitRecord, Record
 from ..ids import GroupKey
-from ..storage.coordinator_records import (
+from .coordinator_records import (
     decode_stored,
     decode_trusted,
     encode_entry,
     entry_compaction_key,
 )
-from ..storage.coordinator_segments import (
+from .coordinator_segments import (
     DEFAULT_PREALLOCATE_BYTES,
     DEFAULT_SEGMENT_BYTES,
     CompactionStats,
     CoordinatorLogError,
     CoordinatorSegments,
 )
-from ..storage.entry_replay import AmbiguousKeys, EntryReplay
-from ..storage.failures import STORAGE_LOG, reason
+from .entry_replay import AmbiguousKeys, EntryReplay
+from .failures import STORAGE_LOG, reason
 
 __all__ = ["CoordinatorLogError", "DurableCoordinatorLog", "FsyncPolicy", "LogStats"]
 

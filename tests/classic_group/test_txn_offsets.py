@@ -10,10 +10,10 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.actors.snapshot import read, snapshot_of
+from rafka_actors.classic_group.state import ClassicGroup, GroupState
 from rafka_actors.consumer_group.state import ConsumerGroup
 from rafka_actors.coordinator.latest import GroupRecords
 from rafka_actors.coordinator.replay import replay
-from rafka_actors.group.state import ClassicGroup, GroupState
 from rafka_actors.group_common.ops import (
     DeleteGroupOp,
     ExpireOffsetsOp,
