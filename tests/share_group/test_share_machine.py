@@ -16,8 +16,13 @@ from rafka_actors.coordinator.replay import replay
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
     AlterShareOffsetsOp,
+    ConsumerGroupHeartbeatOp,
     DeleteGroupOp,
+    DescribeGroupOp,
     DescribeShareOffsetsOp,
+    ExpireOffsetsOp,
+    ExpireOffsetsOpResp,
+    HeartbeatOp,
     JoinGroupOp,
     OffsetCommitOp,
     ShareAcquireOp,
@@ -157,6 +162,20 @@ def test_one_group_id_one_type() -> None:
     assert refused.error_code == ErrorCode.group_id_not_found
     assert refused.error_message == "Group g is not a share group."
     assert not isinstance(classic.group, ShareGroup)
+
+
+def test_the_requests_of_other_group_types_are_refused_each_in_its_own_shape() -> None:
+    """Each op's own error reply: an ExpireOffsetsOp (the retention sweep, which names no
+    group) once raised here, and the sweep's every pass logged a failed actor."""
+    c = Coordinator()
+    c.join("a")
+    assert c.step(ExpireOffsetsOp(60_000)) == ExpireOffsetsOpResp(0, False)
+    described = c.step(DescribeGroupOp("g"))
+    assert (described.error_code, described.state) == (ErrorCode.none, "Dead")
+    heartbeat = c.step(ConsumerGroupHeartbeatOp("g", "m", 0))
+    assert heartbeat.error_code == ErrorCode.group_id_not_found
+    assert heartbeat.error_message == "Group g is not a consumer group."
+    assert c.step(HeartbeatOp("g", "m", 1)).error_code == ErrorCode.group_id_not_found
 
 
 def test_offsets_are_altered_and_the_group_deleted_only_when_empty() -> None:

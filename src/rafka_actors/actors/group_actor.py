@@ -60,7 +60,6 @@ from ..storage.coordinator_log import CoordinatorLog
 from ..storage.coordinator_segments import CoordinatorLogError
 from ..storage.failures import STORAGE_LOG
 from .clock import now_ms, trio_time
-from .errors import error_response
 from .reply import ReplyTo
 from .snapshot import GroupSnapshot, snapshot_of
 from .stored_groups import stored_group
@@ -340,7 +339,7 @@ class GroupActor:
 
     def _fail_all_waiters(self, code: ErrorCode = ErrorCode.coordinator_not_available) -> None:
         for token, (_, op) in list(self._waiters.items()):
-            self._send(token, error_response(op, code))
+            self._send(token, op.error_reply(code))
         if isinstance(self.group, ClassicGroup):
             for member in self.group.members.values():
                 self.group.set_awaiting_join(member, None)
@@ -351,7 +350,7 @@ class GroupActor:
         forever, and a sender who comes too late learns the actor is gone."""
         self._fail_all_waiters()
         answer_queued_and_close(
-            self._inbox, lambda op: error_response(op, ErrorCode.coordinator_not_available)
+            self._inbox, lambda op: op.error_reply(ErrorCode.coordinator_not_available)
         )
 
     def _span(self, op: Any, group: AnyGroup) -> AbstractContextManager[Span]:

@@ -34,12 +34,7 @@ from ..storage.coordinator_log import CoordinatorLog
 from ..storage.coordinator_segments import CoordinatorLogError
 from ..transaction import machine
 from ..transaction.ops import (
-    ExpireTxnOp,
-    ExpireTxnResp,
-    InitProducerIdOp,
-    InitProducerIdResp,
     MarkersWritten,
-    TxnResp,
     TxnTimerFired,
 )
 from ..transaction.records import replay
@@ -64,15 +59,6 @@ class _NoReply:
 
 
 NO_REPLY: Final = _NoReply()
-
-
-def error_answer(op: Any, code: int) -> Any:
-    """An error answer of the right shape for any transaction op."""
-    if isinstance(op, InitProducerIdOp):
-        return InitProducerIdResp(code)
-    if isinstance(op, ExpireTxnOp):
-        return ExpireTxnResp(False)
-    return TxnResp(code)
 
 
 class TransactionActor:
@@ -277,14 +263,12 @@ class TransactionActor:
     def _fail_held(self) -> None:
         held, self._held = self._held, []
         for envelope, _ in held:
-            envelope.reply.send_nowait(
-                error_answer(envelope.op, ErrorCode.coordinator_not_available)
-            )
+            envelope.reply.send_nowait(envelope.op.error_reply(ErrorCode.coordinator_not_available))
 
     def _drain(self) -> None:
         self._fail_held()
         answer_queued_and_close(
-            self._inbox, lambda op: error_answer(op, ErrorCode.coordinator_not_available)
+            self._inbox, lambda op: op.error_reply(ErrorCode.coordinator_not_available)
         )
 
     def _name(self) -> str:

@@ -3,7 +3,7 @@
 Each client API is one op; the gateway maps its answer to the response of the client's version
 (including the PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH downgrade of old versions, which is
 the wire's business, not the machine's). `TxnTimerFired` and `MarkersWritten` come from the
-actor itself.
+actor itself. Each op knows its error reply (`error_reply`), as the group ops do.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ class InitProducerIdOp:
     producer_id: int = NO_PRODUCER_ID  # v3+: the producer's current id and epoch, if any
     producer_epoch: int = NO_PRODUCER_EPOCH
 
+    def error_reply(self, code: int, message: str | None = None) -> InitProducerIdResp:
+        return InitProducerIdResp(code)
+
 
 @dataclass(frozen=True, slots=True)
 class InitProducerIdResp:
@@ -33,6 +36,9 @@ class AddPartitionsOp:
     producer_epoch: int
     partitions: frozenset[TopicPartition]
 
+    def error_reply(self, code: int, message: str | None = None) -> TxnResp:
+        return TxnResp(code)
+
 
 @dataclass(frozen=True, slots=True)
 class AddOffsetsOp:
@@ -40,12 +46,18 @@ class AddOffsetsOp:
     producer_epoch: int
     group_id: str
 
+    def error_reply(self, code: int, message: str | None = None) -> TxnResp:
+        return TxnResp(code)
+
 
 @dataclass(frozen=True, slots=True)
 class EndTxnOp:
     producer_id: int
     producer_epoch: int
     committed: bool
+
+    def error_reply(self, code: int, message: str | None = None) -> TxnResp:
+        return TxnResp(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +74,9 @@ class ExpireTxnOp:
 
     expiration_ms: int
 
+    def error_reply(self, code: int, message: str | None = None) -> ExpireTxnResp:
+        return ExpireTxnResp(False)  # not expired
+
 
 @dataclass(frozen=True, slots=True)
 class ExpireTxnResp:
@@ -70,7 +85,10 @@ class ExpireTxnResp:
 
 @dataclass(frozen=True, slots=True)
 class TxnTimerFired:
-    pass
+    """The actor's own command: the open transaction's timeout may have passed."""
+
+    def error_reply(self, code: int, message: str | None = None) -> None:
+        return None  # the actor's own: nobody waits for an answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +97,6 @@ class MarkersWritten:
 
     producer_id: int
     producer_epoch: int
+
+    def error_reply(self, code: int, message: str | None = None) -> None:
+        return None  # the actor's own: nobody waits for an answer
