@@ -18,10 +18,10 @@ from rafka_actors.actors import registry as registry_module
 from rafka_actors.actors.group_actor import Envelope, GroupActor
 from rafka_actors.actors.registry import GroupRegistry
 from rafka_actors.classic_group.consumer_protocol import encode_subscription
+from rafka_actors.consumer_group.ops import ConsumerGroupDescribeOp
 from rafka_actors.coordinator import machine
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
-    ConsumerGroupDescribeOp,
     DeleteGroupOp,
     DescribeGroupOp,
     HeartbeatOp,

@@ -15,8 +15,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.consumer_group.ops import ConsumerGroupHeartbeatOp
 from rafka_actors.group_common.effects import GroupConfig
-from rafka_actors.group_common.ops import ConsumerGroupHeartbeatOp, HeartbeatOp, SyncGroupOp
+from rafka_actors.group_common.ops import (
+    HeartbeatOp,
+    SyncGroupOp,
+)
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog

@@ -10,27 +10,29 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.consumer_group.ops import ConsumerGroupHeartbeatOp
 from rafka_actors.coordinator import machine
 from rafka_actors.coordinator.latest import GroupRecords
 from rafka_actors.coordinator.replay import replay
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
-    AlterShareOffsetsOp,
-    ConsumerGroupHeartbeatOp,
     DeleteGroupOp,
     DescribeGroupOp,
-    DescribeShareOffsetsOp,
     ExpireOffsetsOp,
     ExpireOffsetsOpResp,
     HeartbeatOp,
     JoinGroupOp,
     OffsetCommitOp,
-    ShareAcquireOp,
-    ShareGroupHeartbeatOp,
-    ShareSessionOp,
     TimerFired,
 )
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
+from rafka_actors.share_group.ops import (
+    AlterShareOffsetsOp,
+    DescribeShareOffsetsOp,
+    ShareAcquireOp,
+    ShareGroupHeartbeatOp,
+    ShareSessionOp,
+)
 from rafka_actors.share_group.partition import ACCEPT, RELEASE
 from rafka_actors.share_group.records import SharePartitionRecord
 from rafka_actors.share_group.state import ShareGroup

@@ -50,12 +50,14 @@ from opentelemetry.trace import Span
 
 from .. import telemetry
 from ..classic_group.state import ClassicGroup
+from ..consumer_group import ops as consumer_ops
 from ..coordinator import machine
 from ..coordinator.machine import AnyGroup
 from ..group_common import group_configs, ops
 from ..group_common.effects import GroupConfig, MemberFenced, RebalanceCompleted, TargetAssigned
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey, mint_group_uuid, rrl
+from ..share_group import ops as share_ops
 from ..storage.coordinator_log import CoordinatorLog
 from ..storage.coordinator_segments import CoordinatorLogError
 from ..storage.failures import STORAGE_LOG
@@ -109,15 +111,15 @@ _SPANS: Final = {
     ops.DescribeGroupOp: "rafka.broker.group.describe",
     ops.DeleteGroupOp: "rafka.broker.group.delete",
     ops.OffsetDeleteOp: "rafka.broker.group.offset-delete",
-    ops.ConsumerGroupHeartbeatOp: "rafka.broker.group.consumer-heartbeat",
-    ops.ConsumerGroupDescribeOp: "rafka.broker.group.consumer-describe",
+    consumer_ops.ConsumerGroupHeartbeatOp: "rafka.broker.group.consumer-heartbeat",
+    consumer_ops.ConsumerGroupDescribeOp: "rafka.broker.group.consumer-describe",
     ops.TxnOffsetCommitOp: "rafka.broker.group.txn-offset-commit",
     ops.TxnMarkerOp: "rafka.broker.group.txn-marker",
     ops.TopicsChangedOp: "rafka.broker.group.topics-changed",
-    ops.ShareGroupHeartbeatOp: "rafka.broker.group.share-heartbeat",
-    ops.ShareGroupDescribeOp: "rafka.broker.group.share-describe",
-    ops.ShareSessionOp: "rafka.broker.group.share-session",
-    ops.ShareAcquireOp: "rafka.broker.group.share-acquire",
+    share_ops.ShareGroupHeartbeatOp: "rafka.broker.group.share-heartbeat",
+    share_ops.ShareGroupDescribeOp: "rafka.broker.group.share-describe",
+    share_ops.ShareSessionOp: "rafka.broker.group.share-session",
+    share_ops.ShareAcquireOp: "rafka.broker.group.share-acquire",
 }
 
 

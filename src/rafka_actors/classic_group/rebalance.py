@@ -15,7 +15,10 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from ..group_common.effects import Effects, RebalanceCompleted
-from ..group_common.ops import JoinGroupOpResp, SyncGroupOpResp
+from ..group_common.ops import (
+    JoinGroupOpResp,
+    SyncGroupOpResp,
+)
 from .records import store_group
 from .state import ClassicGroup, GroupState, Member
 

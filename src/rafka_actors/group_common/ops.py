@@ -1,10 +1,11 @@
-"""The mailbox commands: the Op structs of design note 000, and their responses.
+"""The mailbox commands every group type takes (design note 000's Op structs), and their
+responses; the ops only a KIP-848 consumer group takes are in consumer_group/ops.py, a share
+group's in share_group/ops.py, a transactional id's in transaction/ops.py.
 
 The gateway turns each Kafka group request into one Op, sends it to the group's actor, and
 turns the OpResp it gets back into the Kafka response of the client's version. Ops are frozen
-dataclasses of plain values (str, int, bytes, None, tuples), so they are CBOR-encodable as
-`[op_code, *fields]` (see `encode_op` / `decode_op`): the same rail a separate gateway process
-would speak. Op codes 0x06-0x0B are the ones of the design note; the rest follow them.
+dataclasses of plain values (str, int, bytes, None, tuples): the same rail a separate gateway
+process would speak (tests/unit/test_ops_cbor.py carries them over CBOR).
 
 Fields beyond the design note's minimum are the ones Kafka's semantics need: instance ids for
 static membership, rebalance timeouts, client id and host for DescribeGroups, and a member id
@@ -18,12 +19,8 @@ does a group of one type refusing an op of another.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from dataclasses import dataclass
-from typing import Any
-
-import cbor2
 
 Protocols = tuple[tuple[str, bytes], ...]
 NO_GENERATION = -1
@@ -215,244 +212,12 @@ class ExpireOffsetsOpResp:
     group_deleted: bool
 
 
-# -- KIP-848 consumer groups ------------------------------------------------------------------
+# -- what KIP-848 consumer groups and KIP-932 share groups both use (their own ops are in
+# consumer_group/ops.py and share_group/ops.py) ---------------------------------------------
 # Owned or assigned partitions: ((topic id, (partition, ...)), ...)
 TopicPartitions = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupHeartbeatOp:
-    """ConsumerGroupHeartbeat: join (epoch 0), heartbeat, acknowledge, leave (-1 / -2).
-
-    Fields that are None (or -1 for the rebalance timeout) did not change since the member's
-    last heartbeat, as in the Kafka request."""
-
-    group_id: str
-    member_id: str
-    member_epoch: int
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    subscribed_topic_names: tuple[str, ...] | None = None
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    owned: TopicPartitions | None = None
-    client_id: str = ""
-    client_host: str = ""
-    new_member_id: str = ""  # used if a v0 member joins without an id of its own
-    api_version: int = 1
-
-    def error_reply(self, code: int, message: str | None = None) -> ConsumerGroupHeartbeatOpResp:
-        return ConsumerGroupHeartbeatOpResp(code, message)
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupHeartbeatOpResp:
-    error_code: int
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: TopicPartitions | None = None  # None: unchanged since the last response
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupDescribeOp:
-    group_id: str
-
-    def error_reply(self, code: int, message: str | None = None) -> ConsumerGroupDescribeOpResp:
-        return ConsumerGroupDescribeOpResp(code, message)
-
-
-# (member id, instance id, rack id, member epoch, client id, client host, subscribed topic
-#  names, subscribed topic regex, assignment, target assignment)
-DescribedConsumer = tuple[
-    str,
-    str | None,
-    str | None,
-    int,
-    str,
-    str,
-    tuple[str, ...],
-    str | None,
-    TopicPartitions,
-    TopicPartitions,
-]
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupDescribeOpResp:
-    error_code: int
-    error_message: str | None = None
-    state: str = "Dead"
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: tuple[DescribedConsumer, ...] = ()
-    cgp_id: str = ""
-    classic_members: tuple[str, ...] = ()  # the members using the classic protocol (migration)
-
-
-# -- KIP-932 share groups (share_group/) -------------------------------------------------------
-SharePartitionId = tuple[str, int]  # (topic name, partition)
-# (topic, partition, first offset, last offset, acknowledge types: one, or one per record)
-ShareAck = tuple[str, int, int, int, tuple[int, ...]]
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupHeartbeatOp:
-    """ShareGroupHeartbeat: join (epoch 0), heartbeat, leave (-1). A None subscription did
-    not change since the member's last heartbeat."""
-
-    group_id: str
-    member_id: str
-    member_epoch: int
-    rack_id: str | None = None
-    subscribed_topic_names: tuple[str, ...] | None = None
-    client_id: str = ""
-    client_host: str = ""
-
-    def error_reply(self, code: int, message: str | None = None) -> ShareGroupHeartbeatOpResp:
-        return ShareGroupHeartbeatOpResp(code, message)
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupHeartbeatOpResp:
-    error_code: int
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: TopicPartitions | None = None  # None: unchanged since the last response
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupDescribeOp:
-    group_id: str
-
-    def error_reply(self, code: int, message: str | None = None) -> ShareGroupDescribeOpResp:
-        return ShareGroupDescribeOpResp(code, message)
-
-
-# (member id, rack id, member epoch, client id, client host, subscribed topic names, assignment)
-DescribedShareMember = tuple[str, str | None, int, str, str, tuple[str, ...], TopicPartitions]
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupDescribeOpResp:
-    error_code: int
-    error_message: str | None = None
-    state: str = "Dead"
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: tuple[DescribedShareMember, ...] = ()
-    cgp_id: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ShareSessionOp:
-    """The first half of a ShareFetch (fetching=True), or a whole ShareAcknowledge: the share
-    session's epoch is checked and its partitions updated, and the acknowledgements applied."""
-
-    group_id: str
-    member_id: str
-    session_epoch: int
-    added: tuple[SharePartitionId, ...] = ()
-    forgotten: tuple[SharePartitionId, ...] = ()
-    acks: tuple[ShareAck, ...] = ()
-    fetching: bool = True
-    # (topic, partition, log start, log end) of the added partitions: where a share partition
-    # the group has never read starts (share.auto.offset.reset)
-    log_bounds: tuple[tuple[str, int, int, int], ...] = ()
-
-    def error_reply(self, code: int, message: str | None = None) -> ShareSessionOpResp:
-        return ShareSessionOpResp(code, message)
-
-
-@dataclass(frozen=True, slots=True)
-class ShareSessionOpResp:
-    error_code: int
-    error_message: str | None = None
-    # the session's partitions: (topic, partition, where to read (-1: not initialised yet))
-    partitions: tuple[tuple[str, int, int], ...] = ()
-    ack_errors: tuple[tuple[str, int, int], ...] = ()  # (topic, partition, error) per acked
-
-
-@dataclass(frozen=True, slots=True)
-class ShareAcquireOp:
-    """The second half of a ShareFetch: acquire what the gateway read of each partition.
-    reads: (topic, partition, log start, log end, first offset read, last offset read);
-    first > last when nothing was read (the partition is then only initialised)."""
-
-    group_id: str
-    member_id: str
-    reads: tuple[tuple[str, int, int, int, int, int], ...]
-    max_records: int = 500
-
-    def error_reply(self, code: int, message: str | None = None) -> ShareAcquireOpResp:
-        return ShareAcquireOpResp(code)
-
-
-@dataclass(frozen=True, slots=True)
-class ShareAcquireOpResp:
-    error_code: int
-    # (topic, partition, ((first offset, last offset, delivery count), ...))
-    acquired: tuple[tuple[str, int, tuple[tuple[int, int, int], ...]], ...] = ()
-    lock_duration_ms: int = 0
-    next_release_in_ms: int = -1  # nothing acquired: when a lock of these partitions expires
-
-
-@dataclass(frozen=True, slots=True)
-class DescribeShareOffsetsOp:
-    group_id: str
-    partitions: tuple[SharePartitionId, ...] | None  # None: every initialised partition
-
-    def error_reply(self, code: int, message: str | None = None) -> DescribeShareOffsetsOpResp:
-        return DescribeShareOffsetsOpResp(code, message)
-
-
-@dataclass(frozen=True, slots=True)
-class DescribeShareOffsetsOpResp:
-    error_code: int
-    error_message: str | None = None
-    # (topic, partition, start offset (-1: none), records in the window not yet done with,
-    #  end of the window)
-    offsets: tuple[tuple[str, int, int, int, int], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class AlterShareOffsetsOp:
-    group_id: str
-    offsets: tuple[tuple[str, int, int], ...]  # (topic, partition, new start offset)
-
-    def error_reply(self, code: int, message: str | None = None) -> AlterShareOffsetsOpResp:
-        return AlterShareOffsetsOpResp(code, message)
-
-
-@dataclass(frozen=True, slots=True)
-class AlterShareOffsetsOpResp:
-    error_code: int
-    error_message: str | None = None
-    results: tuple[tuple[str, int, int], ...] = ()  # (topic, partition, error)
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteShareOffsetsOp:
-    group_id: str
-    topics: tuple[str, ...]
-
-    def error_reply(self, code: int, message: str | None = None) -> DeleteShareOffsetsOpResp:
-        return DeleteShareOffsetsOpResp(code, message)
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteShareOffsetsOpResp:
-    error_code: int
-    error_message: str | None = None
-    results: tuple[tuple[str, int], ...] = ()  # (topic, error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -540,98 +305,3 @@ class TopicsChangedOp:
 class TopicsChangedOpResp:
     error_code: int
     offsets_deleted: int = 0
-
-
-OP_CODES: dict[type, int] = {
-    JoinGroupOp: 0x06,
-    SyncGroupOp: 0x07,
-    HeartbeatOp: 0x08,
-    LeaveGroupOp: 0x09,
-    OffsetCommitOp: 0x0A,
-    OffsetFetchOp: 0x0B,
-    DescribeGroupOp: 0x0C,
-    DeleteGroupOp: 0x0D,
-    OffsetDeleteOp: 0x0E,
-    TimerFired: 0x0F,
-    ExpireOffsetsOp: 0x10,
-    ConsumerGroupHeartbeatOp: 0x11,
-    ConsumerGroupDescribeOp: 0x12,
-    TxnMarkerOp: 0x21,
-    GroupConfigOp: 0x30,
-    TopicsChangedOp: 0x31,
-    # KIP-932 share groups
-    ShareGroupHeartbeatOp: 0x28,
-    ShareGroupDescribeOp: 0x29,
-    ShareSessionOp: 0x2A,
-    ShareAcquireOp: 0x2B,
-    DescribeShareOffsetsOp: 0x2C,
-    AlterShareOffsetsOp: 0x2D,
-    DeleteShareOffsetsOp: 0x2E,
-    # responses: the request's code with the high bit set
-    JoinGroupOpResp: 0x86,
-    SyncGroupOpResp: 0x87,
-    HeartbeatOpResp: 0x88,
-    LeaveGroupOpResp: 0x89,
-    OffsetCommitOpResp: 0x8A,
-    OffsetFetchOpResp: 0x8B,
-    DescribeGroupOpResp: 0x8C,
-    DeleteGroupOpResp: 0x8D,
-    OffsetDeleteOpResp: 0x8E,
-    ExpireOffsetsOpResp: 0x90,
-    ConsumerGroupHeartbeatOpResp: 0x91,
-    ConsumerGroupDescribeOpResp: 0x92,
-    TxnMarkerOpResp: 0xA1,
-    GroupConfigOpResp: 0xB0,
-    TopicsChangedOpResp: 0xB1,
-    ShareGroupHeartbeatOpResp: 0xA8,
-    ShareGroupDescribeOpResp: 0xA9,
-    ShareSessionOpResp: 0xAA,
-    ShareAcquireOpResp: 0xAB,
-    DescribeShareOffsetsOpResp: 0xAC,
-    AlterShareOffsetsOpResp: 0xAD,
-    DeleteShareOffsetsOpResp: 0xAE,
-}
-OP_CODES |= {TxnOffsetCommitOp: 0x20, TxnOffsetCommitOpResp: 0xA0}  # transactional offsets
-_BY_CODE = {code: cls for cls, code in OP_CODES.items()}
-
-Op = (
-    JoinGroupOp
-    | SyncGroupOp
-    | HeartbeatOp
-    | LeaveGroupOp
-    | OffsetCommitOp
-    | OffsetFetchOp
-    | DescribeGroupOp
-    | DeleteGroupOp
-    | OffsetDeleteOp
-    | ExpireOffsetsOp
-    | ConsumerGroupHeartbeatOp
-    | ConsumerGroupDescribeOp
-    | TxnOffsetCommitOp
-    | TxnMarkerOp
-    | GroupConfigOp
-    | TopicsChangedOp
-    | ShareGroupHeartbeatOp
-    | ShareGroupDescribeOp
-    | ShareSessionOp
-    | ShareAcquireOp
-    | DescribeShareOffsetsOp
-    | AlterShareOffsetsOp
-    | DeleteShareOffsetsOp
-    | TimerFired
-)
-
-
-def encode_op(op: Any) -> bytes:
-    return cbor2.dumps([OP_CODES[type(op)], *dataclasses.astuple(op)])
-
-
-def _tuplify(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_tuplify(v) for v in value)
-    return value
-
-
-def decode_op(data: bytes) -> Any:
-    code, *fields = cbor2.loads(data)
-    return _BY_CODE[code](*(_tuplify(f) for f in fields))

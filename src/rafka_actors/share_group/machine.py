@@ -20,16 +20,22 @@ from kio.schema.errors import ErrorCode
 from ..group_common.effects import Effects, MemberFenced
 from ..group_common.ops import (
     LEAVE_GROUP_MEMBER_EPOCH,
-    AlterShareOffsetsOp,
-    AlterShareOffsetsOpResp,
     DeleteGroupOp,
     DeleteGroupOpResp,
+    DescribeGroupOp,
+    JoinGroupOp,
+    TimerFired,
+    TxnMarkerOp,
+    TxnMarkerOpResp,
+)
+from ..group_common.records import GroupTombstone
+from .ops import (
+    AlterShareOffsetsOp,
+    AlterShareOffsetsOpResp,
     DeleteShareOffsetsOp,
     DeleteShareOffsetsOpResp,
-    DescribeGroupOp,
     DescribeShareOffsetsOp,
     DescribeShareOffsetsOpResp,
-    JoinGroupOp,
     ShareAcquireOp,
     ShareAcquireOpResp,
     ShareGroupDescribeOp,
@@ -38,11 +44,7 @@ from ..group_common.ops import (
     ShareGroupHeartbeatOpResp,
     ShareSessionOp,
     ShareSessionOpResp,
-    TimerFired,
-    TxnMarkerOp,
-    TxnMarkerOpResp,
 )
-from ..group_common.records import GroupTombstone
 from .partition import InvalidRecordState, SharePartition
 from .records import ShareGroupMetadataRecord, SharePartitionRecord, SharePartitionTombstone
 from .state import ASSIGNOR_NAME, ShareGroup, ShareMember, ShareSession, assignment_of

@@ -20,7 +20,10 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
-from ...group_common.ops import TxnOffsetCommitOp, TxnOffsetCommitOpResp
+from ...group_common.ops import (
+    TxnOffsetCommitOp,
+    TxnOffsetCommitOpResp,
+)
 from ..context import BrokerContext, ConnectionInfo
 from ..steps import ask
 from ._build import NO_THROTTLE, make, schema
