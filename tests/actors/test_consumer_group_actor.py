@@ -12,7 +12,7 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.actors.stored_groups import stored_group
 from rafka_actors.consumer_group.ops import (
     ConsumerGroupHeartbeatOp,

@@ -13,10 +13,11 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.actors import actor_registry as registry_module
 from rafka_actors.actors import group_actor
-from rafka_actors.actors import registry as registry_module
-from rafka_actors.actors.group_actor import Envelope, GroupActor
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_actor import GroupActor
+from rafka_actors.actors.group_registry import GroupRegistry
+from rafka_actors.actors.mailbox_actor import Envelope
 from rafka_actors.classic_group.consumer_protocol import encode_subscription
 from rafka_actors.consumer_group.ops import ConsumerGroupDescribeOp
 from rafka_actors.coordinator import machine

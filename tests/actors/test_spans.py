@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.consumer_group.ops import ConsumerGroupHeartbeatOp
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (

@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.classic_group.state import GroupState
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (

@@ -17,7 +17,7 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.classic_group.consumer_protocol import encode_subscription
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (

@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from ..actors.registry import GroupRegistry
+from ..actors.group_registry import GroupRegistry
 from ..actors.txn_registry import TransactionRegistry
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore

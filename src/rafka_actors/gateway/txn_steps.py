@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..ids import GroupKey
+from ..ids import TxnKey
 from .steps import Step
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class AskTxn(Step):
     """Ask the actor of `(org id, transactional id)` its op; `then` gets its answer."""
 
-    key: GroupKey
+    key: TxnKey
     op: Any
     then: Callable[[Any], Any]
 
@@ -29,4 +29,4 @@ class AskTxn(Step):
 
 
 def ask_txn(org_id: int, transactional_id: str, op: Any, then: Callable[[Any], Any]) -> AskTxn:
-    return AskTxn(GroupKey(org_id, transactional_id), op, then)
+    return AskTxn(TxnKey(org_id, transactional_id), op, then)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import trio
 
-from ..actors.registry import GroupRegistry
+from ..actors.group_registry import GroupRegistry
 from ..config import BrokerConfig, ConfigError, split_host_port
 from ..refusals import CannotListen
 from ..storage.data_plane import DataPlane
