@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Final
 
 from opentelemetry.trace import Span
@@ -73,6 +74,19 @@ _SPANS: Final = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    """What the actors of a registry's groups share."""
+
+    config: GroupConfig  # the broker's; a group's dynamic configs apply over it (issue 45)
+    log: CoordinatorLog
+    topics: Callable[[int], TopicImage] = lambda _org: EMPTY_IMAGE  # an org's topic image
+    publish: Callable[[GroupKey, GroupSnapshot], None] = lambda _key, _snapshot: None
+    stored: Callable[[GroupKey, list[Any]], None] | None = None  # each turn's stored records
+    mailbox_size: int = 1024
+    commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S
+
+
 class GroupMachine:
     """coordinator/machine.py, wired to one group."""
 
@@ -80,26 +94,13 @@ class GroupMachine:
     follows_up: Final = False
 
     def __init__(
-        self,
-        key: GroupKey,
-        config: GroupConfig,
-        coordinator_log: CoordinatorLog,
-        *,
-        topics: Callable[[int], TopicImage],
-        publish: Callable[[GroupKey, GroupSnapshot], None],
-        published: GroupSnapshot,
-        base_config: GroupConfig,
-        stored: Callable[[GroupKey, list[Any]], None] | None,
+        self, key: GroupKey, settings: GroupSettings, config: GroupConfig, published: GroupSnapshot
     ) -> None:
         self.key = key
         self.rrl = rrl(key.org_id, key.group_id)
-        self.config = config  # the broker's, with this group's dynamic configs (issue 45)
-        self._base_config = base_config
-        self._log = coordinator_log
-        self._topics = topics  # topics(org_id): the image of that org's topics
-        self._publish = publish
+        self.config = config  # the broker's, with this group's dynamic configs
+        self._settings = settings
         self._snapshot = published  # the latest published, for readers
-        self._stored = stored  # told each turn's stored records (the metrics' rebalances)
 
     def describe(self, group: AnyGroup) -> str:
         """`group <group id> (<cgp_ id> <RRL>)`."""
@@ -108,7 +109,7 @@ class GroupMachine:
 
     def step(self, group: AnyGroup, op: Any, waiter: int, now: int, batch: Batch) -> AnyGroup:
         if type(op) is ops.GroupConfigOp:  # issue 45: applies from the next step on
-            self.config = group_configs.effective(self._base_config, op.overrides)
+            self.config = group_configs.effective(self._settings.config, op.overrides)
             batch.replies.append((waiter, ops.GroupConfigOpResp(0)))
             return group
         # read only to create the group, so minted only for a step that may create it
@@ -121,7 +122,7 @@ class GroupMachine:
                 waiter,
                 config=self.config,
                 fresh_cgp_id=mint_group_uuid() if creates else "",
-                topics=self._topics(self.key.org_id),
+                topics=self._settings.topics(self.key.org_id),
             )
             if group is None and result.group is not None:  # created just now
                 span.set_attribute(CGP_ID_ATTRIBUTE, result.group.cgp_id)
@@ -138,7 +139,7 @@ class GroupMachine:
         return machine.passivable(group)
 
     def rebuild(self, now: int) -> AnyGroup:
-        return stored_group(self._log, self.key, now, self.config)
+        return stored_group(self._settings.log, self.key, now, self.config)
 
     def settled(self, before: AnyGroup, after: AnyGroup, batch: Batch) -> None:
         stored = bool(batch.records)
@@ -147,15 +148,15 @@ class GroupMachine:
         snapshot = snapshot_of(self.key.group_id, after, offsets_from=offsets_from)
         if stored or snapshot.summary != summary:
             self._snapshot = snapshot
-            self._publish(self.key, snapshot)
+            self._settings.publish(self.key, snapshot)
         for event in batch.events:
             self._trace(event, after)
-        if stored and self._stored is not None:
-            self._stored(self.key, batch.records)
+        if stored and self._settings.stored is not None:
+            self._settings.stored(self.key, batch.records)
 
     def rebuilt(self, group: AnyGroup) -> None:
         self._snapshot = snapshot_of(self.key.group_id, group)
-        self._publish(self.key, self._snapshot)
+        self._settings.publish(self.key, self._snapshot)
 
     def follow_up(self, group: AnyGroup) -> None:
         return None
@@ -219,44 +220,26 @@ class GroupMachine:
                 )
 
 
-class GroupActor(MailboxActor[GroupKey, AnyGroup]):
-    """The mailbox actor of one group."""
-
-    def __init__(
-        self,
-        key: GroupKey,
-        config: GroupConfig,
-        coordinator_log: CoordinatorLog,
-        *,
-        group: AnyGroup = None,
-        mailbox_size: int = 1024,
-        topics: Callable[[int], TopicImage] = lambda _org: EMPTY_IMAGE,
-        publish: Callable[[GroupKey, GroupSnapshot], None] = lambda _key, _snapshot: None,
-        commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
-        published: GroupSnapshot | None = None,
-        base_config: GroupConfig | None = None,
-        stored: Callable[[GroupKey, list[Any]], None] | None = None,
-    ) -> None:
-        """`publish(key, snapshot)` is called with each new snapshot (`published`: the
-        group's latest, if it has one); `topics(org_id)` is the image of that org's topics."""
-        if published is None:
-            published = snapshot_of(key.group_id, group)
-            publish(key, published)
-        wiring = GroupMachine(
-            key,
-            config,
-            coordinator_log,
-            topics=topics,
-            publish=publish,
-            published=published,
-            base_config=config if base_config is None else base_config,
-            stored=stored,
-        )
-        super().__init__(
-            key,
-            wiring,
-            group,
-            coordinator_log,
-            mailbox_size=mailbox_size,
-            commit_timeout_s=commit_timeout_s,
-        )
+def new_group_actor(
+    key: GroupKey,
+    settings: GroupSettings,
+    group: AnyGroup = None,
+    *,
+    config: GroupConfig | None = None,
+    published: GroupSnapshot | None = None,
+) -> MailboxActor[GroupKey, AnyGroup]:
+    """The actor of one group, starting from `group` with `config` (the group's effective
+    configs; default: the broker's) and `published`, the group's latest snapshot if it has
+    one (else one is published now)."""
+    if published is None:
+        published = snapshot_of(key.group_id, group)
+        settings.publish(key, published)
+    wiring = GroupMachine(key, settings, config or settings.config, published)
+    return MailboxActor(
+        key,
+        wiring,
+        group,
+        settings.log,
+        mailbox_size=settings.mailbox_size,
+        commit_timeout_s=settings.commit_timeout_s,
+    )

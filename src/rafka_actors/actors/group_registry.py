@@ -33,8 +33,8 @@ from ..storage.coordinator_log import CoordinatorLog
 from . import snapshot
 from .actor_registry import ActorRegistry, Resting
 from .clock import now_ms
-from .group_actor import GroupActor
-from .mailbox_actor import DEFAULT_COMMIT_TIMEOUT_S
+from .group_actor import GroupSettings, new_group_actor
+from .mailbox_actor import DEFAULT_COMMIT_TIMEOUT_S, MailboxActor
 from .snapshot import GroupSnapshot, GroupSummary, summary_of
 from .stored_groups import stored_group, stored_membership
 
@@ -60,9 +60,15 @@ class GroupRegistry(ActorRegistry[GroupKey, AnyGroup]):
         self._overrides = group_overrides  # a group's dynamic configs (issue 45)
         self._config = config
         self._log = coordinator_log
-        self._mailbox_size = mailbox_size
-        self._topics = topics  # topics(org_id): the image of that org's topics only
-        self._commit_timeout_s = commit_timeout_s
+        self._settings = GroupSettings(
+            config,
+            coordinator_log,
+            topics,  # topics(org_id): the image of that org's topics only
+            self._publish,
+            self._stored,
+            mailbox_size,
+            commit_timeout_s,
+        )
         # told each batch of records an actor stored (metrics/: rebalances counted)
         self.on_stored: Callable[[GroupKey, list[Any]], None] | None = None
         self._published: dict[GroupKey, GroupSnapshot] = {}  # of running and resting groups
@@ -77,25 +83,19 @@ class GroupRegistry(ActorRegistry[GroupKey, AnyGroup]):
             published = snapshot.NO_GROUP  # nothing stored, nobody changing it: nothing to read
         return None if published is None else snapshot.read(published, op)
 
-    def _new_actor(self, key: GroupKey, resting: Resting[AnyGroup] | None) -> GroupActor:
+    def _new_actor(
+        self, key: GroupKey, resting: Resting[AnyGroup] | None
+    ) -> MailboxActor[GroupKey, AnyGroup]:
         config = group_configs.effective(self._config, self._overrides(key))
         if resting is not None:
             group, published = resting.state, self._published.get(key)
         else:
             group, published = stored_group(self._log, key, now_ms(), config), None
-        return GroupActor(
-            key,
-            config,
-            self._log,
-            group=group,
-            mailbox_size=self._mailbox_size,
-            topics=self._topics,
-            publish=self._publish,
-            commit_timeout_s=self._commit_timeout_s,
-            published=published,
-            base_config=self._config,
-            stored=self.on_stored,
-        )
+        return new_group_actor(key, self._settings, group, config=config, published=published)
+
+    def _stored(self, key: GroupKey, records: list[Any]) -> None:
+        if self.on_stored is not None:
+            self.on_stored(key, records)
 
     def _publish(self, key: GroupKey, published: GroupSnapshot) -> None:
         self._published[key] = published

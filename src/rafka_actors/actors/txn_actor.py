@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
@@ -39,27 +40,28 @@ MARKER_RETRY_MAX_S: Final = 1.0  # markers that fail are retried, backing off up
 Txn = Transaction | None
 
 
+@dataclass(frozen=True, slots=True)
+class TxnSettings:
+    """What the actors of a registry's transactional ids share."""
+
+    config: TxnConfig
+    log: CoordinatorLog
+    markers: MarkerSink  # writes a prepared transaction's markers
+    new_producer_id: Callable[[], int]
+    publish: Callable[[TxnKey, Txn], None]  # each settled state, for reads
+    commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S
+    mailbox_size: int = 256
+
+
 class TxnMachine:
     """transaction/machine.py, wired to one transactional id."""
 
     timer_op: Final = TxnTimerFired()
     follows_up: Final = True
 
-    def __init__(
-        self,
-        key: TxnKey,
-        config: TxnConfig,
-        txn_log: CoordinatorLog,
-        markers: MarkerSink,
-        new_producer_id: Callable[[], int],
-        publish: Callable[[TxnKey, Txn], None],
-    ) -> None:
+    def __init__(self, key: TxnKey, settings: TxnSettings) -> None:
         self.key = key
-        self.config = config
-        self._log = txn_log
-        self._markers = markers
-        self._new_producer_id = new_producer_id
-        self._publish = publish
+        self._settings = settings
 
     def describe(self, txn: Txn) -> str:
         return f"transactional id {self.key.transactional_id} (org {self.key.org_id})"
@@ -70,8 +72,8 @@ class TxnMachine:
             op,
             now,
             transactional_id=self.key.transactional_id,
-            config=self.config,
-            new_producer_id=self._new_producer_id,
+            config=self._settings.config,
+            new_producer_id=self._settings.new_producer_id,
         )
         if result.record is not None:
             batch.records.append(result.record)
@@ -93,11 +95,11 @@ class TxnMachine:
         return txn is None or not txn.open
 
     def rebuild(self, now: int) -> Txn:
-        return replay(self._log.records_of(self.key))
+        return replay(self._settings.log.records_of(self.key))
 
     def settled(self, before: Txn, after: Txn, batch: Batch) -> None:
         if batch.records or before is not after:
-            self._publish(self.key, after)
+            self._settings.publish(self.key, after)
         if after is not None and after.state in PREPARED and before != after:
             log.info(
                 "%s: %s of producer %d epoch %d is durable; writing markers",
@@ -108,7 +110,7 @@ class TxnMachine:
             )
 
     def rebuilt(self, txn: Txn) -> None:
-        self._publish(self.key, txn)
+        self._settings.publish(self.key, txn)
 
     def follow_up(self, txn: Txn) -> FollowUp | None:
         """A prepared transaction's markers."""
@@ -120,7 +122,7 @@ class TxnMachine:
         delay = 0.05
         while True:
             try:
-                failed = await self._markers.write(self.key.org_id, markers)
+                failed = await self._settings.markers.write(self.key.org_id, markers)
             except Exception as exc:  # a bug or a closed log: retried like a marker error
                 log.exception("%s: writing markers failed", self.describe(None))
                 failed = [repr(exc)]
@@ -133,28 +135,13 @@ class TxnMachine:
             delay = min(delay * 2, MARKER_RETRY_MAX_S)
 
 
-class TransactionActor(MailboxActor[TxnKey, Txn]):
-    """The mailbox actor of one transactional id."""
-
-    def __init__(
-        self,
-        key: TxnKey,
-        config: TxnConfig,
-        txn_log: CoordinatorLog,
-        markers: MarkerSink,
-        new_producer_id: Callable[[], int],
-        *,
-        txn: Txn = None,
-        publish: Callable[[TxnKey, Txn], None] = lambda _key, _txn: None,
-        mailbox_size: int = 256,
-        commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
-    ) -> None:
-        wiring = TxnMachine(key, config, txn_log, markers, new_producer_id, publish)
-        super().__init__(
-            key,
-            wiring,
-            txn,
-            txn_log,
-            mailbox_size=mailbox_size,
-            commit_timeout_s=commit_timeout_s,
-        )
+def new_txn_actor(key: TxnKey, settings: TxnSettings, txn: Txn) -> MailboxActor[TxnKey, Txn]:
+    """The actor of one transactional id, starting from `txn`."""
+    return MailboxActor(
+        key,
+        TxnMachine(key, settings),
+        txn,
+        settings.log,
+        mailbox_size=settings.mailbox_size,
+        commit_timeout_s=settings.commit_timeout_s,
+    )

@@ -26,8 +26,8 @@ from ..transaction.records import replay
 from ..transaction.state import Transaction, TxnConfig
 from .actor_registry import ActorRegistry, Resting
 from .clock import now_ms
-from .mailbox_actor import DEFAULT_COMMIT_TIMEOUT_S
-from .txn_actor import TransactionActor, Txn
+from .mailbox_actor import DEFAULT_COMMIT_TIMEOUT_S, MailboxActor
+from .txn_actor import Txn, TxnSettings, new_txn_actor
 from .txn_markers import MarkerSink
 
 log = logging.getLogger(__name__)
@@ -45,28 +45,18 @@ class TransactionRegistry(ActorRegistry[TxnKey, Txn]):
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
     ) -> None:
         super().__init__(nursery)
-        self._config = config
         self._log = txn_log
-        self._markers = markers
-        self._new_producer_id = new_producer_id
-        self._commit_timeout_s = commit_timeout_s
+        self._settings = TxnSettings(
+            config, txn_log, markers, new_producer_id, self._publish, commit_timeout_s
+        )
         self._known: dict[TxnKey, Transaction] = {}
         stored = txn_log.keys()  # (org id, transactional id) pairs
         for org_id, transactional_id in stored:
             key = TxnKey(org_id, transactional_id)
             self._publish(key, replay(txn_log.records_of(key)))
 
-    def _new_actor(self, key: TxnKey, resting: Resting[Txn] | None) -> TransactionActor:
-        return TransactionActor(
-            key,
-            self._config,
-            self._log,
-            self._markers,
-            self._new_producer_id,
-            txn=self._known.get(key),
-            publish=self._publish,
-            commit_timeout_s=self._commit_timeout_s,
-        )
+    def _new_actor(self, key: TxnKey, resting: Resting[Txn] | None) -> MailboxActor[TxnKey, Txn]:
+        return new_txn_actor(key, self._settings, self._known.get(key))
 
     def _publish(self, key: TxnKey, txn: Txn) -> None:
         if txn is None:
