@@ -10,13 +10,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..context import BrokerContext, ConnectionInfo
+from ..context import BrokerContext, ConnectionInfo, file_io
 from ._build import NO_THROTTLE, make, schema
 from .transactions import init_producer_id as transactional_init_producer_id
 
 KEY = 22
 
 
+@file_io
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     if request.transactional_id is not None:
         return transactional_init_producer_id(ctx, conn, version, request)

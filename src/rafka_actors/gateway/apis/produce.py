@@ -26,12 +26,13 @@ from kio.schema.errors import ErrorCode
 from ...storage.failures import StorageError
 from ...storage.record_batch import InvalidRecordError, parse_header, split_batches
 from ...storage.topic_configs import effective_long
-from ..context import BrokerContext, ConnectionInfo
+from ..context import BrokerContext, ConnectionInfo, file_io
 from ._build import NO_THROTTLE, make, schema
 
 KEY = 0
 
 
+@file_io
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     acks_ok = request.acks in (-1, 0, 1)

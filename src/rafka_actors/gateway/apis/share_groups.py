@@ -45,7 +45,7 @@ from ...share_group.ops import (
 from ...storage.data_plane import PartitionKey
 from ...storage.record_batch import BATCH_OVERHEAD, HEADER_SIZE, parse_header
 from ...storage.topics import Topic
-from ..context import BrokerContext, ConnectionInfo
+from ..context import BrokerContext, ConnectionInfo, file_io
 from ..identities import WithGroupIdentities
 from ..steps import AwaitAppend, Step, ask, ask_each
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
@@ -244,6 +244,7 @@ def _woken(parts: _Partitions, session: ShareSessionOpResp, then: Callable[[None
     return WakeReaders(keys, then) if keys else then(None)
 
 
+@file_io
 def share_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(FETCH_KEY, version)
     group_id = request.group_id
