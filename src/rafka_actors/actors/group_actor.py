@@ -90,6 +90,8 @@ class GroupSettings:
 class GroupMachine:
     """coordinator/machine.py, wired to one group."""
 
+    __slots__ = ("_settings", "_snapshot", "config", "key", "rrl")
+
     timer_op: Final = ops.TimerFired()
     follows_up: Final = False
 

@@ -17,6 +17,7 @@ seconds must not decode them all each time).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -65,12 +66,10 @@ class GroupRegistry(ActorRegistry[GroupKey, AnyGroup]):
             coordinator_log,
             topics,  # topics(org_id): the image of that org's topics only
             self._publish,
-            self._stored,
+            None,
             mailbox_size,
             commit_timeout_s,
         )
-        # told each batch of records an actor stored (metrics/: rebalances counted)
-        self.on_stored: Callable[[GroupKey, list[Any]], None] | None = None
         self._published: dict[GroupKey, GroupSnapshot] = {}  # of running and resting groups
         # ListGroups' lines of groups with neither: read once from the log
         self._summaries: dict[GroupKey, GroupSummary | None] = {}
@@ -93,9 +92,14 @@ class GroupRegistry(ActorRegistry[GroupKey, AnyGroup]):
             group, published = stored_group(self._log, key, now_ms(), config), None
         return new_group_actor(key, self._settings, group, config=config, published=published)
 
-    def _stored(self, key: GroupKey, records: list[Any]) -> None:
-        if self.on_stored is not None:
-            self.on_stored(key, records)
+    @property
+    def on_stored(self) -> Callable[[GroupKey, list[Any]], None] | None:
+        """Told each batch of records an actor stored (metrics/: rebalances counted)."""
+        return self._settings.stored
+
+    @on_stored.setter
+    def on_stored(self, stored: Callable[[GroupKey, list[Any]], None] | None) -> None:
+        self._settings = dataclasses.replace(self._settings, stored=stored)  # later actors
 
     def _publish(self, key: GroupKey, published: GroupSnapshot) -> None:
         self._published[key] = published

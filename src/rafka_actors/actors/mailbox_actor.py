@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 import trio
@@ -90,14 +90,17 @@ class StoreTimedOut(Exception):
     """A turn's records were not stored within the commit timeout; its replies must not go."""
 
 
-@dataclass(slots=True)
 class Batch:
-    """What the steps of one turn produced: stored with one append, then answered."""
+    """What the steps of one turn produced: stored with one append, then answered. (A plain
+    class: a dataclass's __init__ with three default factories runs three times the bytecode.)"""
 
-    deadline: int | None  # the state's next deadline after these steps (or an earlier time)
-    records: list[Any] = field(default_factory=list)
-    replies: list[tuple[int, Any]] = field(default_factory=list)  # (waiter token, answer)
-    events: list[Any] = field(default_factory=list)  # for the machine's log lines and spans
+    __slots__ = ("deadline", "events", "records", "replies")
+
+    def __init__(self, deadline: int | None) -> None:
+        self.deadline = deadline  # the state's next deadline after these steps (or earlier)
+        self.records: list[Any] = []
+        self.replies: list[tuple[int, Any]] = []  # (waiter token, answer)
+        self.events: list[Any] = []  # for the machine's log lines and spans
 
 
 FollowUp = Callable[[], Awaitable[Any]]  # work outside the turns; returns the op to step
@@ -148,6 +151,22 @@ class Machine(Protocol[S]):
 
 
 class MailboxActor(Generic[K, S]):
+    __slots__ = (
+        "_commit_timeout_s",
+        "_deadline",
+        "_following",
+        "_inbox",
+        "_next_token",
+        "_tasks",
+        "_waiters",
+        "key",
+        "log",
+        "machine",
+        "mailbox",
+        "on_stop",
+        "state",
+    )
+
     def __init__(
         self,
         key: K,
@@ -183,27 +202,27 @@ class MailboxActor(Generic[K, S]):
     async def run(self) -> None:
         """Serve the mailbox until idle with nothing queued. Whatever ends it (idle,
         cancelled, a bug), every request still held or queued is answered."""
-        try:
-            if self.machine.follows_up:
-                async with trio.open_nursery() as tasks:
-                    self._tasks = tasks
-                    self._follow_up()  # e.g. a restart in PrepareCommit: finish the decision
-                    await self._serve()
+        if self.machine.follows_up and self._tasks is None:
+            async with trio.open_nursery() as tasks:  # where its follow-ups run
+                self._tasks = tasks
+                try:
+                    await self.run()
+                finally:
                     tasks.cancel_scope.cancel()
-            else:
-                await self._serve()
+            return
+        try:
+            if self._tasks is not None:
+                self._follow_up()  # e.g. a restart in PrepareCommit: finish the decision
+            while True:
+                batch = await self._next_batch()
+                if batch is None:  # idle, its mailbox found empty: stop in this same turn
+                    self._inbox.close()
+                    self.on_stop(self.state)
+                    return
+                await self.turn(*batch)
+                del batch  # (not kept alive while the actor waits for the next one)
         finally:
             self._drain()
-
-    async def _serve(self) -> None:
-        while True:
-            batch = await self._next_batch()
-            if batch is None:  # idle, and its mailbox found empty: stop in this same turn
-                self._inbox.close()
-                self.on_stop(self.state)
-                return
-            await self.turn(*batch)
-            del batch  # (not kept alive while the actor waits for the next one)
 
     async def _next_batch(self) -> tuple[bool, list[Envelope]] | None:
         """Whether the state's deadline is due, and what is queued (at least one envelope
@@ -211,8 +230,8 @@ class MailboxActor(Generic[K, S]):
         envelopes: list[Envelope] = []
         if self._due():
             await trio.lowlevel.checkpoint()  # a state whose timers keep firing still yields
-        elif self.idle:
-            try:  # (what is queued, or a sender waiting on a full mailbox)
+        elif not self._waiters and not self._following and self.machine.idle(self.state):
+            try:  # idle: what is queued, or a sender waiting on a full mailbox
                 envelopes.append(self._inbox.receive_nowait())
             except trio.WouldBlock:
                 return None
@@ -312,6 +331,8 @@ class MailboxActor(Generic[K, S]):
             waiter[0].send_nowait(answer)  # a slot whose caller has gone drops it
 
     def _answer_held(self, code: int) -> None:
+        if not self._waiters:
+            return
         waiters, self._waiters = self._waiters, {}
         for reply, op in waiters.values():
             reply.send_nowait(op.error_reply(code))

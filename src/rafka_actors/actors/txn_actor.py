@@ -56,6 +56,8 @@ class TxnSettings:
 class TxnMachine:
     """transaction/machine.py, wired to one transactional id."""
 
+    __slots__ = ("_settings", "key")
+
     timer_op: Final = TxnTimerFired()
     follows_up: Final = True
 
