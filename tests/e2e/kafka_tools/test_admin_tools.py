@@ -12,7 +12,8 @@ import pytest
 from ...broker_process import BrokerProcess
 from .peer import KafkaPeer
 
-pytestmark = pytest.mark.e2e
+# a JVM start takes seconds on a loaded machine: more than the default 120 s a test
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 
 def test_kafka_topics_creates_describes_alters_lists_and_deletes(

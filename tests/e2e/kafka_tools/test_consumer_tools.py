@@ -11,7 +11,8 @@ import pytest
 from ...broker_process import BrokerProcess
 from .peer import KafkaPeer
 
-pytestmark = pytest.mark.e2e
+# a JVM start takes seconds on a loaded machine: more than the default 120 s a test
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 TOPIC = "words"
 RECORDS = {"k1": "alpha", "k2": "beta", "k3": "gamma", "k4": "delta"}
