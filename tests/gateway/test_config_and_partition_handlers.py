@@ -113,6 +113,78 @@ def test_a_group_config_is_stored_then_asked_of_the_group_s_actor(ctx: BrokerCon
     assert "consumer group protocol" in entry.documentation
 
 
+def test_share_group_configs_are_described_and_sent_to_the_group(ctx: BrokerContext) -> None:
+    """Kafka's share configs (issue 54): STRING or INT, each with its broker synonym (Kafka's
+    own default where the broker has no setting); a change goes to the group's actor."""
+    described = {c.name: c for c in _describe(ctx, 32, "jobs").configs}
+    isolation = described["share.isolation.level"]
+    assert (isolation.value, isolation.config_source, isolation.config_type) == (
+        "read_uncommitted",
+        5,  # DEFAULT_CONFIG
+        2,  # STRING
+    )
+    assert [(s.name, s.value) for s in isolation.synonyms] == [
+        ("share.isolation.level", "read_uncommitted")
+    ]
+    lock = described["share.record.lock.duration.ms"]
+    assert (lock.value, lock.config_type) == ("30000", 3)  # INT
+    assert [s.name for s in lock.synonyms] == ["group.share.record.lock.duration.ms"]
+    changes = tuple(
+        _nested(INCREMENTAL, 1, "AlterableConfig", name=n, config_operation=0, value=v)
+        for n, v in (
+            ("share.isolation.level", "read_committed"),
+            ("share.delivery.count.limit", "3"),
+        )
+    )
+    resource = _nested(
+        INCREMENTAL,
+        1,
+        "AlterConfigsResource",
+        resource_type=32,
+        resource_name="jobs",
+        configs=changes,
+    )
+    step = _call(ctx, INCREMENTAL, 1, resources=(resource,), validate_only=False)
+    assert step.asks == (
+        (
+            GroupKey(ORG, "jobs"),
+            GroupConfigOp(
+                (("share.delivery.count.limit", "3"), ("share.isolation.level", "read_committed"))
+            ),
+        ),
+    )
+    too_many = _nested(
+        INCREMENTAL,
+        1,
+        "AlterableConfig",
+        name="share.delivery.count.limit",
+        config_operation=0,
+        value="11",
+    )
+    refused = _call(
+        ctx,
+        INCREMENTAL,
+        1,
+        resources=(
+            _nested(
+                INCREMENTAL,
+                1,
+                "AlterConfigsResource",
+                resource_type=32,
+                resource_name="jobs",
+                configs=(too_many,),
+            ),
+        ),
+        validate_only=False,
+    )
+    (response,) = refused.responses  # answered at once: nothing for the actor
+    assert response.error_code == ErrorCode.invalid_config
+    assert response.error_message == (
+        "share.delivery.count.limit must be less than or equal to "
+        "group.share.max.delivery.count.limit"
+    )
+
+
 def test_every_describe_version_is_answered(ctx: BrokerContext) -> None:
     for version in (1, 2, 3, 4):  # librdkafka asks v1, kafka-python v2, Java v4
         values = {"include_synonyms": True, "include_documentation": True}

@@ -416,9 +416,7 @@ def _acquire(
     config = fx.config
     budget = op.max_records
     acquired = []
-    aborted: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    for topic, index, first, last in op.aborted:
-        aborted.setdefault((topic, index), []).append((first, last))
+    aborted = _by_partition(op.aborted)
     for topic, index, log_start, log_end, first, last in op.reads:
         key = (topic, index)
         partition = group.partitions.get(key)
@@ -455,6 +453,16 @@ def _acquire(
         ),
     )
     return group
+
+
+def _by_partition(
+    ranges: tuple[tuple[str, int, int, int], ...],
+) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """(topic, partition, first, last) ranges, by partition."""
+    found: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for topic, index, first, last in ranges:
+        found.setdefault((topic, index), []).append((first, last))
+    return found
 
 
 def _lock_due(group: ShareGroup, topic: str, index: int) -> int | None:

@@ -9,7 +9,8 @@ the window has a state of its own:
 - Acquired: handed to one member, locked until its deadline
   (`group.share.record.lock.duration.ms`); its delivery count was raised when it was acquired;
 - Acknowledged: accepted by its member, never delivered again;
-- Archived: rejected, a gap, or released past `group.share.delivery.count.limit`.
+- Archived: rejected, a gap, released past `group.share.delivery.count.limit`, or an aborted
+  transaction's (a read_committed group never hands those out).
 
 A release (the member's RELEASE, an expired lock, the member's departure) makes a record
 Available again unless its delivery count has reached the limit, in which case it is

@@ -228,11 +228,7 @@ def group_entries(config: BrokerConfig, overrides: Mapping[str, str]) -> list[En
         definition = group_configs.DEFINITIONS[name]
         broker_key = definition.synonym
         broker_value = group_configs.broker_default(definition, broker)
-        broker_source = (
-            broker_setting(config, broker_key)[1]
-            if broker(broker_key) is not None
-            else SOURCE_DEFAULT
-        )
+        broker_source = broker_setting(config, broker_key)[1]  # (a key not here: DEFAULT)
         alternatives = [(broker_key, broker_value, broker_source)]
         value: str | None
         if name in overrides:
