@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.apis._build import make
+from rafka_actors.gateway.apis.configs import group_entries
 from rafka_actors.gateway.apis.partitions_admin import TellGroups
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.steps import Ask
@@ -342,3 +343,24 @@ def test_create_topics_answers_with_the_new_topic_s_configs(ctx: BrokerContext) 
     assert configs["segment.bytes"] == (str(1 << 30), 5)
     stored = ctx.data.topics_for(ORG).by_name("fresh")
     assert stored is not None and stored.configs == {"retention.ms": "60000"}
+
+
+def test_a_group_config_over_a_broker_setting_set_at_start_up() -> None:
+    """As Kafka 4.3.1 describes it: the group's value, then the static broker setting, then
+    the broker's default, each a synonym."""
+    entries = {
+        e[0]: e
+        for e in group_entries(
+            BrokerConfig(group_share_delivery_count_limit=7), {"share.delivery.count.limit": "3"}
+        )
+    }
+    _, value, source, _, _, synonyms = entries["share.delivery.count.limit"]
+    assert (value, source) == ("3", 8)  # DYNAMIC_GROUP_CONFIG
+    assert synonyms == (
+        ("share.delivery.count.limit", "3", 8),
+        ("group.share.delivery.count.limit", "7", 4),  # STATIC_BROKER_CONFIG
+        ("group.share.delivery.count.limit", "5", 5),  # DEFAULT_CONFIG
+    )
+    assert entries["share.record.lock.duration.ms"][5] == (
+        ("group.share.record.lock.duration.ms", "30000", 5),
+    )

@@ -230,6 +230,9 @@ def group_entries(config: BrokerConfig, overrides: Mapping[str, str]) -> list[En
         broker_value = group_configs.broker_default(definition, broker)
         broker_source = broker_setting(config, broker_key)[1]  # (a key not here: DEFAULT)
         alternatives = [(broker_key, broker_value, broker_source)]
+        if broker_source == SOURCE_STATIC_BROKER:  # Kafka lists the default under it
+            default = FIELDS[field_name(broker_key)].default
+            alternatives.append((broker_key, str(default), SOURCE_DEFAULT))
         value: str | None
         if name in overrides:
             value, source = overrides[name], SOURCE_GROUP
