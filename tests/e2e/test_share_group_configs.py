@@ -11,6 +11,7 @@ in tests/e2e/kafka_tools/.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
@@ -25,6 +26,8 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourceType,
 )
+
+from rafka_actors.cli import main
 
 from ..broker_process import BrokerProcess
 
@@ -86,7 +89,22 @@ def _consume(
     return got
 
 
-def test_a_group_set_to_earliest_reads_what_was_already_there(broker: BrokerProcess) -> None:
+def _start_offset(capsys: pytest.CaptureFixture[str], broker: BrokerProcess, group: str) -> int:
+    """Where the share group starts on the topic's partition (-1: not initialised yet)."""
+    capsys.readouterr()
+    main(["groups", "offsets", group, "--output", "json", "--bootstrap", broker.bootstrap])
+    out = capsys.readouterr().out
+    rows = (
+        [row for described in json.loads(out) for row in described["partitions"]]
+        if out.strip()
+        else []
+    )
+    return int(rows[0]["current_offset"]) if rows and rows[0]["current_offset"] is not None else -1
+
+
+def test_a_group_set_to_earliest_reads_what_was_already_there(
+    broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Kafka's share-group quickstart, with confluent-kafka: without the config, a new group
     starts at the log's end (the broker's default) and sees nothing already written."""
     _topic(broker, "before")
@@ -100,8 +118,10 @@ def test_a_group_set_to_earliest_reads_what_was_already_there(broker: BrokerProc
     latest.subscribe(["before"])
     seen: list[bytes] = []
     try:
-        for _ in range(4):  # joined, and its share partition initialised at the log's end
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _start_offset(capsys, broker, "latest-group") != 3:
             seen += [m.value() for m in latest.poll(0.5) if m.error() is None]
+        assert _start_offset(capsys, broker, "latest-group") == 3  # initialised at the end
         producer.produce("before", b"four")
         assert producer.flush(30) == 0
         deadline = time.monotonic() + 30
