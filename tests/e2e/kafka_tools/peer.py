@@ -9,8 +9,9 @@ tests must skip: no `java` on PATH, or no peer.
 A JVM start costs 1-2 s of CPU, so each tool runs with a small heap, the serial collector and
 the client compiler only (`-XX:TieredStopAtLevel=1`: these runs are too short to pay back the
 optimising compiler), and with a class-data-sharing archive of Kafka's classes made by the
-session's first tool run (`-XX:ArchiveClassesAtExit`), which roughly halves the CPU of each
-later start (2.4 s -> 1.2 s measured for `kafka-console-consumer`).
+session's first tool run (`-XX:ArchiveClassesAtExit`). Measured here (user + sys CPU, one
+run each): `kafka-topics --list` 2.6 s with kafka-tool's default options, 0.8 s with these;
+`kafka-console-consumer` reading 3 records 2.2 s without the archive, 1.35 s with it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -62,7 +63,6 @@ class ToolRun:
 class KafkaPeer:
     home: Path  # $KAFKA_REF: kafka-tool and libs/
     archive: Path  # the class-data-sharing archive, made by the first run
-    runs: list[ToolRun] = field(default_factory=list)
 
     def run(
         self, tool: str, *args: str, input: str | None = None, timeout: float = 90.0
@@ -81,11 +81,9 @@ class KafkaPeer:
         )
         if dumping and self._pending.exists():
             self._pending.rename(self.archive)  # whole, for the other workers to read
-        result = ToolRun(
+        return ToolRun(
             (tool, *args), done.returncode, done.stdout, done.stderr, time.monotonic() - began
         )
-        self.runs.append(result)
-        return result
 
     def ok(self, tool: str, *args: str, input: str | None = None, timeout: float = 90.0) -> str:
         """The tool's output; it must succeed."""
