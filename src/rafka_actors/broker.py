@@ -78,6 +78,7 @@ async def run_broker(
                     config.log_retention_check_interval_ms,
                     config.log_retention_ms,
                     config.log_retention_bytes,
+                    config.log_cleanup_policy,
                 )
                 services.start_soon(
                     data.expire_producers_periodically,

@@ -69,10 +69,13 @@ def test_delete_records_moves_the_log_start_durably(tmp_path: Path) -> None:
 def test_topic_config_values_are_checked_as_kafka_does() -> None:
     assert validate_topic_config("retention.ms", " 5000 ") == "5000"
     assert validate_topic_config("cleanup.policy", "delete") == "delete"
+    assert validate_topic_config("cleanup.policy", " compact , delete,compact") == "compact,delete"
     for name, value, message in (
         ("retention.ms", "-2", "Value must be at least -1"),
         ("segment.bytes", "abc", "Not a number of type INT"),
-        ("cleanup.policy", "compact", "compaction is not supported"),
+        ("cleanup.policy", "compact,foo", "foo for configuration cleanup.policy: String must"),
+        ("cleanup.policy", "compact,", "values must not be empty"),
+        ("min.cleanable.dirty.ratio", "1.5", "Value must be no more than 1"),
         ("min.insync.replicas", "2", "Unknown topic config name"),
     ):
         with pytest.raises(InvalidConfig, match=message):

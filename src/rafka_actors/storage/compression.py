@@ -70,9 +70,7 @@ def compress(codec: int, data: bytes) -> bytes:
         return b"".join(blocks)
     if codec == LZ4:
         return bytes(
-            lz4.frame.compress(
-                data, block_linked=False, content_checksum=False, store_size=False
-            )
+            lz4.frame.compress(data, block_linked=False, content_checksum=False, store_size=False)
         )
     if codec == ZSTD:
         return bytes(cramjam.zstd.compress(data))
