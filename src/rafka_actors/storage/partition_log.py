@@ -539,6 +539,11 @@ class PartitionLog:
             for s in self._segments
         ]
 
+    def first_batch_timestamps(self) -> list[int]:
+        """Each segment's first batch's max timestamp (-1 for an empty one), oldest first:
+        when its records began to wait for the cleaner (max.compaction.lag.ms)."""
+        return [s.max_ts[0] if s.max_ts else -1 for s in self._segments]
+
     def advance_log_start(self, offset: int) -> int:
         """Move the log start up to `offset` (at most the log end), durably before it returns,
         and delete the segments wholly below it; returns the new log start."""
