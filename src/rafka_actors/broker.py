@@ -35,13 +35,13 @@ from .group_common.effects import GroupConfig
 from .group_common.ops import TopicsChangedOp
 from .metrics.setup import start_metrics
 from .refusals import CorruptLog, MissingFile, unusable_data_dir
+from .storage.cleaner_service import CleanerDefaults, LogCleanerService
 from .storage.coordinator_segments import CorruptCoordinatorLog
 from .storage.data_plane import DataPlane
 from .storage.disk_space import DiskSpace
 from .storage.durable_log import DurableCoordinatorLog
 from .storage.fsutil import DamagedFile
 from .storage.group_configs import GroupConfigStore
-from .storage.cleaner_service import CleanerDefaults, LogCleanerService
 from .storage.retention import retain_periodically
 from .storage.topic_deletions import Deletion, PendingTopicDeletions
 from .transaction.state import TxnConfig

@@ -280,3 +280,51 @@ def test_a_swap_refused_when_its_segments_went(plog: PartitionLog) -> None:
     (group,) = clean(job).groups
     plog.advance_log_start(stats[1][0])  # DeleteRecords took the segment meanwhile
     assert not plog.replace_segments(group.first, group.last, group.index)
+
+
+# -- a crash at each step of the swap (segment_swap.py) ---------------------------------------
+def _cleaned_but_not_swapped(tmp_path: Path) -> tuple[list, list, CleaningJob]:
+    """A log of three sealed segments and an active one, and the output of a round over them,
+    written but not swapped in: (what it reads before, what it reads after, the job)."""
+    log = PartitionLog.open(tmp_path / "p", segment_bytes=200)
+    for version in range(9):
+        append(log, ("a", f"{version}"), ("b", f"{version}"))
+    stats = log.segment_stats()
+    assert len(stats) >= 4
+    before = everything(log)
+    job = CleaningJob(str(log.directory), [(b, s) for b, _, s, _ in stats[:-1]], 0, stats[-1][0],
+                      NOW, RETENTION, 1 << 20, 1 << 20)  # fmt: skip
+    (group,) = clean(job).groups
+    log.close()
+    return before, [group.first, group.last], job
+
+
+@pytest.mark.parametrize("step", ["written", "committed", "half-finished", "finished"])
+def test_a_crash_during_the_swap_loses_nothing(tmp_path: Path, step: str) -> None:
+    from rafka_actors.storage import segment_swap
+
+    before, (first, last), _job = _cleaned_but_not_swapped(tmp_path)
+    directory = tmp_path / "p"
+    cleaned = segment_swap.cleaned_path(directory, first)
+    swap = directory / f"{first:020d}-{last:020d}.swap"
+    if step != "written":
+        cleaned.rename(swap)  # the commit point
+    if step in ("half-finished", "finished"):
+        replaced = sorted(p for p in directory.glob("*.log") if first < int(p.stem) <= last)
+        assert replaced
+        replaced[0].unlink()  # the first of the replaced segments after `first` went
+    if step == "finished":
+        for path in directory.glob("*.log"):
+            if first < int(path.stem) <= last:
+                path.unlink()
+        swap.replace(directory / f"{first:020d}.log")
+    log = PartitionLog.open(directory, segment_bytes=200)
+    after = everything(log)
+    assert not list(directory.glob("*.cleaned")) + list(directory.glob("*.swap"))
+    assert latest(after) == latest(before)
+    if step == "written":
+        assert after == before  # not committed: the original segments, all of them
+    else:
+        assert len(after) < len(before) and set(after) <= set(before)
+    assert [o for o, _, _ in after] == sorted({o for o, _, _ in after})
+    log.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -191,23 +192,34 @@ class LogCleanerService:
         )
 
     async def _run_child(self, job: CleaningJob) -> CleaningResult:
+        started: list[subprocess.Popen[bytes]] = []
+
+        def run() -> tuple[int, bytes, bytes]:
+            # Started and waited for by this worker thread: the child dies with the thread
+            # that started it (PR_SET_PDEATHSIG), so that thread must outlive it.
+            child = subprocess.Popen(
+                self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )  # fmt: skip
+            started.append(child)
+            out, err = child.communicate(job_to_json(job, os.getpid()))
+            return child.returncode, out, err
+
         try:
-            done = await trio.run_process(
-                self._command,
-                stdin=job_to_json(job, os.getpid()),
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+            returncode, out, err = await trio.to_thread.run_sync(run, abandon_on_cancel=True)
         except OSError as exc:
             raise CleaningFailed(f"cannot start a cleaner process: {exc}") from exc
-        for line in done.stderr.decode(errors="replace").splitlines():
+        except trio.Cancelled:
+            for child in started:  # (shutdown: its file is deleted at the next open)
+                child.kill()
+            raise
+        for line in err.decode(errors="replace").splitlines():
             log.warning("cleaner process: %s", line)
-        if done.returncode != 0:
-            why = "the broker went away" if done.returncode == GONE else "it failed"
-            raise CleaningFailed(f"the cleaner process exited with {done.returncode} ({why})")
+        if returncode != 0:
+            why = "the broker went away" if returncode == GONE else "it failed"
+            raise CleaningFailed(f"the cleaner process exited with {returncode} ({why})")
         try:
-            return result_from_json(done.stdout)
+            return result_from_json(out)
         except (ValueError, KeyError, TypeError) as exc:
             raise CleaningFailed(f"the cleaner process answered {exc}") from exc
 
