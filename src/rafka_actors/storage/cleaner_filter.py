@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .control_batches import ABORT, COMMIT
+from .keyed_records import DELETE_HORIZON_BIT, Record, build_batch, empty_batch, records_of
 from .record_batch import BatchHeader
-from .records import DELETE_HORIZON_BIT, Record, build_batch, empty_batch, records_of
 
 __all__ = ["FilterContext", "TxnTracker", "clean_batch"]
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cleaner_filter import FilterContext, TxnTracker, clean_batch
+from .keyed_records import records_of
 from .record_batch import BATCH_OVERHEAD, BatchHeader, check_batch, parse_header
-from .records import records_of
 from .segment_swap import SegmentIndex, cleaned_path, segment_name
 
 __all__ = ["ENTRY_COST", "CleanedGroup", "CleaningJob", "CleaningResult", "clean"]

@@ -30,8 +30,8 @@ from typing import Any, NamedTuple
 from kio.schema.errors import ErrorCode
 
 from ...storage.failures import StorageError
+from ...storage.keyed_records import keyless_records
 from ...storage.record_batch import InvalidRecordError, parse_header, split_batches
-from ...storage.records import keyless_records
 from ...storage.topic_configs import cleanup_policies, effective_long
 from ...storage.topics import Topic
 from ..context import BrokerContext, ConnectionInfo

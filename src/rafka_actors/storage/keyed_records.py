@@ -1,4 +1,4 @@
-"""The records inside a v2 batch: read (decompressing), and written back as a new batch.
+"""The records inside a v2 batch with their keys: read (decompressing), and written back.
 
 The broker otherwise treats a batch as a header and an opaque blob (record_batch.py). Two
 places need its records: a produce to a compacted topic (every record must have a key, as
@@ -24,7 +24,8 @@ from typing import NamedTuple
 
 import crc32c
 
-from .compression import compress, decompress
+from .batch_records import CODEC_MASK, LOG_APPEND_TIME
+from .codecs import compress, decompress
 from .record_batch import BATCH_OVERHEAD, HEADER_SIZE, BatchHeader, parse_header
 
 __all__ = [
@@ -37,8 +38,6 @@ __all__ = [
     "varint",
 ]
 
-CODEC_MASK = 0x07
-LOG_APPEND_TIME_BIT = 0x08
 DELETE_HORIZON_BIT = 0x40  # baseTimestamp is the delete horizon (KIP-534)
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC_START = 21
@@ -128,7 +127,7 @@ def build_batch(
     if shift:
         records = [r._replace(timestamp_delta=r.timestamp_delta + shift) for r in records]
     payload = compress(attributes & CODEC_MASK, b"".join(map(_encode, records)))
-    max_ts = header.max_timestamp if attributes & LOG_APPEND_TIME_BIT else max(stamps)
+    max_ts = header.max_timestamp if attributes & LOG_APPEND_TIME else max(stamps)
     return _pack(header, attributes, base_timestamp, max_ts, len(records), payload)
 
 
