@@ -326,3 +326,45 @@ def test_a_crash_during_the_swap_loses_nothing(tmp_path: Path, step: str) -> Non
         assert len(after) < len(before) and set(after) <= set(before)
     assert [o for o, _, _ in after] == sorted({o for o, _, _ in after})
     log.close()
+
+
+def test_a_roll_after_a_time_seals_the_active_segment(plog: PartitionLog) -> None:
+    plog.segment_bytes = 1 << 20
+    append(plog, ("a", "1"), base_timestamp=1000)
+    append(plog, ("a", "2"), base_timestamp=5000)
+    assert len(plog.segment_stats()) == 1  # by size only
+    plog.roll_after_ms = 4000
+    append(plog, ("a", "3"), base_timestamp=5000)
+    assert len(plog.segment_stats()) == 1  # not more than 4000 ms after the first batch
+    append(plog, ("a", "4"), base_timestamp=5001)
+    assert [base for base, *_ in plog.segment_stats()] == [0, 3]
+
+
+# -- the service: a round through the child process, on a data plane ------------------------
+async def test_the_service_cleans_through_its_child_and_keeps_its_checkpoint(
+    tmp_path: Path,
+) -> None:
+    from rafka_actors.storage.cleaner_service import (
+        CHECKPOINT,
+        CleanerDefaults,
+        LogCleanerService,
+    )
+    from rafka_actors.storage.data_plane import DataPlane
+
+    data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
+    configs = {"cleanup.policy": "compact", "segment.bytes": "300", "max.compaction.lag.ms": "9"}
+    topic = data.create_topic("t", 1, configs)
+    other = data.create_topic("plain", 1)
+    for version in range(6):
+        batch = make_batch([kv("a", f"{version}"), kv("b", f"{version}")])
+        assert data.append(topic, 0, [memoryview(batch)]).base_offset == 2 * version
+    service = LogCleanerService(data, CleanerDefaults())
+    assert await service.clean_once()
+    partition = topic.partitions[0]
+    upper = partition.segment_stats()[-1][0]
+    assert int((partition.directory / CHECKPOINT).read_text()) == upper
+    assert latest(everything(partition)) == {b"a": b"5", b"b": b"5"}
+    assert len(everything(partition)) < 12
+    assert partition.roll_after_ms == 9 and other.partitions[0].roll_after_ms is None
+    assert not await service.clean_once()  # nothing dirty since
+    data.close()

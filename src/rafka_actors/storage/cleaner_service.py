@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT = "cleaner-offset-checkpoint"
 RETRY_AFTER_MS = 300_000
+_NEVER = 2**63 - 1
 _CHILD = (sys.executable, "-m", "rafka_actors.storage.cleaner_child")
 
 
@@ -164,10 +165,18 @@ class LogCleanerService:
         return best
 
     def _compacted(self) -> Iterator[tuple[Topic, int, PartitionLog]]:
+        """Every compacted partition; on the way, each partition's time rule for rolling
+        (a compacted one rolls after max.compaction.lag.ms, as in Kafka; others by size)."""
         for org_id in self._data.orgs():
             for topic in self._data.topics_for(org_id):
-                if "compact" in cleanup_policies(topic.configs, self._defaults.cleanup_policy):
-                    for index, partition in enumerate(topic.partitions):
+                compacted = "compact" in cleanup_policies(
+                    topic.configs, self._defaults.cleanup_policy
+                )
+                lag = settings_of(topic, self._defaults).max_compaction_lag_ms
+                roll_after = lag if compacted and lag < _NEVER else None
+                for index, partition in enumerate(topic.partitions):
+                    partition.roll_after_ms = roll_after
+                    if compacted:
                         yield topic, index, partition
 
     def _job(self, choice: _Choice, now_ms: int) -> CleaningJob:

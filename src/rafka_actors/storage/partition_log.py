@@ -288,6 +288,10 @@ class PartitionLog:
         # a file of its own, as Kafka's log-start-offset checkpoint.
         self._start_floor = min(read_log_start(directory), self._end)
         self._failed: OSError | None = None  # set by a write or fsync that could not be undone
+        # Roll also when a batch is this much newer than the active segment's first (Kafka's
+        # time rule, which a compacted topic's max.compaction.lag.ms sets: the log cleaner
+        # only cleans sealed segments); None: by size only.
+        self.roll_after_ms: int | None = None
 
     @classmethod
     def open(cls, directory: Path, *, segment_bytes: int = 1 << 30) -> PartitionLog:
@@ -346,7 +350,7 @@ class PartitionLog:
             offset = nxt
             pos += BATCH_OVERHEAD + header[_LENGTH]
         seg = self._segments[-1]
-        if seg.size and seg.size + end > self._segment_bytes:
+        if seg.size and (seg.size + end > self._segment_bytes or self._roll_due(seg, entries)):
             seg = self._roll()
         self._write(seg, buf)
         for batch_offset, rel, max_ts, nxt in entries:
@@ -355,6 +359,13 @@ class PartitionLog:
         self._size += end
         self._end = offset
         return first
+
+    def _roll_due(self, seg: _Segment, entries: list[tuple[int, int, int, int]]) -> bool:
+        """Kafka's time rule: the batches' newest timestamp is more than `roll_after_ms`
+        past the active segment's first batch's."""
+        if self.roll_after_ms is None or not seg.max_ts or seg.max_ts[0] < 0:
+            return False
+        return max(e[2] for e in entries) - seg.max_ts[0] > self.roll_after_ms
 
     def _write(self, seg: _Segment, data: bytearray) -> None:
         view = memoryview(data)
