@@ -368,3 +368,20 @@ async def test_the_service_cleans_through_its_child_and_keeps_its_checkpoint(
     assert partition.roll_after_ms == 9 and other.partitions[0].roll_after_ms is None
     assert not await service.clean_once()  # nothing dirty since
     data.close()
+
+
+def test_a_segment_cleaned_empty_keeps_the_log_start(plog: PartitionLog, tmp_path: Path) -> None:
+    plog.segment_bytes = 1
+    for version in range(4):  # one batch a segment: the first three are superseded
+        append(plog, ("a", f"{version}"))
+    append(plog, ("b", "x"))
+    run_round(plog)
+    stats = plog.segment_stats()
+    assert stats[0][:3] == (0, 0, 0), "the first segment is cleaned empty, and kept"
+    assert plog.log_start_offset == 0 and everything(plog, 0)[0][0] == 3
+    plog.close()
+    again = PartitionLog.open(tmp_path / "p", segment_bytes=1)
+    assert again.log_start_offset == 0 and again.segment_stats()[0][:3] == (0, 0, 0)
+    assert again.advance_log_start(4) == 4  # DeleteRecords: the empty one goes with the rest
+    assert [base for base, *_ in again.segment_stats()] == [4]
+    again.close()

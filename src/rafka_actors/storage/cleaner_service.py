@@ -118,7 +118,12 @@ class LogCleanerService:
             result = await self._run_child(job)
         except CleaningFailed as exc:
             _remove_cleaned(partition.directory)
-            if not partition.closed:
+            if partition.closed:
+                return True  # (its topic was deleted meanwhile)
+            first = partition.segment_stats()[0][0]
+            if job.segments and first != job.segments[0][0]:
+                log.info("%s: segments deleted while cleaning; again later", partition.directory)
+            else:
                 log.warning("%s: cleaning failed: %s", partition.directory, exc)
                 self._retry_at[partition.directory] = now_ms + RETRY_AFTER_MS
             return True

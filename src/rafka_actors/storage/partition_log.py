@@ -564,7 +564,10 @@ class PartitionLog:
             return self.log_start_offset
         _write_start(self._dir, offset)
         self._start_floor = offset
-        below = sum(1 for s in self._segments if s.end_offset <= offset and s.size)
+        active = self._segments[-1]  # (an empty one holds nothing below; a cleaned one may)
+        below = sum(
+            1 for s in self._segments if s.end_offset <= offset and (s.size or s is not active)
+        )
         self.delete_oldest_segments(below)
         return self.log_start_offset
 
