@@ -355,15 +355,19 @@ async def test_the_service_cleans_through_its_child_and_keeps_its_checkpoint(
     configs = {"cleanup.policy": "compact", "segment.bytes": "300", "max.compaction.lag.ms": "9"}
     topic = data.create_topic("t", 1, configs)
     other = data.create_topic("plain", 1)
+    txn = make_batch([kv("c", "aborted")], producer_id=5, producer_epoch=0, base_sequence=0,
+                     attributes=TXN)  # fmt: skip
+    assert data.append(topic, 0, [memoryview(txn)]).base_offset == 0
+    assert await data.write_txn_markers(0, 5, 0, False, [("t", 0)]) == {("t", 0): 0}
     for version in range(6):
         batch = make_batch([kv("a", f"{version}"), kv("b", f"{version}")])
-        assert data.append(topic, 0, [memoryview(batch)]).base_offset == 2 * version
+        assert data.append(topic, 0, [memoryview(batch)]).base_offset == 2 + 2 * version
     service = LogCleanerService(data, CleanerDefaults())
     assert await service.clean_once()
     partition = topic.partitions[0]
     upper = partition.segment_stats()[-1][0]
     assert int((partition.directory / CHECKPOINT).read_text()) == upper
-    assert latest(everything(partition)) == {b"a": b"5", b"b": b"5"}
+    assert latest(everything(partition)) == {b"a": b"5", b"b": b"5"}  # "c" was aborted
     assert len(everything(partition)) < 12
     assert partition.roll_after_ms == 9 and other.partitions[0].roll_after_ms is None
     assert not await service.clean_once()  # nothing dirty since
