@@ -206,11 +206,12 @@ def test_consumers_read_the_latest_value_of_each_key(broker: BrokerProcess) -> N
     expected, end = _fill_compacted_topic(broker, topic)
     _wait_cleaned(broker, topic, end)
     first = _read_confluent(broker, topic)
-    assert any(value is None for _, key, value in first if key.startswith(b"key-"))
+    # a tombstone stays until a round after delete.retention.ms (0) from the round that first
+    # cleaned it (which may have come already: the records sealing the topic are cleaned too)
     tombstones = {key for _, key, value in first if value is None}
-    assert tombstones == {b"key-%d" % k for k in range(0, KEYS, 5)}
+    assert tombstones <= {b"key-%d" % k for k in range(0, KEYS, 5)}
     _check([r for r in first if r[2] is not None], expected)
-    # another round, after delete.retention.ms (0): the tombstones go too
+    # another round: the tombstones go
     _seal(broker, topic, "second")
     _wait_cleaned(broker, topic, end, rounds=2)
     for read in (_read_confluent(broker, topic), _read_kafka_python(broker, topic)):
