@@ -89,13 +89,18 @@ def _append(
         code = ErrorCode.corrupt_message if exc.corrupt else ErrorCode.invalid_record
         return code, -1, log_start, ""
     max_bytes = effective_long(topic.configs, "max.message.bytes", ctx.config.message_max_bytes)
+    records = 0
     for batch in batches:
         if len(batch) > max_bytes:
             return ErrorCode.message_too_large, -1, log_start, ""
-        if parse_header(batch).is_control:
+        header = parse_header(batch)
+        if header.is_control:
             return ErrorCode.invalid_record, -1, log_start, "clients may not write control batches"
+        records += header.records_count
     try:
         result = ctx.data.append(topic, data.index, batches)
     except StorageError:  # (not bound: see storage/failures.py)
         return ErrorCode.kafka_storage_error, -1, log_start, ""
+    if ctx.metrics is not None and result.error is ErrorCode.none:
+        ctx.metrics.traffic.produced(conn.org_id, name, len(data.records), records)
     return result.error, result.base_offset, log_start, result.message
