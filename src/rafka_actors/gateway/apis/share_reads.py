@@ -45,7 +45,7 @@ def read_partition(
     if not committed:
         data = log.read(offset, limit)
         return PartitionRead(data, *offsets_of(data))
-    data, txns = data_plane.read_committed(topic, index, offset, limit)
+    data, txns, _ = data_plane.read_committed(topic, index, offset, limit)
     return PartitionRead(data, *offsets_of(data), tuple(aborted_runs(data, txns)))
 
 
