@@ -1,13 +1,27 @@
-"""The broker's composition root: open the logs, bind the listener, serve, shut down cleanly.
+"""The broker's composition root: check, bind, lock, read, write, serve, shut down cleanly.
 
 `run_broker` wires storage (partition logs, the coordinator and transaction logs), the
 registries of actors, the metrics and the gateway, each in the nursery that owns it.
 
-Start-up order matters: every log is recovered before the listener accepts anything, and
-`listening on HOST:PORT` is logged only once connections can be served (`task_status.started`
-carries the bound address, so `--listen 127.0.0.1:0` works for tests). Shutdown is the reverse:
-cancelling the broker cancels the listener and every connection (an in-flight request's
-connection is closed unanswered, which clients retry), then the logs are flushed and closed.
+Start-up order matters, so that a start that is refused changes nothing on disk (refusals.py)
+and one broker only ever writes a data dir:
+
+1. the settings are checked, and the files they name (TLS, users) must be readable;
+2. every listener is bound (the clients' and the metrics'), which may be refused;
+3. the data dir is locked (storage/data_dir_lock.py), as Kafka locks its log dirs;
+4. everything stored is read and checked, writing nothing: the users file, the partition
+   logs, the coordinator and transaction logs (replayed), the group configs and pending
+   topic deletions. What recovery must write (a torn tail to cut, leftovers to remove, ...)
+   is held in a `StartupWrites`, and ``on_checked`` is called: start-up can no longer be
+   refused;
+5. the held writes are made, then the rest of start-up writes (the SASL secret);
+6. the actors resume and the listener serves: `listening on HOST:PORT` is logged only once
+   connections can be served (`task_status.started` carries the bound address, so
+   `--listen 127.0.0.1:0` works for tests).
+
+Shutdown is the reverse: cancelling the broker cancels the listener and every connection (an
+in-flight request's connection is closed unanswered, which clients retry), then the logs are
+flushed and closed, then the lock is released.
 """
 
 from __future__ import annotations
@@ -15,8 +29,12 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import trio
 from tricycle import open_service_nursery
@@ -33,15 +51,17 @@ from .gateway.limits import ConnectionLimits
 from .gateway.server import bound_address, open_listeners, serve_client
 from .group_common.effects import GroupConfig
 from .group_common.ops import TopicsChangedOp
-from .metrics.setup import start_metrics
-from .refusals import CorruptLog, MissingFile, unusable_data_dir
+from .metrics.setup import MetricsEndpoint, bind_metrics, start_metrics
+from .refusals import CorruptLog, DataDirLocked, MissingFile, unusable_data_dir
 from .storage.coordinator_segments import CorruptCoordinatorLog
+from .storage.data_dir_lock import LOCK_FILE, DataDirInUse, DataDirLock, lock_data_dir
 from .storage.data_plane import DataPlane
 from .storage.disk_space import DiskSpace
 from .storage.durable_log import DurableCoordinatorLog
 from .storage.fsutil import DamagedFile
 from .storage.group_configs import GroupConfigStore
 from .storage.retention import retain_periodically
+from .storage.startup_writes import StartupWrites
 from .storage.topic_deletions import Deletion, PendingTopicDeletions
 from .transaction.state import TxnConfig
 
@@ -53,117 +73,230 @@ PASSWORD_HASH_THREADS = 2  # PLAIN hashing may use this many cores at most (of a
 async def run_broker(
     config: BrokerConfig,
     *,
+    on_checked: Callable[[], None] | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
+    """Serve until cancelled; a StartupRefusal (or ConfigError) if it cannot start, having
+    written nothing. ``on_checked`` is called once start-up can no longer be refused."""
     _check_named_files(config)
-    # Every log is recovered (the coordinator log replayed) before anything is accepted.
-    data = _open_data_plane(config)
-    try:
-        coordinator = open_coordinator_log(config)
-        txn_log = open_coordinator_log(config, name="transactions")
-        group_configs, topic_deletions = _open_admin_state(config)
-        sasl = sasl_setup(config)
+    group_config(config)  # the group settings hold together
+    async with AsyncExitStack() as stack:
         listeners = await open_listeners(config)
-        host, port = bound_address(listeners[0])
-        # Shutdown runs inside out: the gateway stops first, then the actors answer what they
-        # still hold, then the coordinator log flushes and closes, then the partition logs.
-        async with open_service_nursery() as storage:
-            await storage.start(coordinator.run)
-            await storage.start(txn_log.run)
-            async with open_service_nursery() as services:
-                services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
-                services.start_soon(
-                    retain_periodically,
-                    data,
-                    config.log_retention_check_interval_ms,
-                    config.log_retention_ms,
-                    config.log_retention_bytes,
-                )
-                services.start_soon(
-                    data.expire_producers_periodically,
-                    config.producer_id_expiration_ms,
-                    config.producer_id_expiration_check_interval_ms,
-                )
-                services.start_soon(log_budget.flush_forever)  # counts of ended intervals
-                disk_space = DiskSpace(config.data_dir, config.log_dir_free_space_warning_bytes)
-                services.start_soon(disk_space.run)
-                registry = GroupRegistry(
-                    services,
-                    group_config(config),
-                    coordinator,
-                    topics=data.image_of,
-                    passivate_after_s=config.group_passivation_idle_ms / 1000,
-                    commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
-                    group_overrides=lambda key: group_configs.get(key.org_id, key.group_id).items(),
-                )
-                metrics = await start_metrics(config, services, registry, coordinator, data)
-                services.start_soon(
-                    registry.expire_offsets_periodically,
-                    config.offsets_retention_check_interval_ms,
-                    config.offsets_retention_minutes * 60_000,
-                )
-                for deletion in topic_deletions.pending():  # a visit cut short: finish it
-                    services.start_soon(_finish_topic_deletion, registry, topic_deletions, deletion)
-                resumed = registry.resume()
-                log.info(
-                    "coordinator log replayed: %d groups, %d with members",
-                    len(coordinator.keys()),
-                    resumed,
-                )
-                transactions = TransactionRegistry(
-                    services,
-                    TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
-                    txn_log,
-                    MarkerWriter(data, registry.ask),
-                    data.producer_ids.allocate,
-                    commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
-                )
-                services.start_soon(
-                    transactions.expire_periodically,
-                    config.transaction_remove_expired_transaction_cleanup_interval_ms,
-                    config.transactional_id_expiration_ms,
-                )
-                resumed_txns = transactions.resume()
-                log.info("transaction log replayed: %d open transactions resumed", resumed_txns)
-                ctx = BrokerContext(
-                    config=config,
-                    data=data,
-                    advertised_host=config.kafka_client_host or host,
-                    advertised_port=config.kafka_client_port or port,
-                    apis=API_TABLE,
-                    groups=registry,
-                    transactions=transactions,
-                    limits=ConnectionLimits(
-                        config.max_connections,
-                        config.max_connections_per_ip,
-                        config.max_connections_per_user,
-                    ),
-                    sasl=sasl,
-                    group_configs=group_configs,
-                    topic_deletions=topic_deletions,
-                    metrics=metrics,
-                    disk_space=disk_space,
-                )
-                async with trio.open_nursery() as gateway:
-                    serve = partial(trio.serve_listeners, partial(serve_client, ctx), listeners)
-                    await gateway.start(serve)
-                    log.info(
-                        "listening on %s:%d (%s)", host, port, config.listener_security_protocol
-                    )
-                    task_status.started((host, port))
-    finally:
-        data.close()
+        for listener in listeners:
+            stack.push_async_callback(trio.aclose_forcefully, listener)
+        metrics_endpoint = await bind_metrics(config)
+        if metrics_endpoint is not None:
+            stack.push_async_callback(trio.aclose_forcefully, metrics_endpoint.listener)
+        stack.callback(_lock(config.data_dir).release)
+        users = load_users(config)
+        storage = _Storage.open(config)
+        stack.callback(storage.close)
+        if on_checked is not None:
+            on_checked()
+        storage.write()
+        sasl = sasl_setup(config, users)
+        await _serve(config, storage, sasl, listeners, metrics_endpoint, task_status)
+
+
+def _lock(data_dir: Path) -> DataDirLock:
+    try:
+        return lock_data_dir(data_dir)
+    except DataDirInUse as exc:
+        holder = f"PID {exc.pid}" if exc.pid else "another process"
+        raise DataDirLocked(
+            f"the data dir {data_dir} is in use by another broker ({holder} holds its {LOCK_FILE})",
+            "stop that broker first, or give this one a data dir of its own "
+            "(--data-dir DIR, or data.dir)",
+        ) from None
+    except OSError as exc:
+        raise unusable_data_dir(data_dir, exc) from exc
+
+
+@dataclass(slots=True, eq=False)
+class _Storage:
+    """Everything stored in the data dir, read and checked; `writes` holds what start-up must
+    write, which `write` makes (see the module docstring)."""
+
+    data_dir: Path
+    data: DataPlane
+    coordinator: DurableCoordinatorLog
+    txn_log: DurableCoordinatorLog
+    group_configs: GroupConfigStore
+    topic_deletions: PendingTopicDeletions
+    writes: StartupWrites
+    written: bool = False
+
+    @classmethod
+    def open(cls, config: BrokerConfig) -> _Storage:
+        writes = StartupWrites()
+        data = _open_data_plane(config, writes)
+        opened: list[DurableCoordinatorLog] = []
+        try:
+            opened.append(open_coordinator_log(config, writes=writes))
+            opened.append(open_coordinator_log(config, name="transactions", writes=writes))
+            group_configs, topic_deletions = _open_admin_state(config)
+        except BaseException:
+            for coordinator_log in opened:
+                coordinator_log.close()
+            data.close(snapshots=False)
+            raise
+        coordinator, txn_log = opened
+        return cls(
+            config.data_dir, data, coordinator, txn_log, group_configs, topic_deletions, writes
+        )
+
+    def write(self) -> None:
+        try:
+            self.writes.apply()
+        except OSError as exc:
+            raise unusable_data_dir(self.data_dir, exc) from exc
+        self.written = True
+
+    def close(self) -> None:
+        """The logs are closed by their `run` once started; closing again does nothing."""
+        self.coordinator.close()
+        self.txn_log.close()
+        self.data.close(snapshots=self.written)
         log.info("logs flushed and closed")
 
 
-def _open_data_plane(config: BrokerConfig) -> DataPlane:
+async def _serve(
+    config: BrokerConfig,
+    storage: _Storage,
+    sasl: SaslSetup | None,
+    listeners: list[trio.abc.Listener[Any]],
+    metrics_endpoint: MetricsEndpoint | None,
+    task_status: trio.TaskStatus[tuple[str, int]],
+) -> None:
+    data, coordinator, txn_log = storage.data, storage.coordinator, storage.txn_log
+    host, port = bound_address(listeners[0])
+    # Shutdown runs inside out: the gateway stops first, then the actors answer what they
+    # still hold, then the coordinator log flushes and closes, then the partition logs.
+    async with open_service_nursery() as storage_nursery:
+        await storage_nursery.start(coordinator.run)
+        await storage_nursery.start(txn_log.run)
+        async with open_service_nursery() as services:
+            disk_space = _start_data_services(config, data, services)
+            registry = GroupRegistry(
+                services,
+                group_config(config),
+                coordinator,
+                topics=data.image_of,
+                passivate_after_s=config.group_passivation_idle_ms / 1000,
+                commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
+                group_overrides=lambda key: storage.group_configs.get(
+                    key.org_id, key.group_id
+                ).items(),
+            )
+            metrics = await start_metrics(
+                config, services, registry, coordinator, data, metrics_endpoint
+            )
+            _resume_groups(config, services, registry, storage)
+            transactions = _resume_transactions(config, services, storage, registry)
+            ctx = BrokerContext(
+                config=config,
+                data=data,
+                advertised_host=config.kafka_client_host or host,
+                advertised_port=config.kafka_client_port or port,
+                apis=API_TABLE,
+                groups=registry,
+                transactions=transactions,
+                limits=ConnectionLimits(
+                    config.max_connections,
+                    config.max_connections_per_ip,
+                    config.max_connections_per_user,
+                ),
+                sasl=sasl,
+                group_configs=storage.group_configs,
+                topic_deletions=storage.topic_deletions,
+                metrics=metrics,
+                disk_space=disk_space,
+            )
+            async with trio.open_nursery() as gateway:
+                serve = partial(trio.serve_listeners, partial(serve_client, ctx), listeners)
+                await gateway.start(serve)
+                log.info("listening on %s:%d (%s)", host, port, config.listener_security_protocol)
+                task_status.started((host, port))
+
+
+def _start_data_services(
+    config: BrokerConfig, data: DataPlane, services: trio.Nursery
+) -> DiskSpace:
+    """The partition logs' timers (flush, retention, producer expiry) and the free-space
+    watch, which it returns."""
+    services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
+    services.start_soon(
+        retain_periodically,
+        data,
+        config.log_retention_check_interval_ms,
+        config.log_retention_ms,
+        config.log_retention_bytes,
+    )
+    services.start_soon(
+        data.expire_producers_periodically,
+        config.producer_id_expiration_ms,
+        config.producer_id_expiration_check_interval_ms,
+    )
+    services.start_soon(log_budget.flush_forever)  # counts of ended intervals
+    disk_space = DiskSpace(config.data_dir, config.log_dir_free_space_warning_bytes)
+    services.start_soon(disk_space.run)
+    return disk_space
+
+
+def _resume_groups(
+    config: BrokerConfig, services: trio.Nursery, registry: GroupRegistry, storage: _Storage
+) -> None:
+    services.start_soon(
+        registry.expire_offsets_periodically,
+        config.offsets_retention_check_interval_ms,
+        config.offsets_retention_minutes * 60_000,
+    )
+    pending = storage.topic_deletions
+    for deletion in pending.pending():  # a visit cut short: finish it
+        services.start_soon(_finish_topic_deletion, registry, pending, deletion)
+    resumed = registry.resume()
+    log.info(
+        "coordinator log replayed: %d groups, %d with members",
+        len(storage.coordinator.keys()),
+        resumed,
+    )
+
+
+def _resume_transactions(
+    config: BrokerConfig, services: trio.Nursery, storage: _Storage, registry: GroupRegistry
+) -> TransactionRegistry:
+    transactions = TransactionRegistry(
+        services,
+        TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
+        storage.txn_log,
+        MarkerWriter(storage.data, registry.ask),
+        storage.data.producer_ids.allocate,
+        commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
+    )
+    services.start_soon(
+        transactions.expire_periodically,
+        config.transaction_remove_expired_transaction_cleanup_interval_ms,
+        config.transactional_id_expiration_ms,
+    )
+    resumed_txns = transactions.resume()
+    log.info("transaction log replayed: %d open transactions resumed", resumed_txns)
+    return transactions
+
+
+def _open_data_plane(config: BrokerConfig, writes: StartupWrites) -> DataPlane:
     try:
-        data = DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
-        # markers as durable as the coordinator's Complete record, no more (storage/data_plane.py)
-        data.fsync_markers = config.coordinator_log_fsync == "always"
-        return data
+        data = DataPlane.open(
+            config.data_dir, segment_bytes=config.log_segment_bytes, writes=writes
+        )
+    except DamagedFile as exc:
+        raise CorruptLog(
+            str(exc), f"restore {exc.path.name} from a backup, or fix its JSON by hand"
+        ) from exc
     except OSError as exc:
         raise unusable_data_dir(config.data_dir, exc) from exc
+    # markers as durable as the coordinator's Complete record, no more (storage/data_plane.py)
+    data.fsync_markers = config.coordinator_log_fsync == "always"
+    return data
 
 
 def _open_admin_state(config: BrokerConfig) -> tuple[GroupConfigStore, PendingTopicDeletions]:
@@ -179,11 +312,14 @@ def _open_admin_state(config: BrokerConfig) -> tuple[GroupConfigStore, PendingTo
         raise unusable_data_dir(config.data_dir, exc) from exc
 
 
-def open_coordinator_log(config: BrokerConfig, name: str = "coordinator") -> DurableCoordinatorLog:
+def open_coordinator_log(
+    config: BrokerConfig, name: str = "coordinator", *, writes: StartupWrites | None = None
+) -> DurableCoordinatorLog:
     """The groups' log ("coordinator") or the transaction log ("transactions"), replayed; a
-    damaged one or an unusable directory refuses to start (refusals.py)."""
+    damaged one or an unusable directory refuses to start (refusals.py). Recovery's writes go
+    to ``writes`` (made at once if None)."""
     try:
-        return _open_coordinator_log(config, name)
+        return _open_coordinator_log(config, name, writes)
     except CorruptCoordinatorLog as exc:
         raise CorruptLog(
             f"the {name} log is damaged: {exc}",
@@ -199,7 +335,9 @@ def open_coordinator_log(config: BrokerConfig, name: str = "coordinator") -> Dur
         raise unusable_data_dir(config.data_dir, exc) from exc
 
 
-def _open_coordinator_log(config: BrokerConfig, name: str) -> DurableCoordinatorLog:
+def _open_coordinator_log(
+    config: BrokerConfig, name: str, writes: StartupWrites | None
+) -> DurableCoordinatorLog:
     return DurableCoordinatorLog.open(
         config.data_dir,
         fsync_policy=config.coordinator_log_fsync,
@@ -211,6 +349,7 @@ def _open_coordinator_log(config: BrokerConfig, name: str) -> DurableCoordinator
         skip_corruption=config.coordinator_log_skip_corruption,
         name=name,
         bulk=name == "coordinator",  # the transaction log holds no offsets to take in bulk
+        writes=writes,
     )
 
 
@@ -262,8 +401,8 @@ def _readable(path: str, key: str) -> None:
         ) from exc
 
 
-def sasl_setup(config: BrokerConfig) -> SaslSetup | None:
-    """The users and secrets a SASL listener needs, read once at start-up."""
+def load_users(config: BrokerConfig) -> UserStore | None:
+    """The users a SASL listener admits, read once at start-up (None: no SASL)."""
     if not config.sasl_enabled:
         return None
     try:
@@ -271,6 +410,14 @@ def sasl_setup(config: BrokerConfig) -> SaslSetup | None:
     except UsersFileError as exc:
         raise ConfigError(f"sasl.users.file: {exc}") from exc
     log.info("SASL users: %d from %s", len(users.users), config.users_file)
+    return users
+
+
+def sasl_setup(config: BrokerConfig, users: UserStore | None) -> SaslSetup | None:
+    """What a SASL listener needs: the users, and the data dir's secret (written the first
+    time, so only once the start can no longer be refused)."""
+    if users is None:
+        return None
     return SaslSetup(
         mechanisms=sasl_mechanisms(config),
         users=users,
