@@ -75,6 +75,17 @@ def test_unknown_keys_are_refused_with_a_hint() -> None:
         load_config(environ={}, overrides={"group.min.sesion.timeout.ms": "1"})
 
 
+def test_a_misspelled_environment_variable_is_refused_with_a_hint() -> None:
+    """Issue 51: RAFKA_NUM_PARTITONS=3 was silently ignored, where a misspelled flag or key
+    gets a "did you mean"; RAFKA_ variables close to no setting (a test's, a tool's) are not
+    the broker's and stay ignored."""
+    hint = r"'RAFKA_NUM_PARTITONS' from environment \(did you mean RAFKA_NUM_PARTITIONS"
+    with pytest.raises(ConfigError, match=hint):
+        load_config(environ={"RAFKA_NUM_PARTITONS": "3"})
+    config = load_config(environ={"RAFKA_FUZZ_EXAMPLES": "10", "RAFKA_NUM_PARTITIONS": "3"})
+    assert config.num_partitions == 3
+
+
 def test_properties_parser_rejects_junk() -> None:
     with pytest.raises(ConfigError):
         parse_properties("just words\n")
