@@ -77,9 +77,9 @@ async def run_broker(
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled; a StartupRefusal (or ConfigError) if it cannot start, having
-    written nothing. ``on_checked`` is called once start-up can no longer be refused."""
+    written nothing. ``on_checked`` is called once every check has passed (only a write the
+    disk refuses can stop the start after it)."""
     _check_named_files(config)
-    group_config(config)  # the group settings hold together
     async with AsyncExitStack() as stack:
         listeners = await open_listeners(config)
         for listener in listeners:
@@ -157,7 +157,8 @@ class _Storage:
         self.coordinator.close()
         self.txn_log.close()
         self.data.close(snapshots=self.written)
-        log.info("logs flushed and closed")
+        if self.written:
+            log.info("logs flushed and closed")
 
 
 async def _serve(

@@ -102,6 +102,8 @@ def used(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("coordinator", "transactions"):
         (active,) = (data / name).glob("*.log")
         assert active.stat().st_size >= 1 << 20, f"the {name} log is no longer preallocated"
+    executable = [p for p in data.rglob("*") if p.is_file() and p.stat().st_mode & 0o111]
+    assert not executable, executable  # issue 51: segments were created 0755
     orders = data / "topics" / "orders"
     with open(orders / "0" / f"{0:020d}.log", "ab") as segment:
         segment.write(b"\x00\x00\x00\x00\x00\x00\x00\x30\x00\x00\x00\x40torn")  # a torn batch
