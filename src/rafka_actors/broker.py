@@ -284,7 +284,7 @@ def _resume_transactions(
     return transactions
 
 
-def _open_data_plane(config: BrokerConfig, writes: StartupWrites) -> DataPlane:
+def _open_data_plane(config: BrokerConfig, writes: StartupWrites | None = None) -> DataPlane:
     try:
         data = DataPlane.open(
             config.data_dir, segment_bytes=config.log_segment_bytes, writes=writes

@@ -525,7 +525,7 @@ class CoordinatorSegments:
         self._compacting = threading.Lock()
         self._sealed = sealed
         self._active = active
-        self._fd = -1  # opened by `start_writing`
+        self._fd = -1  # opened by `_start_writing`, once recovery's writes are made
         self._file_size = active.size  # beyond the frames: preallocated, unwritten space
         self._next_sequence = active.first_sequence + active_entries
         self._failed: BaseException | None = None
