@@ -9,11 +9,11 @@ and one broker only ever writes a data dir:
 1. the settings are checked, and the files they name (TLS, users) must be readable;
 2. every listener is bound (the clients' and the metrics'), which may be refused;
 3. the data dir is locked (storage/data_dir_lock.py), as Kafka locks its log dirs;
-4. everything stored is read and checked, writing nothing: the users file, the partition
+4. everything stored is read and checked, writing nothing (data_dir.py): the partition
    logs, the coordinator and transaction logs (replayed), the group configs and pending
-   topic deletions. What recovery must write (a torn tail to cut, leftovers to remove, ...)
-   is held in a `StartupWrites`, and ``on_checked`` is called: start-up can no longer be
-   refused;
+   topic deletions, the users file. What recovery must write (a torn tail to cut, leftovers
+   to remove, ...) is held in a `StartupWrites`, and ``on_checked`` is called: only a write
+   the disk refuses can stop the start now;
 5. the held writes are made, then the rest of start-up writes (the SASL secret);
 6. the actors resume and the listener serves: `listening on HOST:PORT` is logged only once
    connections can be served (`task_status.started` carries the bound address, so
@@ -31,7 +31,6 @@ import os
 import secrets
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from .actors.txn_markers import MarkerWriter
 from .actors.txn_registry import TransactionRegistry
 from .auth.users import UsersFileError, UserStore
 from .config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
+from .data_dir import DataDir
 from .gateway.apis import API_TABLE
 from .gateway.context import BrokerContext, SaslSetup
 from .gateway.limits import ConnectionLimits
@@ -52,16 +52,10 @@ from .gateway.server import bound_address, open_listeners, serve_client
 from .group_common.effects import GroupConfig
 from .group_common.ops import TopicsChangedOp
 from .metrics.setup import MetricsEndpoint, bind_metrics, start_metrics
-from .refusals import CorruptLog, DataDirLocked, MissingFile, unusable_data_dir
-from .storage.coordinator_segments import CorruptCoordinatorLog
-from .storage.data_dir_lock import LOCK_FILE, DataDirInUse, DataDirLock, lock_data_dir
+from .refusals import MissingFile
 from .storage.data_plane import DataPlane
 from .storage.disk_space import DiskSpace
-from .storage.durable_log import DurableCoordinatorLog
-from .storage.fsutil import DamagedFile
-from .storage.group_configs import GroupConfigStore
 from .storage.retention import retain_periodically
-from .storage.startup_writes import StartupWrites
 from .storage.topic_deletions import Deletion, PendingTopicDeletions
 from .transaction.state import TxnConfig
 
@@ -87,10 +81,9 @@ async def run_broker(
         metrics_endpoint = await bind_metrics(config)
         if metrics_endpoint is not None:
             stack.push_async_callback(trio.aclose_forcefully, metrics_endpoint.listener)
-        stack.callback(_lock(config.data_dir).release)
-        users = load_users(config)
-        storage = _Storage.open(config)
+        storage = DataDir.open(config)
         stack.callback(storage.close)
+        users = load_users(config)
         if on_checked is not None:
             on_checked()
         storage.write()
@@ -98,72 +91,9 @@ async def run_broker(
         await _serve(config, storage, sasl, listeners, metrics_endpoint, task_status)
 
 
-def _lock(data_dir: Path) -> DataDirLock:
-    try:
-        return lock_data_dir(data_dir)
-    except DataDirInUse as exc:
-        holder = f"PID {exc.pid}" if exc.pid else "another process"
-        raise DataDirLocked(
-            f"the data dir {data_dir} is in use by another broker ({holder} holds its {LOCK_FILE})",
-            "stop that broker first, or give this one a data dir of its own "
-            "(--data-dir DIR, or data.dir)",
-        ) from None
-    except OSError as exc:
-        raise unusable_data_dir(data_dir, exc) from exc
-
-
-@dataclass(slots=True, eq=False)
-class _Storage:
-    """Everything stored in the data dir, read and checked; `writes` holds what start-up must
-    write, which `write` makes (see the module docstring)."""
-
-    data_dir: Path
-    data: DataPlane
-    coordinator: DurableCoordinatorLog
-    txn_log: DurableCoordinatorLog
-    group_configs: GroupConfigStore
-    topic_deletions: PendingTopicDeletions
-    writes: StartupWrites
-    written: bool = False
-
-    @classmethod
-    def open(cls, config: BrokerConfig) -> _Storage:
-        writes = StartupWrites()
-        data = _open_data_plane(config, writes)
-        opened: list[DurableCoordinatorLog] = []
-        try:
-            opened.append(open_coordinator_log(config, writes=writes))
-            opened.append(open_coordinator_log(config, name="transactions", writes=writes))
-            group_configs, topic_deletions = _open_admin_state(config)
-        except BaseException:
-            for coordinator_log in opened:
-                coordinator_log.close()
-            data.close(snapshots=False)
-            raise
-        coordinator, txn_log = opened
-        return cls(
-            config.data_dir, data, coordinator, txn_log, group_configs, topic_deletions, writes
-        )
-
-    def write(self) -> None:
-        try:
-            self.writes.apply()
-        except OSError as exc:
-            raise unusable_data_dir(self.data_dir, exc) from exc
-        self.written = True
-
-    def close(self) -> None:
-        """The logs are closed by their `run` once started; closing again does nothing."""
-        self.coordinator.close()
-        self.txn_log.close()
-        self.data.close(snapshots=self.written)
-        if self.written:
-            log.info("logs flushed and closed")
-
-
 async def _serve(
     config: BrokerConfig,
-    storage: _Storage,
+    storage: DataDir,
     sasl: SaslSetup | None,
     listeners: list[trio.abc.Listener[Any]],
     metrics_endpoint: MetricsEndpoint | None,
@@ -245,7 +175,7 @@ def _start_data_services(
 
 
 def _resume_groups(
-    config: BrokerConfig, services: trio.Nursery, registry: GroupRegistry, storage: _Storage
+    config: BrokerConfig, services: trio.Nursery, registry: GroupRegistry, storage: DataDir
 ) -> None:
     services.start_soon(
         registry.expire_offsets_periodically,
@@ -264,7 +194,7 @@ def _resume_groups(
 
 
 def _resume_transactions(
-    config: BrokerConfig, services: trio.Nursery, storage: _Storage, registry: GroupRegistry
+    config: BrokerConfig, services: trio.Nursery, storage: DataDir, registry: GroupRegistry
 ) -> TransactionRegistry:
     transactions = TransactionRegistry(
         services,
@@ -282,76 +212,6 @@ def _resume_transactions(
     resumed_txns = transactions.resume()
     log.info("transaction log replayed: %d open transactions resumed", resumed_txns)
     return transactions
-
-
-def _open_data_plane(config: BrokerConfig, writes: StartupWrites | None = None) -> DataPlane:
-    try:
-        data = DataPlane.open(
-            config.data_dir, segment_bytes=config.log_segment_bytes, writes=writes
-        )
-    except DamagedFile as exc:
-        raise CorruptLog(
-            str(exc), f"restore {exc.path.name} from a backup, or fix its JSON by hand"
-        ) from exc
-    except OSError as exc:
-        raise unusable_data_dir(config.data_dir, exc) from exc
-    # markers as durable as the coordinator's Complete record, no more (storage/data_plane.py)
-    data.fsync_markers = config.coordinator_log_fsync == "always"
-    return data
-
-
-def _open_admin_state(config: BrokerConfig) -> tuple[GroupConfigStore, PendingTopicDeletions]:
-    """The dynamic group configs and the unfinished topic deletions (issue 45); a damaged
-    file refuses to start, naming it (refusals.py)."""
-    try:
-        return GroupConfigStore.open(config.data_dir), PendingTopicDeletions.open(config.data_dir)
-    except DamagedFile as exc:
-        raise CorruptLog(
-            str(exc), f"restore {exc.path.name} from a backup, or fix its JSON by hand"
-        ) from exc
-    except OSError as exc:
-        raise unusable_data_dir(config.data_dir, exc) from exc
-
-
-def open_coordinator_log(
-    config: BrokerConfig, name: str = "coordinator", *, writes: StartupWrites | None = None
-) -> DurableCoordinatorLog:
-    """The groups' log ("coordinator") or the transaction log ("transactions"), replayed; a
-    damaged one or an unusable directory refuses to start (refusals.py). Recovery's writes go
-    to ``writes`` (made at once if None)."""
-    try:
-        return _open_coordinator_log(config, name, writes)
-    except CorruptCoordinatorLog as exc:
-        raise CorruptLog(
-            f"the {name} log is damaged: {exc}",
-            "restore the data dir from a backup; or start once with "
-            "-o coordinator.log.skip.corruption=true to skip the damaged bytes, which loses the "
-            + (
-                "group records and committed offsets stored in them (a warning names those groups)"
-                if name == "coordinator"
-                else "transaction states stored in them (a warning names those ids)"
-            ),
-        ) from exc
-    except OSError as exc:
-        raise unusable_data_dir(config.data_dir, exc) from exc
-
-
-def _open_coordinator_log(
-    config: BrokerConfig, name: str, writes: StartupWrites | None
-) -> DurableCoordinatorLog:
-    return DurableCoordinatorLog.open(
-        config.data_dir,
-        fsync_policy=config.coordinator_log_fsync,
-        fsync_interval_ms=config.coordinator_log_fsync_interval_ms,
-        segment_bytes=config.coordinator_log_segment_bytes,
-        preallocate_bytes=config.coordinator_log_preallocate_bytes,
-        compaction_interval_ms=config.coordinator_log_compaction_interval_ms,
-        tombstone_retention_ms=config.coordinator_log_tombstone_retention_ms,
-        skip_corruption=config.coordinator_log_skip_corruption,
-        name=name,
-        bulk=name == "coordinator",  # the transaction log holds no offsets to take in bulk
-        writes=writes,
-    )
 
 
 def group_config(config: BrokerConfig) -> GroupConfig:

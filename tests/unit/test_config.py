@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from rafka_actors.broker import group_config, open_coordinator_log
+from rafka_actors.broker import group_config
 from rafka_actors.config import BrokerConfig, ConfigError, load_config, parse_properties
+from rafka_actors.data_dir import open_coordinator_log
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
