@@ -154,3 +154,34 @@ def test_files_are_created_0644_never_executable(tmp_path: Path, umask_022: None
     files = {name: mode for name, mode in _modes(tmp_path).items() if (tmp_path / name).is_file()}
     assert len([n for n in files if n.endswith(".log")]) >= 3
     assert files and all(mode == 0o644 for mode in files.values()), files
+
+
+@pytest.mark.parametrize("step", ["written", "committed", "half-finished"])
+def test_a_swap_a_crash_interrupted_is_read_as_finished_and_finished_by_the_writes(
+    tmp_path: Path, step: str
+) -> None:
+    """The log cleaner's swap (segment_swap.py) is finished at open: the open reads the
+    segments as the swap will leave them, and only the writes finish it."""
+    from tests.storage.test_log_cleaner import _cleaned_but_not_swapped, everything
+
+    _, (first, last), _ = _cleaned_but_not_swapped(tmp_path)
+    directory = tmp_path / "p"
+    cleaned = directory / f"{first:020d}.log.cleaned"
+    swap = directory / f"{first:020d}-{last:020d}.swap"
+    if step != "written":
+        cleaned.rename(swap)
+    if step == "half-finished":
+        min(p for p in directory.glob("*.log") if first < int(p.stem) <= last).unlink()
+    before = files_of(tmp_path)
+
+    writes = StartupWrites()
+    held = PartitionLog.open(directory, segment_bytes=200, writes=writes)
+    seen = everything(held)
+    assert files_of(tmp_path) == before
+    writes.apply()
+    assert not list(directory.glob("*.cleaned")) + list(directory.glob("*.swap"))
+    assert everything(held) == seen
+    held.close()
+    again = PartitionLog.open(directory, segment_bytes=200)
+    assert everything(again) == seen
+    again.close()

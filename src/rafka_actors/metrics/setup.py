@@ -89,7 +89,11 @@ async def start_metrics(
     if endpoint is None:
         return None
     metrics = BrokerMetrics(endpoint.policy)
-    metrics.registry.register(BrokerCollector(metrics, groups, data, config.metrics_burrow_window))
+    collector = BrokerCollector(
+        metrics, groups, data, config.metrics_burrow_window, data_dir=config.data_dir
+    )
+    metrics.registry.register(collector)
+    metrics.traffic.exists = lambda org_id, name: data.topics_for(org_id).by_name(name) is not None
     groups.on_stored = metrics.settled
     coordinator.timed = metrics.log_timed
     bound_host, bound_port = endpoint.listener.socket.getsockname()[:2]
