@@ -11,6 +11,8 @@ another broker's, refuses the start (refusals.py) having written nothing.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,32 +114,33 @@ class DataDir:
 
 
 def _open_data_plane(config: BrokerConfig, writes: StartupWrites | None = None) -> DataPlane:
-    try:
+    with _refused_if_unreadable(config.data_dir):
         data = DataPlane.open(
             config.data_dir, segment_bytes=config.log_segment_bytes, writes=writes
         )
-    except DamagedFile as exc:
-        raise CorruptLog(
-            str(exc), f"restore {exc.path.name} from a backup, or fix its JSON by hand"
-        ) from exc
-    except OSError as exc:
-        raise unusable_data_dir(config.data_dir, exc) from exc
     # markers as durable as the coordinator's Complete record, no more (storage/data_plane.py)
     data.fsync_markers = config.coordinator_log_fsync == "always"
     return data
 
 
 def _open_admin_state(config: BrokerConfig) -> tuple[GroupConfigStore, PendingTopicDeletions]:
-    """The dynamic group configs and the unfinished topic deletions (issue 45); a damaged
-    file refuses to start, naming it (refusals.py)."""
-    try:
+    """The dynamic group configs and the unfinished topic deletions (issue 45)."""
+    with _refused_if_unreadable(config.data_dir):
         return GroupConfigStore.open(config.data_dir), PendingTopicDeletions.open(config.data_dir)
+
+
+@contextmanager
+def _refused_if_unreadable(data_dir: Path) -> Iterator[None]:
+    """A damaged state file (a topic.json, group-configs.json, ...) or an unusable data dir
+    refuses to start, naming it (refusals.py)."""
+    try:
+        yield
     except DamagedFile as exc:
         raise CorruptLog(
             str(exc), f"restore {exc.path.name} from a backup, or fix its JSON by hand"
         ) from exc
     except OSError as exc:
-        raise unusable_data_dir(config.data_dir, exc) from exc
+        raise unusable_data_dir(data_dir, exc) from exc
 
 
 def open_coordinator_log(
