@@ -6,7 +6,9 @@ underscores (`num_partitions` <-> `num.partitions`). Values are layered, later w
 1. the defaults below (Kafka's own defaults unless a comment says why not);
 2. a config file in Java-properties form (`key=value`, `#` comments), as Kafka's server.properties;
 3. environment variables `RAFKA_<KEY>` with dots as underscores, upper case
-   (`RAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0`);
+   (`RAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0`); one that names no setting but is close to
+   one is refused with a "did you mean", as a misspelled key or flag is (`RAFKA_NUM_PARTITONS`);
+   other `RAFKA_` variables (a test's or a tool's) are left alone;
 4. command-line flags (`--listen`, `--data-dir`, `--override key=value`).
 
 `RAFKA_KAFKA_CLIENT_HOST` / `RAFKA_KAFKA_CLIENT_PORT` set the advertised endpoint (the address
@@ -198,6 +200,31 @@ class BrokerConfig:
     log_retention_check_interval_ms: int = field(
         default=300_000, metadata=_doc("how often segments are checked for deletion")
     )
+    # Compacted topics and the log cleaner (storage/log_cleaner.py): the topics' defaults.
+    log_cleanup_policy: str = field(
+        default="delete", metadata=_doc("topics' default cleanup.policy: delete, compact or both")
+    )
+    log_cleaner_enable: bool = field(
+        default=True, metadata=_doc("run the log cleaner over compacted topics")
+    )
+    log_cleaner_min_cleanable_ratio: float = field(
+        default=0.5, metadata=_doc("topics' default min.cleanable.dirty.ratio")
+    )
+    log_cleaner_min_compaction_lag_ms: int = field(
+        default=0, metadata=_doc("topics' default min.compaction.lag.ms")
+    )
+    log_cleaner_max_compaction_lag_ms: int = field(
+        default=2**63 - 1, metadata=_doc("topics' default max.compaction.lag.ms")
+    )
+    log_cleaner_delete_retention_ms: int = field(
+        default=86_400_000, metadata=_doc("topics' default delete.retention.ms")
+    )
+    log_cleaner_backoff_ms: int = field(
+        default=15_000, metadata=_doc("the cleaner's pause when no log needs cleaning")
+    )
+    log_cleaner_dedupe_buffer_size: int = field(
+        default=128 << 20, metadata=_doc("memory for the keys of one cleaning (more: partial)")
+    )
     group_consumer_min_session_timeout_ms: int = field(
         default=45000, metadata=_doc("lowest consumer.session.timeout.ms a group may set")
     )
@@ -209,6 +236,42 @@ class BrokerConfig:
     )
     group_consumer_max_heartbeat_interval_ms: int = field(
         default=15000, metadata=_doc("highest consumer.heartbeat.interval.ms a group may set")
+    )
+    group_consumer_min_assignment_interval_ms: int = field(
+        default=0, metadata=_doc("lowest consumer.assignment.interval.ms a group may set")
+    )
+    group_consumer_max_assignment_interval_ms: int = field(
+        default=15000, metadata=_doc("highest consumer.assignment.interval.ms a group may set")
+    )
+    group_share_min_session_timeout_ms: int = field(
+        default=45000, metadata=_doc("lowest share.session.timeout.ms a group may set")
+    )
+    group_share_max_session_timeout_ms: int = field(
+        default=60000, metadata=_doc("highest share.session.timeout.ms a group may set")
+    )
+    group_share_min_heartbeat_interval_ms: int = field(
+        default=5000, metadata=_doc("lowest share.heartbeat.interval.ms a group may set")
+    )
+    group_share_max_heartbeat_interval_ms: int = field(
+        default=15000, metadata=_doc("highest share.heartbeat.interval.ms a group may set")
+    )
+    group_share_min_record_lock_duration_ms: int = field(
+        default=15000, metadata=_doc("lowest share.record.lock.duration.ms a group may set")
+    )
+    group_share_max_record_lock_duration_ms: int = field(
+        default=60000, metadata=_doc("highest share.record.lock.duration.ms a group may set")
+    )
+    group_share_min_delivery_count_limit: int = field(
+        default=2, metadata=_doc("lowest share.delivery.count.limit a group may set")
+    )
+    group_share_max_delivery_count_limit: int = field(
+        default=10, metadata=_doc("highest share.delivery.count.limit a group may set")
+    )
+    group_share_min_partition_max_record_locks: int = field(
+        default=100, metadata=_doc("lowest share.partition.max.record.locks a group may set")
+    )
+    group_share_max_partition_max_record_locks: int = field(
+        default=4000, metadata=_doc("highest share.partition.max.record.locks a group may set")
     )
     # The coordinator log (see storage/durable_log.py for what each fsync policy promises).
     coordinator_log_fsync: str = field(default="always", metadata=_doc("always|interval|never"))
@@ -304,6 +367,8 @@ def _convert(name: str, raw: Any) -> Any:
             return text in ("true", "1", "yes")
         if kind == "int":
             return int(raw)
+        if kind == "float":
+            return float(raw)
         if kind == "Path":
             return Path(raw)
         return str(raw)
@@ -337,10 +402,20 @@ def _apply(values: dict[str, Any], source: Mapping[str, Any], origin: str) -> No
 
 def _from_env(environ: Mapping[str, str]) -> dict[str, str]:
     found = {}
-    for name in FIELDS:
-        env_name = ENV_PREFIX + name.upper()
-        if env_name in environ:
-            found[name] = environ[env_name]
+    for env_name, value in environ.items():
+        if not env_name.startswith(ENV_PREFIX):
+            continue
+        name = env_name.removeprefix(ENV_PREFIX).lower()
+        if name in FIELDS:
+            found[name] = value
+            continue
+        close = difflib.get_close_matches(name, FIELDS, n=1)
+        if close:  # a typo must not pass for a default silently; others are not ours
+            suggestion = ENV_PREFIX + close[0].upper()
+            raise ConfigError(
+                f"unknown setting {env_name!r} from environment (did you mean {suggestion}, "
+                f"that is {kafka_key(close[0])}?)"
+            )
     return found
 
 
@@ -372,11 +447,26 @@ def load_config(
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
     if config.log_retention_check_interval_ms <= 0:
         raise ConfigError("log.retention.check.interval.ms must be positive")
+    _check_cleaner_settings(config)
     if config.coordinator_log_preallocate_bytes < 0:
         raise ConfigError("coordinator.log.preallocate.bytes must be >= 0")
     if config.log_dir_free_space_warning_bytes < 0:
         raise ConfigError("log.dir.free.space.warning.bytes must be >= 0")
     return config
+
+
+def _check_cleaner_settings(config: BrokerConfig) -> None:
+    policies = [p.strip() for p in config.log_cleanup_policy.split(",") if p.strip()]
+    if any(p not in ("compact", "delete") for p in policies):
+        raise ConfigError("log.cleanup.policy: a list of compact and delete")
+    if not 0 <= config.log_cleaner_min_cleanable_ratio <= 1:
+        raise ConfigError("log.cleaner.min.cleanable.ratio must be between 0 and 1")
+    if config.log_cleaner_min_compaction_lag_ms < 0 or config.log_cleaner_delete_retention_ms < 0:
+        raise ConfigError("log.cleaner.min.compaction.lag.ms and delete.retention.ms: >= 0")
+    if config.log_cleaner_max_compaction_lag_ms < 1:
+        raise ConfigError("log.cleaner.max.compaction.lag.ms must be positive")
+    if config.log_cleaner_backoff_ms <= 0 or config.log_cleaner_dedupe_buffer_size <= 0:
+        raise ConfigError("log.cleaner.backoff.ms and log.cleaner.dedupe.buffer.size: > 0")
 
 
 def _check_share_group_settings(config: BrokerConfig) -> None:
@@ -396,6 +486,19 @@ def _check_share_group_settings(config: BrokerConfig) -> None:
         raise ConfigError(
             "group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms"
         )
+    _check_group_config_bounds(config)
+
+
+def _check_group_config_bounds(config: BrokerConfig) -> None:
+    """Each min/max pair that bounds a group config (group_common/group_configs.py) is in
+    order. The broker's own default need not be within them (Kafka requires it): the bounds
+    only limit what a group may set, and tests run with short timers."""
+    for name in FIELDS:
+        if "_min_" not in name or not name.startswith(("group_share_", "group_consumer_")):
+            continue
+        upper = name.replace("_min_", "_max_", 1)
+        if upper in FIELDS and getattr(config, name) > getattr(config, upper):
+            raise ConfigError(f"{kafka_key(name)} must be at most {kafka_key(upper)}")
 
 
 def _check_consumer_group_settings(config: BrokerConfig) -> None:

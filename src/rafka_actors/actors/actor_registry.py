@@ -31,6 +31,7 @@ from typing import Any, Final, Generic, TypeVar
 
 import trio
 
+from .. import telemetry
 from .mailbox_actor import Envelope, MailboxActor
 from .reply import ReplySlot
 
@@ -85,7 +86,7 @@ class ActorRegistry(Generic[K, S]):
             await trio.lowlevel.checkpoint()
             return answer
         reply = ReplySlot()
-        envelope = Envelope(op, reply)
+        envelope = Envelope(op, reply, telemetry.current_context())
         while True:
             actor = self._running.get(key) or self._start(key)
             try:

@@ -26,11 +26,12 @@ may create one (`machine.creates_group`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Final
 
+from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from .. import telemetry
@@ -38,7 +39,13 @@ from ..consumer_group import ops as consumer_ops
 from ..coordinator import machine
 from ..coordinator.machine import AnyGroup
 from ..group_common import group_configs, ops
-from ..group_common.effects import GroupConfig, MemberFenced, RebalanceCompleted, TargetAssigned
+from ..group_common.effects import (
+    GroupConfig,
+    MemberFenced,
+    MemberRemoved,
+    RebalanceCompleted,
+    TargetAssigned,
+)
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey, mint_group_uuid, rrl
 from ..share_group import ops as share_ops
@@ -106,17 +113,19 @@ class GroupMachine:
 
     def describe(self, group: AnyGroup) -> str:
         """`group <group id> (<cgp_ id> <RRL>)`."""
-        cgp_id = "" if group is None else group.cgp_id
+        cgp_id = _cgp_id(group)
         return f"group {self.key.group_id} ({cgp_id or 'no cgp_ id'} {self.rrl})"
 
-    def step(self, group: AnyGroup, op: Any, waiter: int, now: int, batch: Batch) -> AnyGroup:
+    def step(
+        self, group: AnyGroup, op: Any, waiter: int, now: int, batch: Batch, cause: Context | None
+    ) -> AnyGroup:
         if type(op) is ops.GroupConfigOp:  # issue 45: applies from the next step on
             self.config = group_configs.effective(self._settings.config, op.overrides)
             batch.replies.append((waiter, ops.GroupConfigOpResp(0)))
             return group
         # read only to create the group, so minted only for a step that may create it
         creates = group is None and machine.creates_group(op)
-        with self._span(op, group) as span:
+        with self._span(op, group, cause) as span:
             result = machine.handle(
                 group,
                 op,
@@ -131,11 +140,21 @@ class GroupMachine:
         batch.deadline = machine.deadline_after(result, op, batch.deadline)
         batch.records += result.records
         batch.replies += result.replies
-        batch.events += result.events
+        if result.events:
+            context = telemetry.context_of(span)
+            batch.events += [(event, context) for event in result.events]
         return result.group
 
     def next_deadline(self, group: AnyGroup) -> int | None:
         return machine.next_deadline(group)
+
+    def span_attributes(self, group: AnyGroup) -> Mapping[str, Any]:
+        return {
+            "group_id": self.key.group_id,
+            "org_id": self.key.org_id,
+            CGP_ID_ATTRIBUTE: _cgp_id(group),
+            RRL_ATTRIBUTE: self.rrl,
+        }
 
     def idle(self, group: AnyGroup) -> bool:
         return machine.passivable(group)
@@ -151,8 +170,8 @@ class GroupMachine:
         if stored or snapshot.summary != summary:
             self._snapshot = snapshot
             self._settings.publish(self.key, snapshot)
-        for event in batch.events:
-            self._trace(event, after)
+        for event, parent in batch.events:
+            self._trace(event, parent, after)
         if stored and self._settings.stored is not None:
             self._settings.stored(self.key, batch.records)
 
@@ -163,25 +182,23 @@ class GroupMachine:
     def follow_up(self, group: AnyGroup) -> None:
         return None
 
-    def _span(self, op: Any, group: AnyGroup) -> AbstractContextManager[Span]:
-        """The op's span, naming the group as the turn has it so far."""
+    def _span(
+        self, op: Any, group: AnyGroup, parent: Context | None
+    ) -> AbstractContextManager[Span]:
+        """The op's span, under its request's, naming the group as the turn has it so far."""
         if not telemetry.tracing():
             return telemetry.NOT_TRACING
-        return telemetry.span(
-            _SPANS.get(type(op), "rafka.broker.group.timer"),
-            group_id=self.key.group_id,
-            org_id=self.key.org_id,
-            **{CGP_ID_ATTRIBUTE: "" if group is None else group.cgp_id, RRL_ATTRIBUTE: self.rrl},
+        return telemetry.span_in(
+            parent, _SPANS.get(type(op), "rafka.broker.group.timer"), **self.span_attributes(group)
         )
 
-    def _trace(self, event: Any, group: AnyGroup) -> None:
+    def _trace(self, event: Any, parent: Context | None, group: AnyGroup) -> None:
+        """Log a stored event; its span is a child of the op's span it happened in."""
         name = self.describe(group)
-        identity = {
-            CGP_ID_ATTRIBUTE: "" if group is None else group.cgp_id,
-            RRL_ATTRIBUTE: self.rrl,
-        }
+        identity = {CGP_ID_ATTRIBUTE: _cgp_id(group), RRL_ATTRIBUTE: self.rrl}
         if isinstance(event, TargetAssigned):
-            with telemetry.span(
+            with telemetry.span_in(
+                parent,
                 "rafka.broker.coordinator.target-assignment",
                 group_id=event.group_id,
                 assignment_epoch=event.assignment_epoch,
@@ -198,14 +215,22 @@ class GroupMachine:
                 )
         elif isinstance(event, MemberFenced):
             log.info(
-                "%s: member %s fenced (%s); group epoch %d",
+                "%s: member %s %s; group epoch %d",
                 name,
                 event.member_id,
-                event.reason,
+                _departure(event.member_id, event.reason),
                 event.group_epoch,
             )
+        elif isinstance(event, MemberRemoved):
+            log.info(
+                "%s: member %s %s",
+                name,
+                event.member_id,
+                _departure(event.member_id, event.why, "removed"),
+            )
         elif isinstance(event, RebalanceCompleted):
-            with telemetry.span(
+            with telemetry.span_in(
+                parent,
                 "rafka.broker.coordinator.rebalance-complete",
                 group_id=event.group_id,
                 generation_id=event.generation,
@@ -220,6 +245,18 @@ class GroupMachine:
                     event.members,
                     event.leader_id,
                 )
+
+
+def _cgp_id(group: AnyGroup) -> str:
+    return "" if group is None else group.cgp_id
+
+
+def _departure(member_id: str, reason: str, dropped: str = "fenced") -> str:
+    """How a member went, for the log line that names it already: "left", or "fenced
+    (session timeout)". The reason is also stored in the group's record (and read by the
+    metrics), where it names the member itself: "member X left"."""
+    why = reason.removeprefix(f"member {member_id} ").removeprefix("the member ")
+    return "left" if why == "left" else f"{dropped} ({why})"
 
 
 def new_group_actor(

@@ -38,6 +38,11 @@ Follow-ups. A state may call for work outside any turn (a prepared transaction's
 `Machine.follow_up` gives it, the actor runs it in a nursery of its own (only a kind that
 `follows_up` pays for one), and its result comes back as an op through the mailbox.
 
+Traces. An envelope carries its sender's OpenTelemetry context: the actor's task keeps the
+context of whichever request started it, so each op's spans hang off the request the op came
+with (`Machine.step` gets it), and the turn's one append is one span under the one request it
+serves, or linked to each of them (telemetry.batch_span).
+
 A turn is one function over a batch (`turn`), so that a caller could run an idle actor's turn
 itself.
 """
@@ -45,13 +50,15 @@ itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 import trio
 from kio.schema.errors import ErrorCode
+from opentelemetry.context import Context
 
+from .. import telemetry
 from ..ids import LogKey
 from ..storage.coordinator_log import CoordinatorLog
 from ..storage.coordinator_segments import CoordinatorLogError
@@ -74,6 +81,9 @@ S = TypeVar("S")
 class Envelope:
     op: Any
     reply: ReplyTo
+    # the sender's OpenTelemetry context: the op's spans are children of its request's span
+    # (telemetry.py), not of whatever request started the actor's task
+    context: Context | None = None
 
 
 class _NoReply:
@@ -94,13 +104,15 @@ class Batch:
     """What the steps of one turn produced: stored with one append, then answered. (A plain
     class: a dataclass's __init__ with three default factories runs three times the bytecode.)"""
 
-    __slots__ = ("deadline", "events", "records", "replies")
+    __slots__ = ("causes", "deadline", "events", "records", "replies")
 
     def __init__(self, deadline: int | None) -> None:
         self.deadline = deadline  # the state's next deadline after these steps (or earlier)
         self.records: list[Any] = []
         self.replies: list[tuple[int, Any]] = []  # (waiter token, answer)
-        self.events: list[Any] = []  # for the machine's log lines and spans
+        # for the machine's log lines and spans: (event, the span it happened in)
+        self.events: list[tuple[Any, Context | None]] = []
+        self.causes: list[Context | None] = []  # each op's request (None: the timer)
 
 
 FollowUp = Callable[[], Awaitable[Any]]  # work outside the turns; returns the op to step
@@ -123,11 +135,18 @@ class Machine(Protocol[S]):
         """The key as log lines name it ("group g (cgp_… 0/consumer-groups/g)")."""
         ...
 
-    def step(self, state: S, op: Any, waiter: int, now: int, batch: Batch) -> S:
-        """Step `op` (answers go to `waiter`); add what it produced to `batch`."""
+    def step(
+        self, state: S, op: Any, waiter: int, now: int, batch: Batch, cause: Context | None
+    ) -> S:
+        """Step `op` (answers go to `waiter`; its spans under `cause`, its request's); add
+        what it produced to `batch`."""
         ...
 
     def next_deadline(self, state: S) -> int | None: ...
+
+    def span_attributes(self, state: S) -> Mapping[str, Any]:
+        """What a span of this key's work names (the append's)."""
+        ...
 
     def idle(self, state: S) -> bool:
         """Exactly what its stored records say, with nothing to wait for: may stop."""
@@ -265,11 +284,13 @@ class MailboxActor(Generic[K, S]):
             if timer_due:
                 op = machine.timer_op
                 state = self._fire(state, now, batch)
+            causes = batch.causes
             for envelope, token in zip(envelopes, tokens, strict=True):
                 op = envelope.op
-                state = machine.step(state, op, token, now, batch)
+                causes.append(envelope.context)
+                state = machine.step(state, op, token, now, batch, envelope.context)
             if batch.records:
-                await self._store(batch.records)
+                await self._store(state, batch)
         except CoordinatorLogError as exc:  # the disk refused: Kafka's KAFKA_STORAGE_ERROR
             STORAGE_LOG.log("%s: %s; restarting from its log", self.describe(), exc)
             self._fail(now, ErrorCode.not_coordinator)
@@ -290,7 +311,8 @@ class MailboxActor(Generic[K, S]):
         if due is None or now < due - 1:  # (clock rounding: not early)
             batch.deadline = due
             return state
-        return self.machine.step(state, self.machine.timer_op, -1, max(now, due), batch)
+        batch.causes.append(None)
+        return self.machine.step(state, self.machine.timer_op, -1, max(now, due), batch, None)
 
     def _hold(self, envelope: Envelope) -> int:
         """A waiter token for the envelope's reply, held until answered."""
@@ -299,8 +321,19 @@ class MailboxActor(Generic[K, S]):
         self._waiters[token] = (envelope.reply, envelope.op)
         return token
 
-    async def _store(self, records: list[Any]) -> None:
-        with trio.move_on_after(self._commit_timeout_s) as scope:
+    async def _store(self, state: S, batch: Batch) -> None:
+        """Append the turn's records: one span, under the one request the turn serves or
+        linked to each of them (telemetry.batch_span)."""
+        records = batch.records
+        span = telemetry.NOT_TRACING
+        if telemetry.tracing():
+            span = telemetry.batch_span(
+                "rafka.broker.coordinator.append",
+                batch.causes,
+                records=len(records),
+                **self.machine.span_attributes(state),
+            )
+        with span, trio.move_on_after(self._commit_timeout_s) as scope:
             await self.log.append(self.key, records)
         if scope.cancelled_caught:
             raise StoreTimedOut(f"log append took over {self._commit_timeout_s:g}s")

@@ -17,13 +17,15 @@ markers first thing; one started in Ongoing runs its timeout.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
 import trio
+from opentelemetry.context import Context
 
+from .. import telemetry
 from ..ids import TxnKey
 from ..storage.coordinator_log import CoordinatorLog
 from ..transaction import machine
@@ -68,7 +70,9 @@ class TxnMachine:
     def describe(self, txn: Txn) -> str:
         return f"transactional id {self.key.transactional_id} (org {self.key.org_id})"
 
-    def step(self, txn: Txn, op: Any, waiter: int, now: int, batch: Batch) -> Txn:
+    def step(
+        self, txn: Txn, op: Any, waiter: int, now: int, batch: Batch, cause: Context | None
+    ) -> Txn:
         result = machine.handle(
             txn,
             op,
@@ -91,6 +95,9 @@ class TxnMachine:
 
     def next_deadline(self, txn: Txn) -> int | None:
         return machine.next_deadline(txn)
+
+    def span_attributes(self, txn: Txn) -> Mapping[str, Any]:
+        return {"transactional_id": self.key.transactional_id, "org_id": self.key.org_id}
 
     def idle(self, txn: Txn) -> bool:
         """No open transaction: no timeout to run, no markers due."""
@@ -124,7 +131,10 @@ class TxnMachine:
         delay = 0.05
         while True:
             try:
-                failed = await self._settings.markers.write(self.key.org_id, markers)
+                # the markers' spans start their own traces: this task's context is a copy of
+                # whichever request started the actor
+                with telemetry.detached():
+                    failed = await self._settings.markers.write(self.key.org_id, markers)
             except Exception as exc:  # a bug or a closed log: retried like a marker error
                 log.exception("%s: writing markers failed", self.describe(None))
                 failed = [repr(exc)]

@@ -11,12 +11,14 @@ the newest ("active") segment is appended to; when an append would push it past
 Index
 -----
 There are no index files: on open every segment's batch headers are scanned and an in-memory
-index is rebuilt. Per segment it is three parallel ``array('q')`` (24 bytes per batch): batch base
-offsets, file positions, and the *running maximum* of batch max-timestamps. Offsets are contiguous
-by construction (each batch takes ``lastOffsetDelta + 1`` offsets), so a batch's last offset is
-the next batch's base minus one and need not be stored. ``bisect`` on the base offsets finds the
-batch containing an offset; because the running maximum is non-decreasing, ``bisect`` on it finds
-the first batch whose max timestamp reaches a target (ListOffsets by timestamp).
+index is rebuilt. Per segment it is four parallel ``array('q')`` (32 bytes per batch): batch base
+offsets, the offsets that follow them, file positions, and the *running maximum* of batch
+max-timestamps. Appends give contiguous offsets (each batch takes ``lastOffsetDelta + 1``), but
+the log cleaner (log_cleaner.py) removes records and whole batches of a compacted topic, leaving
+gaps: a read from an offset in a gap starts at the next batch, and a segment may start after
+its base offset or be empty. ``bisect`` on the base offsets finds the batch holding an offset;
+because the running maximum is non-decreasing, ``bisect`` on it finds the first batch whose max
+timestamp reaches a target (ListOffsets by timestamp).
 
 Durability and recovery
 -----------------------
@@ -24,20 +26,29 @@ An append is one unbuffered ``os.write`` of all its batches, so once ``append`` 
 in the OS page cache and survives the death of the process (not of the machine: call ``flush``
 for that; rolled segments are fsynced). A crash can therefore only leave a torn tail on the active
 segment. On open, the last segment is also CRC-checked, and the log is cut at the first bad byte:
-truncated header or batch, CRC mismatch, or a base offset that does not continue the previous
+truncated header or batch, CRC mismatch, or a base offset below the end of the previous
 batch. Like Kafka, if the damage is found in an earlier segment everything after it is deleted.
-Recovery logs a warning and never raises for damaged data.
+Recovery logs a warning and never raises for damaged data. `open` only reads: finishing a swap
+a crash interrupted (below), the cuts and deletions, creating a first segment and opening the
+active one for appends are handed to a `StartupWrites` (startup_writes.py), which the broker
+applies once every log checked out.
+Segment files are created mode 0644 (less what the umask takes), never executable.
 
 A failed write (a full disk: ENOSPC, EDQUOT; EIO) raises OSError and leaves the log as it was:
 the partial batch is cut off again. If even that fails, or an fsync fails (after which the
 kernel may have dropped dirty pages), the log refuses every later append with OSError until
 it is reopened, as Kafka takes a failed log dir offline; reads go on.
 
+The cleaner swaps its rewritten segments in with `replace_segments` (segment_swap.py makes
+the swap atomic on disk and finishes one a crash interrupted; `open` reads the segments as
+that will leave them).
+
 This module is synchronous and trio-free: it is driven from a single thread.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
@@ -59,24 +70,24 @@ from rafka_actors.storage.record_batch import (
 
 from .failures import detached
 from .fsutil import fsync_dir
+from .segment_swap import SUFFIX as _SUFFIX
+from .segment_swap import SegmentIndex, commit_swap, finish_swaps, swapped_listing
+from .segment_swap import segment_name as _segment_name
+from .startup_writes import StartupWrites, Write
 
 __all__ = ["PartitionLog"]
 
 log = logging.getLogger(__name__)
 
-_SUFFIX = ".log"
 _READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+_FILE_MODE = 0o644  # os.open's default is 0o777: segments would be executable
 # Header tuple indices (see record_batch.BatchHeader).
 _BASE, _LENGTH, _ATTRIBUTES, _DELTA, _MAX_TS = 0, 1, 5, 6, 8
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _PRODUCER_ID = struct.Struct(">q")
 _PRODUCER_ID_AT = 43
 _CONTROL_BIT = 0x20
-
-
-def _segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}{_SUFFIX}"
 
 
 class _Segment:
@@ -87,21 +98,24 @@ class _Segment:
         "end_offset",
         "fd",
         "max_ts",
+        "next_offsets",
         "offsets",
         "path",
         "positions",
         "size",
     )
 
-    def __init__(self, path: Path, base_offset: int, flags: int) -> None:
+    def __init__(self, path: Path, base_offset: int, flags: int | None) -> None:
+        """Open the file with `flags`; None: not opened (nor created) yet, empty."""
         self.path = path
         self.base_offset = base_offset
-        self.fd = os.open(path, flags)
-        self.size = os.fstat(self.fd).st_size
+        self.fd = -1 if flags is None else os.open(path, flags, _FILE_MODE)
+        self.size = 0 if flags is None else os.fstat(self.fd).st_size
         self.reset_index()
 
     def reset_index(self) -> None:
         self.offsets = array("q")
+        self.next_offsets = array("q")  # the offset after each batch's last
         self.positions = array("q")
         self.max_ts = array("q")  # running maximum of the batches' maxTimestamp
         self.end_offset = self.base_offset  # next offset after this segment's last batch
@@ -109,6 +123,7 @@ class _Segment:
     def add(self, offset: int, position: int, max_ts: int, next_offset: int) -> None:
         running = self.max_ts
         self.offsets.append(offset)
+        self.next_offsets.append(next_offset)
         self.positions.append(position)
         running.append(max(running[-1], max_ts) if running else max_ts)
         self.end_offset = next_offset
@@ -118,10 +133,18 @@ class _Segment:
         i = bisect_left(self.offsets, offset)
         return self.positions[i] if i < len(self.positions) else self.size
 
-    def offset_at(self, position: int) -> int:
-        """Base offset of the batch that starts at ``position`` (the end offset at the end)."""
+    def offset_after(self, position: int) -> int:
+        """The offset after the last batch that ends at or before ``position`` (a batch
+        boundary; the segment's base offset if none does)."""
         i = bisect_left(self.positions, position)
-        return self.offsets[i] if i < len(self.offsets) else self.end_offset
+        return self.next_offsets[i - 1] if i else self.base_offset
+
+    def install(self, index: SegmentIndex) -> None:
+        """Take the index the cleaner computed for this (rewritten) file."""
+        self.reset_index()
+        for name in ("offsets", "next_offsets", "positions", "max_ts"):
+            getattr(self, name).frombytes(getattr(index, name))
+        self.end_offset = self.next_offsets[-1] if self.next_offsets else self.base_offset
 
     def batch_end(self, i: int) -> int:
         return self.positions[i + 1] if i + 1 < len(self.positions) else self.size
@@ -150,31 +173,39 @@ class _Segment:
         pos, end, expected = 0, len(view), self.base_offset
         while pos < end:
             try:
-                header = check_batch(view, pos, end, verify_crc=verify_crc)
+                header = check_batch(view, pos, end, verify_crc=verify_crc, cleaned=True)
             except InvalidRecordError as exc:
                 return pos, str(exc)
-            if header[_BASE] != expected:
-                return pos, f"batch at {pos} has base offset {header[_BASE]}, expected {expected}"
-            nxt = expected + header[_DELTA] + 1
-            self.add(expected, pos, header[_MAX_TS], nxt)
+            base = header[_BASE]
+            if base < expected:  # (above it: a gap the cleaner left)
+                return pos, f"batch at {pos} has base offset {base}, below {expected}"
+            nxt = base + header[_DELTA] + 1
+            self.add(base, pos, header[_MAX_TS], nxt)
             expected = nxt
             pos += BATCH_OVERHEAD + header[_LENGTH]
         return pos, None
 
-    def truncate(self, length: int, reason: str) -> None:
-        log.warning(
-            "%s: torn or corrupt tail at byte %d, truncating (%d bytes dropped): %s",
-            self.path,
-            length,
-            self.size - length,
-            reason,
-        )
-        os.truncate(self.path, length)
-        self.size = length
+    def truncate(self, length: int, reason: str) -> Write:
+        """Forget the bytes from `length` on; the write that cuts them off the file."""
+        dropped, self.size = self.size - length, length
+        path = self.path
+
+        def cut() -> None:
+            log.warning(
+                "%s: torn or corrupt tail at byte %d, truncating (%d bytes dropped): %s",
+                path,
+                length,
+                dropped,
+                reason,
+            )
+            os.truncate(path, length)
+
+        return cut
 
     def reopen(self, flags: int) -> None:
-        os.close(self.fd)
-        self.fd = os.open(self.path, flags)
+        if self.fd >= 0:
+            os.close(self.fd)
+        self.fd = os.open(self.path, flags, _FILE_MODE)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -191,43 +222,52 @@ def _list_segments(directory: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def _discard(paths: Sequence[Path], reason: str) -> None:
-    for path in paths:
-        log.warning("%s: deleting segment following corruption: %s", path, reason)
-        path.unlink()
-
-
-def _recover(directory: Path) -> list[_Segment]:
-    """Open and index the segments, cutting the log at the first damaged byte."""
-    files = _list_segments(directory)
-    segments: list[_Segment] = []
-    for k, (base, path) in enumerate(files):
-        is_last = k == len(files) - 1
-        if segments and base != segments[-1].end_offset:
-            _discard([p for _, p in files[k:]], f"base {base} != {segments[-1].end_offset}")
-            break
-        seg = _Segment(path, base, _READ_FLAGS)
-        valid, reason = seg.scan(verify_crc=is_last)
-        if reason is None and seg.size == 0 and not is_last:
-            seg.close()  # a stray empty segment in the middle holds nothing: drop it
+def _discard(paths: Sequence[Path], reason: str) -> Write:
+    def delete() -> None:
+        for path in paths:
+            log.warning("%s: deleting segment following corruption: %s", path, reason)
             path.unlink()
+
+    return delete
+
+
+def _recover(directory: Path) -> tuple[list[_Segment], list[Write]]:
+    """Open (read-only) and index the segments, as the cleaner's interrupted swaps will leave
+    them and as cut at the first damaged byte; and the writes that make the files so (made
+    later: see the module docstring)."""
+    files = swapped_listing(directory, _list_segments(directory))
+    segments: list[_Segment] = []
+    repairs: list[Write] = [lambda: finish_swaps(directory)]  # first: the files as listed
+    for k, (base, now, path) in enumerate(files):
+        is_last = k == len(files) - 1
+        if segments and base < segments[-1].end_offset:
+            paths = [p for _, _, p in files[k:]]
+            repairs.append(_discard(paths, f"base {base} < {segments[-1].end_offset}"))
+            break
+        seg = _Segment(now, base, _READ_FLAGS)
+        seg.path = path  # where it will be (`now` is a swap file, if a swap was interrupted)
+        valid, reason = seg.scan(verify_crc=is_last)
+        if reason is None and seg.size == 0 and segments and not is_last:
+            seg.close()  # a stray empty segment in the middle holds nothing: drop it
+            # (an empty first one keeps the log start where cleaning found it)
+            repairs.append(path.unlink)
             continue
         segments.append(seg)
         if reason is not None:
-            seg.truncate(valid, reason)
-            _discard([p for _, p in files[k + 1 :]], f"{path.name} truncated")
+            repairs.append(seg.truncate(valid, reason))
+            repairs.append(_discard([p for _, _, p in files[k + 1 :]], f"{path.name} truncated"))
             break
-    if segments and segments[-1].path != files[-1][1]:
-        _verify_new_tail(segments[-1])  # became the tail only because later files were dropped
+    if segments and segments[-1].path != files[-1][2]:
+        # became the tail only because later files were dropped
+        repairs.extend(_verify_new_tail(segments[-1]))
     if len(files) != len(segments):
-        fsync_dir(directory)
-    return segments
+        repairs.append(lambda: fsync_dir(directory))
+    return segments, repairs
 
 
-def _verify_new_tail(seg: _Segment) -> None:
+def _verify_new_tail(seg: _Segment) -> list[Write]:
     valid, reason = seg.scan(verify_crc=True)
-    if reason is not None:
-        seg.truncate(valid, reason)
+    return [] if reason is None else [seg.truncate(valid, reason)]
 
 
 _START_FILE = "log-start-offset"
@@ -271,18 +311,41 @@ class PartitionLog:
         # a file of its own, as Kafka's log-start-offset checkpoint.
         self._start_floor = min(read_log_start(directory), self._end)
         self._failed: OSError | None = None  # set by a write or fsync that could not be undone
+        self._writable = False  # recovery's writes made, the active segment open for appends
+        # Roll also when a batch is this much newer than the active segment's first (Kafka's
+        # time rule, which a compacted topic's max.compaction.lag.ms sets: the log cleaner
+        # only cleans sealed segments); None: by size only.
+        self.roll_after_ms: int | None = None
 
     @classmethod
-    def open(cls, directory: Path, *, segment_bytes: int = 1 << 30) -> PartitionLog:
-        """Open (creating if needed) the log in ``directory``, recovering any torn tail."""
-        directory.mkdir(parents=True, exist_ok=True)
-        segments = _recover(directory)
-        if segments:
-            segments[-1].reopen(_APPEND_FLAGS)
+    def open(
+        cls,
+        directory: Path,
+        *,
+        segment_bytes: int = 1 << 30,
+        writes: StartupWrites | None = None,
+    ) -> PartitionLog:
+        """Open (creating if needed) the log in ``directory``, recovering any torn tail. Reads
+        only: the recovery's writes, and opening the log for appends, go to ``writes`` (made
+        at once if None); the log takes appends once they are made."""
+        segments, repairs = _recover(directory) if directory.is_dir() else ([], [])
+        if not segments:
+            segments = [_Segment(directory / _segment_name(0), 0, None)]
+        partition = cls(directory, segments, segment_bytes)
+        (writes or StartupWrites.now()).add(lambda: partition._start_writing(repairs))
+        return partition
+
+    def _start_writing(self, repairs: list[Write]) -> None:
+        for repair in repairs:
+            repair()
+        active = self._segments[-1]
+        if active.fd >= 0:
+            active.reopen(_APPEND_FLAGS)
         else:
-            segments = [_Segment(directory / _segment_name(0), 0, _APPEND_FLAGS | os.O_CREAT)]
-            fsync_dir(directory)
-        return cls(directory, segments, segment_bytes)
+            self._dir.mkdir(parents=True, exist_ok=True)
+            active.reopen(_APPEND_FLAGS | os.O_CREAT)
+            fsync_dir(self._dir)
+        self._writable = True
 
     # -- properties -----------------------------------------------------------------------
 
@@ -312,7 +375,7 @@ class PartitionLog:
         structure is re-checked cheaply so the log's offset invariants cannot be broken. An empty
         sequence writes nothing and returns the log end offset.
         """
-        self._check_open()
+        self._check_writable()
         if self._failed is not None:
             raise OSError(self._failed.errno, f"{self._dir} refuses appends since: {self._failed}")
         if not batches:
@@ -329,7 +392,7 @@ class PartitionLog:
             offset = nxt
             pos += BATCH_OVERHEAD + header[_LENGTH]
         seg = self._segments[-1]
-        if seg.size and seg.size + end > self._segment_bytes:
+        if seg.size and (seg.size + end > self._segment_bytes or self._roll_due(seg, entries)):
             seg = self._roll()
         self._write(seg, buf)
         for batch_offset, rel, max_ts, nxt in entries:
@@ -338,6 +401,13 @@ class PartitionLog:
         self._size += end
         self._end = offset
         return first
+
+    def _roll_due(self, seg: _Segment, entries: list[tuple[int, int, int, int]]) -> bool:
+        """Kafka's time rule: the batches' newest timestamp is more than `roll_after_ms`
+        past the active segment's first batch's."""
+        if self.roll_after_ms is None or not seg.max_ts or seg.max_ts[0] < 0:
+            return False
+        return max(e[2] for e in entries) - seg.max_ts[0] > self.roll_after_ms
 
     def _write(self, seg: _Segment, data: bytearray) -> None:
         view = memoryview(data)
@@ -385,14 +455,14 @@ class PartitionLog:
         if offset < self.log_start_offset:
             raise ValueError(f"offset {offset} < log start offset {self.log_start_offset}")
         stop_offset = min(stop_offset, self._end)
-        if offset >= stop_offset:
+        found = self._locate(offset) if offset < stop_offset else None
+        if found is None:
             return b"", offset
-        si = bisect_right(self._bases, offset) - 1
+        si, i = found
         seg = self._segments[si]
-        i = bisect_right(seg.offsets, offset) - 1
         chunks: list[bytes] = []
-        budget = max_bytes
-        while True:
+        budget, after = max_bytes, offset
+        while seg.offsets[i] < stop_offset:
             start = seg.positions[i]
             limit = seg.size
             if seg.end_offset > stop_offset:  # the stop is inside this segment
@@ -404,14 +474,36 @@ class PartitionLog:
                 stop = seg.batch_end(i)  # KIP-74: the first batch always goes out whole
             chunks.append(os.pread(seg.fd, stop - start, start))
             budget -= stop - start
-            si += 1
-            if stop < seg.size or budget <= 0 or si == len(self._segments):
+            after = seg.offset_after(stop)
+            nxt = self._next_nonempty(si + 1)
+            if stop < seg.size or budget <= 0 or nxt is None:
                 break
-            seg, i = self._segments[si], 0
-            if not seg.offsets:
-                break
+            si, seg, i = nxt, self._segments[nxt], 0
+        if not chunks:
+            return b"", offset
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        return data, seg.offset_at(stop)
+        return data, after
+
+    def _locate(self, offset: int) -> tuple[int, int] | None:
+        """(segment, batch) indexes of the first batch that holds an offset at or after
+        `offset` (the one holding it, or the next after a gap); None if there is none."""
+        si = max(bisect_right(self._bases, offset) - 1, 0)
+        seg = self._segments[si]
+        i = bisect_right(seg.offsets, offset) - 1
+        if i < 0 or seg.next_offsets[i] <= offset:
+            i += 1  # (a gap: the next batch starts above `offset`)
+        if i < len(seg.offsets):
+            return si, i
+        nxt = self._next_nonempty(si + 1)
+        return None if nxt is None else (nxt, 0)
+
+    def _next_nonempty(self, si: int) -> int | None:
+        """The index of the first segment from `si` on that holds a batch."""
+        while si < len(self._segments):
+            if self._segments[si].offsets:
+                return si
+            si += 1
+        return None
 
     def producer_batches(
         self, records_prefix: int, start_offset: int = 0
@@ -448,8 +540,7 @@ class PartitionLog:
             return None
         seg = self._segments[bisect_right(self._bases, end_offset - 1) - 1]
         i = bisect_right(seg.offsets, end_offset - 1) - 1
-        next_offset = seg.offsets[i + 1] if i + 1 < len(seg.offsets) else seg.end_offset
-        if i < 0 or next_offset != end_offset:
+        if i < 0 or seg.next_offsets[i] != end_offset:
             return None
         header = _HEADER.unpack(os.pread(seg.fd, HEADER_SIZE, seg.positions[i]))
         return int(header[4])
@@ -501,23 +592,31 @@ class PartitionLog:
             for s in self._segments
         ]
 
+    def first_batch_timestamps(self) -> list[int]:
+        """Each segment's first batch's max timestamp (-1 for an empty one), oldest first:
+        when its records began to wait for the cleaner (max.compaction.lag.ms)."""
+        return [s.max_ts[0] if s.max_ts else -1 for s in self._segments]
+
     def advance_log_start(self, offset: int) -> int:
         """Move the log start up to `offset` (at most the log end), durably before it returns,
         and delete the segments wholly below it; returns the new log start."""
-        self._check_open()
+        self._check_writable()
         offset = min(offset, self._end)
         if offset <= self.log_start_offset:
             return self.log_start_offset
         _write_start(self._dir, offset)
         self._start_floor = offset
-        below = sum(1 for s in self._segments if s.end_offset <= offset and s.size)
+        active = self._segments[-1]  # (an empty one holds nothing below; a cleaned one may)
+        below = sum(
+            1 for s in self._segments if s.end_offset <= offset and (s.size or s is not active)
+        )
         self.delete_oldest_segments(below)
         return self.log_start_offset
 
     def delete_oldest_segments(self, count: int) -> int:
         """Delete the `count` oldest segments, as Kafka's retention does: whole segments only;
         if that takes the active one, a new empty segment is rolled first at the log end."""
-        self._check_open()
+        self._check_writable()
         count = min(count, len(self._segments))
         if count <= 0:
             return 0
@@ -535,6 +634,40 @@ class PartitionLog:
         if doomed:
             fsync_dir(self._dir)
         return len(doomed)
+
+    # -- the log cleaner (log_cleaner.py rewrites segments, segment_swap.py swaps them) ------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def replace_segments(self, first: int, last: int, index: SegmentIndex) -> bool:
+        """Swap the cleaner's file for the sealed segments with base offsets `first` to
+        `last` in, on disk and in the index. False, changing nothing, if they are no longer
+        all here and sealed (retention or DeleteRecords took some, or the log was closed):
+        the caller then deletes the file. An OSError midway leaves the disk for the next
+        open to finish (segment_swap.py) and the log refusing appends, as a failed fsync."""
+        if self._closed or self._failed is not None or not self._writable:
+            return False
+        k, j = bisect_left(self._bases, first), bisect_left(self._bases, last)
+        if j >= len(self._bases) - 1 or self._bases[k] != first or self._bases[j] != last:
+            return False
+        try:
+            path = commit_swap(self._dir, first, last)
+            seg = _Segment(path, first, _READ_FLAGS)
+        except OSError as exc:
+            if (self._dir / _segment_name(first)).exists():  # the rename (the commit) failed
+                raise
+            self._failed = detached(exc)
+            raise
+        seg.install(index)
+        old, self._segments[k : j + 1] = self._segments[k : j + 1], [seg]
+        self._bases = [s.base_offset for s in self._segments]
+        for replaced in old:
+            replaced.close()
+            self._size -= replaced.size
+        self._size += seg.size
+        return True
 
     # -- lag (the metrics endpoint; the pipeline reads the same headers) -------------------
 
@@ -565,14 +698,14 @@ class PartitionLog:
     def flush(self) -> None:
         """fsync the active segment (rolled ones were fsynced when rolled). No-op once closed
         or failed (a failed log promises nothing more)."""
-        if not self._closed and self._failed is None:
+        if not self._closed and self._failed is None and self._segments[-1].fd >= 0:
             self._fsync(self._segments[-1].fd)
 
     def flush_handle(self) -> int:
         """A duplicate of the active segment's descriptor, for an fsync off the event loop (a
         roll or close meanwhile cannot pull it from under the worker thread); -1 if closed or
         failed. The caller closes it and reports a failed fsync with `fsync_failed`."""
-        if self._closed or self._failed is not None:
+        if self._closed or self._failed is not None or self._segments[-1].fd < 0:
             return -1
         return os.dup(self._segments[-1].fd)
 
@@ -607,6 +740,11 @@ class PartitionLog:
         """Close the log and remove its directory."""
         self.close()
         shutil.rmtree(self._dir)
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if not self._writable:  # a write now would meet a read-only or missing file
+            raise OSError(errno.EBADF, f"partition log {self._dir} is not open for appends yet")
 
     def _check_open(self) -> None:
         # A closed fd number may be reused by another file: never touch it again.

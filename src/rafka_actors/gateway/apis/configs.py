@@ -27,7 +27,6 @@ from kio.schema.errors import ErrorCode
 
 from ...config import FIELDS, BrokerConfig, field_name, kafka_key
 from ...group_common import group_configs
-from ...group_common.effects import GroupConfig
 from ...group_common.ops import GroupConfigOp
 from ...storage.topic_configs import (
     SOURCE_DEFAULT,
@@ -35,10 +34,12 @@ from ...storage.topic_configs import (
     SOURCE_STATIC_BROKER,
     SOURCE_TOPIC,
     TOPIC_CONFIGS,
+    TYPE_DOUBLE,
     TYPE_INT,
     TYPE_LIST,
     TYPE_STRING,
     InvalidConfig,
+    check_compaction_lags,
     validate_topic_config,
 )
 from ...storage.topics import InvalidTopicName, Topic, validate_topic_name
@@ -52,7 +53,7 @@ DESCRIBE_KEY, ALTER_KEY, INCREMENTAL_KEY = 32, 33, 44
 TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _SENSITIVE = frozenset({"ssl_key_password"})
-_BROKER_TYPES = {"int": TYPE_INT, "bool": 1}  # else STRING
+_BROKER_TYPES = {"int": TYPE_INT, "bool": 1, "float": TYPE_DOUBLE}  # else STRING
 
 
 class Refused(Exception):
@@ -182,8 +183,8 @@ def _group_store(ctx: BrokerContext) -> Any:
 def broker_setting(config: BrokerConfig, key: str) -> tuple[str | None, int]:
     """A broker setting's value as Kafka prints it, and its source (the default, or set)."""
     name = field_name(key)
-    if name not in FIELDS:  # a Kafka setting we do not have, fixed here (log.cleanup.policy)
-        return "delete", SOURCE_DEFAULT
+    if name not in FIELDS:  # a Kafka setting we do not have
+        return None, SOURCE_DEFAULT
     value = getattr(config, name)
     default = FIELDS[name].default
     text = str(value).lower() if isinstance(value, bool) else str(value)
@@ -221,15 +222,39 @@ def topic_entries(config: BrokerConfig, configs: Mapping[str, str]) -> list[Entr
 
 
 def group_entries(config: BrokerConfig, overrides: Mapping[str, str]) -> list[Entry]:
+    """Each group config: the group's own value (GROUP_CONFIG), or the broker's through its
+    synonym, as Kafka lists them (the group's name is a synonym only when it is set)."""
+    broker = broker_lookup(config)
     entries: list[Entry] = []
     for name in group_configs.GROUP_CONFIG_NAMES:
-        broker_key = group_configs.BROKER_SYNONYMS[name]
-        broker_value, broker_source = broker_setting(config, broker_key)
-        value: str | None = overrides.get(name, broker_value)
-        source = SOURCE_GROUP if name in overrides else SOURCE_DEFAULT
-        alternatives = ((name, value, source), (broker_key, broker_value, broker_source))
-        entries.append((name, value, source, False, TYPE_INT, alternatives))
+        definition = group_configs.DEFINITIONS[name]
+        broker_key = definition.synonym
+        broker_value = group_configs.broker_default(definition, broker)
+        broker_source = broker_setting(config, broker_key)[1]  # (a key not here: DEFAULT)
+        alternatives = [(broker_key, broker_value, broker_source)]
+        if broker_source == SOURCE_STATIC_BROKER:  # Kafka lists the default under it
+            default = FIELDS[field_name(broker_key)].default
+            alternatives.append((broker_key, str(default), SOURCE_DEFAULT))
+        value: str | None
+        if name in overrides:
+            value, source = overrides[name], SOURCE_GROUP
+            alternatives.insert(0, (name, value, source))
+        else:
+            value, source = broker_value, broker_source
+        kind = TYPE_INT if definition.kind == group_configs.INT else TYPE_STRING
+        entries.append((name, value, source, False, kind, tuple(alternatives)))
     return entries
+
+
+def broker_lookup(config: BrokerConfig) -> group_configs.BrokerLookup:
+    """A broker setting's value by its Kafka key (None: no such setting here)."""
+
+    def lookup(key: str) -> int | str | None:
+        name = field_name(key)
+        value = getattr(config, name) if name in FIELDS else None
+        return value if isinstance(value, int | str) else None
+
+    return lookup
 
 
 # -- AlterConfigs and IncrementalAlterConfigs -------------------------------------------------
@@ -300,12 +325,16 @@ def _alter_one(
         )
     if kind == TOPIC:
         topic = _topic(ctx, conn, name)
-        wanted = _changed(topic.configs, resource.configs, incremental, TOPIC_CONFIGS)
+        defaults = {
+            n: broker_setting(ctx.config, d.broker_key)[0] for n, d in TOPIC_CONFIGS.items()
+        }
+        wanted = _changed(topic.configs, resource.configs, incremental, defaults)
         given = {c.name for c in resource.configs}
         try:
             checked = {
                 n: validate_topic_config(n, v) if n in given else v for n, v in wanted.items()
             }
+            check_compaction_lags(checked)
         except InvalidConfig as exc:
             raise Refused(ErrorCode.invalid_config, str(exc)) from None
         if not validate_only:
@@ -317,7 +346,7 @@ def _alter_one(
         store = _group_store(ctx)
         wanted = _changed(store.get(conn.org_id, name), resource.configs, incremental, None)
         try:
-            checked = group_configs.validate(wanted, *_group_limits(ctx.config))
+            checked = group_configs.validate(wanted, broker_lookup(ctx.config))
         except group_configs.InvalidGroupConfig as exc:
             raise Refused(ErrorCode.invalid_config, str(exc)) from None
         if validate_only:
@@ -338,28 +367,15 @@ def _storage_errors(name: str) -> Iterator[None]:
         raise Refused(ErrorCode.kafka_storage_error, f"Could not store the change: {exc}") from None
 
 
-def _group_limits(
-    config: BrokerConfig,
-) -> tuple[GroupConfig, group_configs.GroupConfigBounds]:
-    """The broker's group settings a group's configs are checked against."""
-    base = GroupConfig(
-        consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
-        consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
-    )
-    bounds = group_configs.GroupConfigBounds(
-        config.group_consumer_min_session_timeout_ms,
-        config.group_consumer_max_session_timeout_ms,
-        config.group_consumer_min_heartbeat_interval_ms,
-        config.group_consumer_max_heartbeat_interval_ms,
-    )
-    return base, bounds
-
-
 def _changed(
-    current: Mapping[str, str], changes: Any, incremental: bool, definitions: Any
+    current: Mapping[str, str],
+    changes: Any,
+    incremental: bool,
+    defaults: Mapping[str, str | None] | None,
 ) -> dict[str, str]:
     """The resource's configs after the request: replaced by those given (AlterConfigs), or
-    each set, deleted, appended to or subtracted from (IncrementalAlterConfigs)."""
+    each set, deleted, appended to or subtracted from (IncrementalAlterConfigs; a list config
+    not set on the resource starts from its default, as in Kafka)."""
     if not incremental:
         return {c.name: c.value for c in changes if c.value is not None}
     result = dict(current)
@@ -370,14 +386,15 @@ def _changed(
         elif operation == DELETE:
             result.pop(change.name, None)
         elif operation in (APPEND, SUBTRACT):
-            definition = definitions.get(change.name) if definitions else None
+            definition = TOPIC_CONFIGS.get(change.name) if defaults is not None else None
             if definition is None or definition.kind != TYPE_LIST:
                 verb = "append" if operation == APPEND else "subtract"
                 raise Refused(
                     ErrorCode.invalid_config,
                     f"Config value {verb} is not allowed for config key: {change.name}",
                 )
-            items = [p for p in result.get(change.name, "delete").split(",") if p]
+            start = result.get(change.name, (defaults or {}).get(change.name) or "")
+            items = [p for p in start.split(",") if p]
             given = [p.strip() for p in (change.value or "").split(",") if p.strip()]
             if operation == APPEND:
                 items += [p for p in given if p not in items]
