@@ -195,17 +195,14 @@ class GroupMachine:
     def _trace(self, event: Any, parent: Context | None, group: AnyGroup) -> None:
         """Log a stored event; its span is a child of the op's span it happened in."""
         name = self.describe(group)
-        identity = {CGP_ID_ATTRIBUTE: _cgp_id(group), RRL_ATTRIBUTE: self.rrl}
         if isinstance(event, TargetAssigned):
-            with telemetry.span_in(
-                parent,
-                "rafka.broker.coordinator.target-assignment",
-                group_id=event.group_id,
-                assignment_epoch=event.assignment_epoch,
-                assignor=event.assignor,
-                members=event.members,
-                **identity,
-            ):
+            attributes = {
+                "group_id": event.group_id,
+                "assignment_epoch": event.assignment_epoch,
+                "assignor": event.assignor,
+                "members": event.members,
+            }
+            with self._event_span(parent, "target-assignment", group, attributes):
                 log.info(
                     "%s: target assignment for epoch %d by %s over %d members",
                     name,
@@ -222,22 +219,16 @@ class GroupMachine:
                 event.group_epoch,
             )
         elif isinstance(event, MemberRemoved):
-            log.info(
-                "%s: member %s %s",
-                name,
-                event.member_id,
-                _departure(event.member_id, event.why, "removed"),
-            )
+            why = _departure(event.member_id, event.why, "removed")
+            log.info("%s: member %s %s", name, event.member_id, why)
         elif isinstance(event, RebalanceCompleted):
-            with telemetry.span_in(
-                parent,
-                "rafka.broker.coordinator.rebalance-complete",
-                group_id=event.group_id,
-                generation_id=event.generation,
-                leader_id=event.leader_id or "",
-                members=event.members,
-                **identity,
-            ):
+            attributes = {
+                "group_id": event.group_id,
+                "generation_id": event.generation,
+                "leader_id": event.leader_id or "",
+                "members": event.members,
+            }
+            with self._event_span(parent, "rebalance-complete", group, attributes):
                 log.info(
                     "%s: generation %d with %d members, leader %s",
                     name,
@@ -245,6 +236,14 @@ class GroupMachine:
                     event.members,
                     event.leader_id,
                 )
+
+    def _event_span(
+        self, parent: Context | None, kind: str, group: AnyGroup, attributes: dict[str, Any]
+    ) -> AbstractContextManager[Any]:
+        """The span of a coordinator event, naming the group's identity too."""
+        attributes[CGP_ID_ATTRIBUTE] = _cgp_id(group)
+        attributes[RRL_ATTRIBUTE] = self.rrl
+        return telemetry.span_in(parent, f"rafka.broker.coordinator.{kind}", **attributes)
 
 
 def _cgp_id(group: AnyGroup) -> str:
