@@ -9,8 +9,8 @@ the group actor and its state machine, or the coordinator log. The CPU figure is
 with the sampler attached (py-spy costs the broker a little).
 
     .venv/bin/python bench/profile_broker.py [--broker KIND | --bootstrap HOST:PORT --pid PID]
-        [--ops commit,fetch,apiversions] [--seconds 5] [--rate 500] [--top 12] [--clients 1]
-        [-o KEY=VALUE ...]
+        [--ops commit,fetch,heartbeat,apiversions] [--seconds 5] [--rate 500] [--top 12]
+        [--clients 1] [-o KEY=VALUE ...]
 
 py-spy needs to read the broker's memory: root, or ptrace allowed for the user
 (``/proc/sys/kernel/yama/ptrace_scope`` 0).
@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.consumer_workloads import create_topic
-from rafka_actors.protocol.codec import encode_request
-from request_cost import broker, broker_arguments, replay, request
+from request_cost import broker, broker_arguments, frame_of, groups_of, replay
 
 _FRAME = re.compile(r"(?P<function>.*) \((?P<file>[^():]*)(?::\d+)?\)$")
 
@@ -131,7 +130,8 @@ def main() -> int:
         topic = create_topic(target, 1)
         for op in args.ops.split(","):
             frames = [
-                encode_request(request(op, f"profile-{op}-{i}", topic), 1, "bench")
+                # (commits and fetches share their groups: a fetch reads what commit stored)
+                frame_of(op, target, f"profile-{groups_of(op)}-{i}", topic)
                 for i in range(args.clients)
             ]
             replay(target.bootstrap, target.pid, frames, 0.5)  # the groups exist, warm
