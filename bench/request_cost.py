@@ -47,7 +47,7 @@ from kio.schema.sync_group.v3 import request as sync
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
-from harness.brokers import Broker, parse_brokers, running, split_broker_list
+from harness.brokers import parse_brokers, running, split_broker_list
 from harness.consumer_workloads import create_topic
 from harness.core import Target
 from harness.loadgen import cpu_seconds
@@ -205,14 +205,17 @@ def broker(args: argparse.Namespace) -> Iterator[Target]:
     if args.bootstrap:
         yield Target("external", args.bootstrap, pid=args.pid)
         return
-    with running(Broker(args.broker, args.broker, tuple(args.settings))) as target:
+    (chosen,) = parse_brokers([args.broker], args.settings)
+    with running(chosen) as target:
         yield target
 
 
 def broker_arguments(parser: argparse.ArgumentParser) -> None:
-    """--broker KIND to start one, or --bootstrap and --pid of one running; -o its settings."""
+    """--broker to start one, or --bootstrap and --pid of one running; -o its settings."""
     parser.add_argument(
-        "--broker", default="rafka-actors", help="rafka-actors|noida-db|tansu|kafka"
+        "--broker",
+        default="rafka-actors",
+        help="rafka-actors|noida-db|tansu|kafka, or rafka-actors@PYTHON (bench/run.py's --brokers)",
     )
     parser.add_argument("--bootstrap")
     parser.add_argument("--pid", type=int)
