@@ -324,16 +324,16 @@ class DataPlane:
         return max(lso, partition.log_start_offset)
 
     def read_committed(
-        self, topic: Topic, index: int, offset: int, max_bytes: int
+        self, topic: Topic, index: int, offset: int, max_bytes: int, *, min_one: bool = True
     ) -> tuple[bytes, list[AbortedTxn]]:
         """Whole batches from `offset` below the last stable offset (as PartitionLog.read),
         and the aborted transactions that overlap what was read (Kafka's read_committed)."""
         partition = topic.partitions[index]
         producers = self._producers.get((topic.topic_id, index))
         if producers is None:
-            return partition.read(offset, max_bytes), []
+            return partition.read(offset, max_bytes, min_one=min_one), []
         lso = self.last_stable_offset(topic, index)
-        records, end = partition.read_until(offset, max_bytes, lso)
+        records, end = partition.read_until(offset, max_bytes, lso, min_one=min_one)
         return records, producers.aborted_between(offset, end) if records else []
 
     def producers(self, topic: Topic, index: int) -> list[tuple[int, ProducerEntry]]:

@@ -368,16 +368,19 @@ class PartitionLog:
 
     # -- reading --------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
         """Whole batches from the one containing ``offset``, up to ``max_bytes``.
 
-        The first batch is returned even if larger than ``max_bytes`` (KIP-74), so a consumer
-        always makes progress. Empty at or past the log end. Offsets below the log start are
+        With ``min_one`` the first batch is returned even if larger than ``max_bytes``
+        (KIP-74), so a consumer always makes progress; Fetch asks it for the first partition
+        that returns data only. Empty at or past the log end. Offsets below the log start are
         the caller's to reject (OFFSET_OUT_OF_RANGE): they raise ValueError here.
         """
-        return self.read_until(offset, max_bytes, self._end)[0]
+        return self.read_until(offset, max_bytes, self._end, min_one=min_one)[0]
 
-    def read_until(self, offset: int, max_bytes: int, stop_offset: int) -> tuple[bytes, int]:
+    def read_until(
+        self, offset: int, max_bytes: int, stop_offset: int, *, min_one: bool = True
+    ) -> tuple[bytes, int]:
         """As `read`, but only batches that start below ``stop_offset``, a batch's base offset
         or the log end (a read_committed fetch stops at the last stable offset); also returns
         the offset that follows the last batch returned (``offset`` itself when nothing is)."""
@@ -401,7 +404,9 @@ class PartitionLog:
             if stop == start:
                 if chunks:
                     break
-                stop = seg.batch_end(i)  # KIP-74: the first batch always goes out whole
+                if not min_one:
+                    return b"", offset
+                stop = seg.batch_end(i)  # KIP-74: the first batch goes out whole
             chunks.append(os.pread(seg.fd, stop - start, start))
             budget -= stop - start
             si += 1
