@@ -26,7 +26,7 @@ from .actors.registry import GroupRegistry
 from .actors.txn_markers import MarkerWriter
 from .actors.txn_registry import TransactionRegistry
 from .auth.users import UsersFileError, UserStore
-from .config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
+from .config import BrokerConfig, ConfigError, consumer_assignors, kafka_value, sasl_mechanisms
 from .gateway.apis import API_TABLE
 from .gateway.context import BrokerContext, SaslSetup
 from .gateway.limits import ConnectionLimits
@@ -42,6 +42,7 @@ from .storage.durable_log import DurableCoordinatorLog
 from .storage.fsutil import DamagedFile
 from .storage.group_configs import GroupConfigStore
 from .storage.retention import retain_periodically
+from .storage.topic_configs import topic_defaults
 from .storage.topic_deletions import Deletion, PendingTopicDeletions
 from .transaction.state import TxnConfig
 
@@ -158,7 +159,11 @@ async def run_broker(
 
 def _open_data_plane(config: BrokerConfig) -> DataPlane:
     try:
-        data = DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
+        data = DataPlane.open(
+            config.data_dir,
+            segment_bytes=config.log_segment_bytes,
+            topic_defaults=topic_defaults(partial(kafka_value, config)),
+        )
         # markers as durable as the coordinator's Complete record, no more (storage/data_plane.py)
         data.fsync_markers = config.coordinator_log_fsync == "always"
         return data

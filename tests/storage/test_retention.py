@@ -73,7 +73,7 @@ def test_topic_config_values_are_checked_as_kafka_does() -> None:
         ("retention.ms", "-2", "Value must be at least -1"),
         ("segment.bytes", "abc", "Not a number of type INT"),
         ("cleanup.policy", "compact", "compaction is not supported"),
-        ("min.insync.replicas", "2", "Unknown topic config name"),
+        ("dummy.doesntexist", "2", "Unknown topic config name"),
     ):
         with pytest.raises(InvalidConfig, match=message):
             validate_topic_config(name, value)

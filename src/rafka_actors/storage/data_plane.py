@@ -30,7 +30,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -38,6 +38,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from ..group_common.topic_image import TopicImage
+from .append_rules import AppendRules, RecordError, prepare
 from .control_batches import ABORT, COMMIT, marker_batch
 from .failures import STORAGE_LOG, StorageError, reason
 from .partition_log import PartitionLog
@@ -45,6 +46,7 @@ from .producer_ids import ProducerIdAllocator
 from .producer_recovery import rebuild_producers, write_snapshot
 from .producer_state import AbortedTxn, PartitionProducers, ProducerEntry
 from .record_batch import parse_header
+from .topic_configs import KAFKA_DEFAULTS
 from .topics import Topic, TopicStore, stored_orgs, topics_dir
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,8 @@ class AppendResult(NamedTuple):
     error: ErrorCode
     base_offset: int  # -1 unless appended (or a duplicate of a batch appended before)
     message: str = ""
+    record_errors: tuple[RecordError, ...] = ()  # (index in the batch, why), KIP-467
+    log_append_time: int = -1  # the time stamped on the batch (LogAppendTime topics)
 
 
 def _fsync_all(handles: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], OSError]:
@@ -85,9 +89,15 @@ class DataPlane:
         producer_ids: ProducerIdAllocator,
         *,
         segment_bytes: int,
+        topic_defaults: Mapping[str, str] = KAFKA_DEFAULTS,
     ) -> None:
         self._data_dir = data_dir
         self._segment_bytes = segment_bytes
+        # Each topic config's broker-wide default (topic_configs.topic_defaults), and each
+        # topic's append rules, made again when its configs change (alter_configs replaces
+        # the dict).
+        self.topic_defaults = dict(topic_defaults)
+        self._rules: dict[uuid.UUID, tuple[Mapping[str, str], AppendRules]] = {}
         self._stores = dict(stores)
         self.topics = self.topics_for(0)  # org 0's: a listener without SASL sees only these
         self.producer_ids = producer_ids
@@ -117,13 +127,21 @@ class DataPlane:
             )
 
     @classmethod
-    def open(cls, data_dir: Path, *, segment_bytes: int) -> DataPlane:
+    def open(
+        cls,
+        data_dir: Path,
+        *,
+        segment_bytes: int,
+        topic_defaults: Mapping[str, str] = KAFKA_DEFAULTS,
+    ) -> DataPlane:
         stores = {
             org_id: TopicStore.open(data_dir, segment_bytes=segment_bytes, org_id=org_id)
             for org_id in (0, *stored_orgs(data_dir))
         }
         allocator = ProducerIdAllocator(data_dir / "producer-ids")
-        return cls(data_dir, stores, allocator, segment_bytes=segment_bytes)
+        return cls(
+            data_dir, stores, allocator, segment_bytes=segment_bytes, topic_defaults=topic_defaults
+        )
 
     # -- topics ---------------------------------------------------------------------------
     def topics_for(self, org_id: int) -> TopicStore:
@@ -160,6 +178,7 @@ class DataPlane:
     def delete_topic(self, name: str, *, org_id: int = 0) -> Topic | None:
         topic = self.topics_for(org_id).delete(name)
         if topic is not None:
+            self._rules.pop(topic.topic_id, None)
             for index, partition in enumerate(topic.partitions):
                 self._dirty.discard(partition)
                 self._producers.pop((topic.topic_id, index), None)
@@ -173,8 +192,9 @@ class DataPlane:
 
         Batches of a producer (id >= 0) are checked against the partition's producer state
         first; such a request must hold exactly one batch, as Kafka demands from Produce v3.
-        A write the disk refuses raises StorageError (nothing of it was stored), with one
-        budgeted log line (storage/failures.py).
+        Then the topic's configs apply (append_rules.py: timestamps, LogAppendTime, the
+        codec). A write the disk refuses raises StorageError (nothing of it was stored), with
+        one budgeted log line (storage/failures.py).
         """
         key = (topic.topic_id, index)
         partition = topic.partitions[index]
@@ -199,12 +219,24 @@ class DataPlane:
                 return AppendResult(verdict.error, -1, verdict.message)
         elif header.is_transactional:
             return AppendResult(ErrorCode.invalid_record, -1, "transactional batch, no producer")
-        base_offset = self._append_to_log(topic, index, batches)
-        if producers is not None:
-            producers.appended(header, base_offset)
+        prepared = prepare(batches, self.rules_of(topic), _now_ms())
+        if prepared.error is not ErrorCode.none:
+            return AppendResult(prepared.error, -1, prepared.message, prepared.record_errors)
+        base_offset = self._append_to_log(topic, index, prepared.batches)
+        if producers is not None:  # (as stored: a LogAppendTime batch has the broker's time)
+            producers.appended(parse_header(prepared.batches[0]), base_offset)
         self._dirty.add(partition)
         self._wake(key)
-        return AppendResult(ErrorCode.none, base_offset)
+        return AppendResult(ErrorCode.none, base_offset, log_append_time=prepared.log_append_time)
+
+    def rules_of(self, topic: Topic) -> AppendRules:
+        """The topic's append rules under its current configs."""
+        cached = self._rules.get(topic.topic_id)
+        if cached is not None and cached[0] is topic.configs:
+            return cached[1]
+        rules = AppendRules.of(topic.configs, self.topic_defaults)
+        self._rules[topic.topic_id] = (topic.configs, rules)
+        return rules
 
     async def write_txn_markers(
         self,
@@ -296,7 +328,7 @@ class DataPlane:
         return ErrorCode.none
 
     def _append_to_log(
-        self, topic: Topic, index: int, batches: list[memoryview] | list[bytes]
+        self, topic: Topic, index: int, batches: Sequence[bytes | memoryview]
     ) -> int:
         try:
             return topic.partitions[index].append(batches)

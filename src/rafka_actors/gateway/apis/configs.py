@@ -25,21 +25,19 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...config import FIELDS, BrokerConfig, field_name, kafka_key
+from ...config import FIELDS, BrokerConfig, field_name, kafka_key, kafka_value
 from ...group_common import group_configs
 from ...group_common.effects import GroupConfig
 from ...group_common.ops import GroupConfigOp
+from ...storage.config_values import TYPE_INT, TYPE_LIST, TYPE_STRING
 from ...storage.topic_configs import (
     SOURCE_DEFAULT,
     SOURCE_GROUP,
     SOURCE_STATIC_BROKER,
     SOURCE_TOPIC,
     TOPIC_CONFIGS,
-    TYPE_INT,
-    TYPE_LIST,
-    TYPE_STRING,
     InvalidConfig,
-    validate_topic_config,
+    validate_topic_configs,
 )
 from ...storage.topics import InvalidTopicName, Topic, validate_topic_name
 from ..context import BrokerContext, ConnectionInfo
@@ -124,9 +122,13 @@ def _config(mod: Any, entry: Entry, synonyms: bool, docs: bool) -> Any:
 
 
 def _documentation(name: str) -> str | None:
-    """What a config does (DescribeConfigs v3+ with IncludeDocumentation)."""
+    """What a config does (DescribeConfigs v3+ with IncludeDocumentation); a topic config
+    that changes nothing here says so, and why."""
     if name in TOPIC_CONFIGS:
-        return TOPIC_CONFIGS[name].doc or None
+        definition = TOPIC_CONFIGS[name]
+        if definition.acted_on:
+            return definition.doc
+        return f"{definition.doc}. Accepted and stored, not acted on here: {definition.why_not}."
     if name in group_configs.DOCS:
         return group_configs.DOCS[name]
     setting = FIELDS.get(field_name(name))
@@ -179,16 +181,18 @@ def _group_store(ctx: BrokerContext) -> Any:
     return ctx.group_configs
 
 
-def broker_setting(config: BrokerConfig, key: str) -> tuple[str | None, int]:
-    """A broker setting's value as Kafka prints it, and its source (the default, or set)."""
+def broker_setting(
+    config: BrokerConfig, key: str, fallback: str | None = None
+) -> tuple[str | None, int]:
+    """A broker setting's value as Kafka prints it, and its source (the default, or set);
+    `fallback` (Kafka's default) for a Kafka setting we do not have, fixed here."""
+    text = kafka_value(config, key)
+    if text is None:
+        return fallback, SOURCE_DEFAULT
     name = field_name(key)
-    if name not in FIELDS:  # a Kafka setting we do not have, fixed here (log.cleanup.policy)
-        return "delete", SOURCE_DEFAULT
     value = getattr(config, name)
-    default = FIELDS[name].default
-    text = str(value).lower() if isinstance(value, bool) else str(value)
     return (None if name in _SENSITIVE else text), (
-        SOURCE_DEFAULT if value == default else SOURCE_STATIC_BROKER
+        SOURCE_DEFAULT if value == FIELDS[name].default else SOURCE_STATIC_BROKER
     )
 
 
@@ -203,10 +207,19 @@ def broker_entries(config: BrokerConfig) -> list[Entry]:
 
 
 def topic_entries(config: BrokerConfig, configs: Mapping[str, str]) -> list[Entry]:
+    """Every topic config (an internal one only if set), as Kafka lists them: the topic's
+    value, else its broker synonym's, else Kafka's default; the synonyms that have a value."""
     entries: list[Entry] = []
     for name, definition in sorted(TOPIC_CONFIGS.items()):
-        broker_value, broker_source = broker_setting(config, definition.broker_key)
-        alternatives = [(definition.broker_key, broker_value, broker_source)]
+        if definition.internal and name not in configs:
+            continue
+        broker_value: str | None = definition.default
+        broker_source, alternatives = SOURCE_DEFAULT, []
+        if definition.broker_key is not None:
+            broker_value, broker_source = broker_setting(
+                config, definition.broker_key, definition.default
+            )
+            alternatives.append((definition.broker_key, broker_value, broker_source))
         value: str | None
         if name in configs:
             value, source = configs[name], SOURCE_TOPIC
@@ -298,17 +311,21 @@ def _alter_one(
         )
     if kind == TOPIC:
         topic = _topic(ctx, conn, name)
-        wanted = _changed(topic.configs, resource.configs, incremental, TOPIC_CONFIGS)
+        defaults = ctx.data.topic_defaults
+        lists = {n: defaults[n] for n, d in TOPIC_CONFIGS.items() if d.kind == TYPE_LIST}
+        wanted = _changed(topic.configs, resource.configs, incremental, lists)
         given = {c.name for c in resource.configs}
+        # (names no Kafka knows, kept from before configs were checked, stay as they were)
+        kept = {n: v for n, v in wanted.items() if n not in TOPIC_CONFIGS and n not in given}
         try:
-            checked = {
-                n: validate_topic_config(n, v) if n in given else v for n, v in wanted.items()
-            }
+            checked = validate_topic_configs(
+                {n: v for n, v in wanted.items() if n not in kept}, defaults
+            )
         except InvalidConfig as exc:
             raise Refused(ErrorCode.invalid_config, str(exc)) from None
         if not validate_only:
             with _storage_errors(name):
-                ctx.data.topics_for(conn.org_id).alter_configs(topic.name, checked)
+                ctx.data.topics_for(conn.org_id).alter_configs(topic.name, checked | kept)
         return None
     if kind == GROUP:
         _check_group(conn, name)
@@ -354,28 +371,41 @@ def _group_limits(
 
 
 def _changed(
-    current: Mapping[str, str], changes: Any, incremental: bool, definitions: Any
+    current: Mapping[str, str],
+    changes: Any,
+    incremental: bool,
+    lists: Mapping[str, str] | None,
 ) -> dict[str, str]:
     """The resource's configs after the request: replaced by those given (AlterConfigs), or
-    each set, deleted, appended to or subtracted from (IncrementalAlterConfigs)."""
+    each set, deleted, appended to or subtracted from (IncrementalAlterConfigs). `lists`
+    names the resource's list configs, each with the default a first APPEND extends."""
     if not incremental:
         return {c.name: c.value for c in changes if c.value is not None}
     result = dict(current)
     for change in changes:
         operation = change.config_operation
         if operation == SET:
+            if change.value is None:
+                raise Refused(
+                    ErrorCode.invalid_request, f"Null value not supported for : {change.name}"
+                )
             result[change.name] = change.value
         elif operation == DELETE:
             result.pop(change.name, None)
         elif operation in (APPEND, SUBTRACT):
-            definition = definitions.get(change.name) if definitions else None
-            if definition is None or definition.kind != TYPE_LIST:
-                verb = "append" if operation == APPEND else "subtract"
+            verb = "APPEND" if operation == APPEND else "SUBTRACT"
+            if lists is None:
                 raise Refused(
                     ErrorCode.invalid_config,
-                    f"Config value {verb} is not allowed for config key: {change.name}",
+                    f"Config value {verb.lower()} is not allowed for config key: {change.name}",
                 )
-            items = [p for p in result.get(change.name, "delete").split(",") if p]
+            if change.name not in lists:
+                raise Refused(
+                    ErrorCode.invalid_config,
+                    f"Can't {verb} to key {change.name} because its type is not LIST.",
+                )
+            base = result.get(change.name, lists[change.name])
+            items = [p.strip() for p in base.split(",") if p.strip()]
             given = [p.strip() for p in (change.value or "").split(",") if p.strip()]
             if operation == APPEND:
                 items += [p for p in given if p not in items]
