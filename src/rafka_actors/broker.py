@@ -28,6 +28,7 @@ from .actors.txn_registry import TransactionRegistry
 from .auth.users import UsersFileError, UserStore
 from .config import BrokerConfig, ConfigError, consumer_assignors, kafka_value, sasl_mechanisms
 from .gateway.apis import API_TABLE
+from .gateway.apis.broker_configs import FILE_NAME as BROKER_CONFIGS_FILE
 from .gateway.context import BrokerContext, SaslSetup
 from .gateway.limits import ConnectionLimits
 from .gateway.server import bound_address, open_listeners, serve_client
@@ -62,7 +63,7 @@ async def run_broker(
     try:
         coordinator = open_coordinator_log(config)
         txn_log = open_coordinator_log(config, name="transactions")
-        group_configs, topic_deletions = _open_admin_state(config)
+        group_configs, broker_configs, topic_deletions = _open_admin_state(config)
         sasl = sasl_setup(config)
         listeners = await open_listeners(config)
         host, port = bound_address(listeners[0])
@@ -141,6 +142,7 @@ async def run_broker(
                     ),
                     sasl=sasl,
                     group_configs=group_configs,
+                    broker_configs=broker_configs,
                     topic_deletions=topic_deletions,
                     metrics=metrics,
                     disk_space=disk_space,
@@ -171,11 +173,17 @@ def _open_data_plane(config: BrokerConfig) -> DataPlane:
         raise unusable_data_dir(config.data_dir, exc) from exc
 
 
-def _open_admin_state(config: BrokerConfig) -> tuple[GroupConfigStore, PendingTopicDeletions]:
-    """The dynamic group configs and the unfinished topic deletions (issue 45); a damaged
-    file refuses to start, naming it (refusals.py)."""
+def _open_admin_state(
+    config: BrokerConfig,
+) -> tuple[GroupConfigStore, GroupConfigStore, PendingTopicDeletions]:
+    """The dynamic group and broker configs and the unfinished topic deletions (issue 45); a
+    damaged file refuses to start, naming it (refusals.py)."""
     try:
-        return GroupConfigStore.open(config.data_dir), PendingTopicDeletions.open(config.data_dir)
+        return (
+            GroupConfigStore.open(config.data_dir),
+            GroupConfigStore.open(config.data_dir, BROKER_CONFIGS_FILE),
+            PendingTopicDeletions.open(config.data_dir),
+        )
     except DamagedFile as exc:
         raise CorruptLog(
             str(exc), f"restore {exc.path.name} from a backup, or fix its JSON by hand"

@@ -310,3 +310,23 @@ def test_javas_consumer_reads_every_codec_the_broker_wrote(
     values = result.stdout.splitlines()
     assert len(values) == 4 * len(RECORDS), (result.stderr[-2000:], time.monotonic() - started)
     assert sorted(values) == sorted(v.decode() for _k, v in RECORDS for _ in range(4))
+
+
+def test_kafkas_dynamic_broker_configs_are_taken_and_kept(admin: AdminClient) -> None:
+    """librdkafka's admin test sets one with each alter API and expects NO_ERROR."""
+    broker = ConfigResource(
+        ResourceType.BROKER, "0", set_config={"sasl.kerberos.min.time.before.relogin": "58000"}
+    )
+    admin.alter_configs([broker])[broker].result(WAIT)
+    change = ConfigEntry("background.threads", "9", incremental_operation=SET)
+    broker = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[change])
+    admin.incremental_alter_configs([broker])[broker].result(WAIT)
+    described = admin.describe_configs([broker])[broker].result(WAIT)
+    assert (described["background.threads"].value, described["background.threads"].source) == (
+        "9",
+        2,  # DYNAMIC_BROKER_CONFIG
+    )
+    ours = ConfigResource(ResourceType.BROKER, "0", set_config={"log.retention.ms": "1000"})
+    error = _refusal(admin.alter_configs([ours])[ours])
+    assert error.code() == confluent_kafka.KafkaError.INVALID_REQUEST
+    assert "Cannot update these configs dynamically: [log.retention.ms]" in error.str()

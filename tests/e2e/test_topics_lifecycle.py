@@ -638,7 +638,9 @@ def test_topics_tool_creates_alters_describes_and_deletes(
 
 
 # -- damaged state files ------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["group-configs.json", "topic-deletions.json"])
+@pytest.mark.parametrize(
+    "name", ["group-configs.json", "broker-configs.json", "topic-deletions.json"]
+)
 def test_a_damaged_state_file_refuses_to_start_naming_it(
     tmp_path: Path, name: str, caplog: pytest.LogCaptureFixture
 ) -> None:

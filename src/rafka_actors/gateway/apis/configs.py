@@ -17,7 +17,6 @@ FAILED) before anything else, as CreateTopics does.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...config import FIELDS, BrokerConfig, field_name, kafka_key, kafka_value
+from ...config import FIELDS, BrokerConfig, field_name
 from ...group_common import group_configs
 from ...group_common.effects import GroupConfig
 from ...group_common.ops import GroupConfigOp
@@ -33,7 +32,6 @@ from ...storage.config_values import TYPE_INT, TYPE_LIST, TYPE_STRING
 from ...storage.topic_configs import (
     SOURCE_DEFAULT,
     SOURCE_GROUP,
-    SOURCE_STATIC_BROKER,
     SOURCE_TOPIC,
     TOPIC_CONFIGS,
     InvalidConfig,
@@ -43,24 +41,19 @@ from ...storage.topics import InvalidTopicName, Topic, validate_topic_name
 from ..context import BrokerContext, ConnectionInfo
 from ..steps import ask_each
 from ._build import NO_THROTTLE, make, schema
+from .broker_configs import LISTS, SENSITIVE, Entry, alter_refusal, broker_entries, broker_setting
 
 log = logging.getLogger(__name__)
 
 DESCRIBE_KEY, ALTER_KEY, INCREMENTAL_KEY = 32, 33, 44
 TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-_SENSITIVE = frozenset({"ssl_key_password"})
-_BROKER_TYPES = {"int": TYPE_INT, "bool": 1}  # else STRING
 
 
 class Refused(Exception):
     def __init__(self, code: ErrorCode, message: str | None = None) -> None:
         super().__init__(message)
         self.code, self.message = code, message
-
-
-Entry = tuple[str, str | None, int, bool, int, tuple[tuple[str, str | None, int], ...]]
-# (name, value, source, read only, config type, synonyms (name, value, source))
 
 
 # -- DescribeConfigs ------------------------------------------------------------------------
@@ -110,7 +103,7 @@ def _config(mod: Any, entry: Entry, synonyms: bool, docs: bool) -> Any:
         read_only=read_only,
         config_source=source,
         is_default=source == SOURCE_DEFAULT,
-        is_sensitive=field_name(name) in _SENSITIVE,
+        is_sensitive=field_name(name) in SENSITIVE,
         synonyms=tuple(
             make(mod.DescribeConfigsSynonym, name=n, value=v, source=s) for n, v, s in alternatives
         )
@@ -138,7 +131,10 @@ def _documentation(name: str) -> str | None:
 def _entries(ctx: BrokerContext, conn: ConnectionInfo, kind: int, name: str) -> list[Entry]:
     if kind == BROKER:
         _check_broker(ctx, name)
-        return broker_entries(ctx.config)
+        store = ctx.broker_configs
+        if store is None:
+            return broker_entries(ctx.config, {}, {})
+        return broker_entries(ctx.config, store.get(0, ""), store.get(0, str(ctx.node_id)))
     if kind == TOPIC:
         return topic_entries(ctx.config, _topic(ctx, conn, name).configs)
     if kind == GROUP:
@@ -179,31 +175,6 @@ def _group_store(ctx: BrokerContext) -> Any:
     if ctx.group_configs is None:
         raise Refused(ErrorCode.invalid_request, "This broker keeps no group configs.")
     return ctx.group_configs
-
-
-def broker_setting(
-    config: BrokerConfig, key: str, fallback: str | None = None
-) -> tuple[str | None, int]:
-    """A broker setting's value as Kafka prints it, and its source (the default, or set);
-    `fallback` (Kafka's default) for a Kafka setting we do not have, fixed here."""
-    text = kafka_value(config, key)
-    if text is None:
-        return fallback, SOURCE_DEFAULT
-    name = field_name(key)
-    value = getattr(config, name)
-    return (None if name in _SENSITIVE else text), (
-        SOURCE_DEFAULT if value == FIELDS[name].default else SOURCE_STATIC_BROKER
-    )
-
-
-def broker_entries(config: BrokerConfig) -> list[Entry]:
-    entries: list[Entry] = []
-    for f in dataclasses.fields(config):
-        key = kafka_key(f.name)
-        value, source = broker_setting(config, key)
-        kind = _BROKER_TYPES.get(str(f.type), TYPE_STRING)
-        entries.append((key, value, source, True, kind, ((key, value, source),)))
-    return entries
 
 
 def topic_entries(config: BrokerConfig, configs: Mapping[str, str]) -> list[Entry]:
@@ -304,11 +275,17 @@ def _alter_one(
     kind, name = resource.resource_type, resource.resource_name
     if kind == BROKER:
         _check_broker(ctx, name)
-        raise Refused(
-            ErrorCode.invalid_request,
-            f"Cannot update these configs dynamically: {sorted(names)} (broker configs are "
-            "read-only here: set them at start-up)",
-        )
+        refusal = alter_refusal(name, names, conn.user is not None)
+        if refusal is not None:
+            raise Refused(*refusal)
+        if ctx.broker_configs is None:
+            raise Refused(ErrorCode.invalid_request, "This broker keeps no dynamic configs.")
+        current = ctx.broker_configs.get(0, name)
+        wanted = _changed(current, resource.configs, incremental, LISTS)
+        if not validate_only:
+            with _storage_errors(name or "the cluster"):
+                ctx.broker_configs.set(0, name, wanted)
+        return None
     if kind == TOPIC:
         topic = _topic(ctx, conn, name)
         defaults = ctx.data.topic_defaults
