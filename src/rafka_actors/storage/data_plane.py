@@ -224,10 +224,15 @@ class DataPlane:
             return AppendResult(prepared.error, -1, prepared.message, prepared.record_errors)
         base_offset = self._append_to_log(topic, index, prepared.batches)
         if producers is not None:  # (as stored: a LogAppendTime batch has the broker's time)
-            producers.appended(parse_header(prepared.batches[0]), base_offset)
+            stored = prepared.batches[0]
+            producers.appended(
+                header if stored is batches[0] else parse_header(stored), base_offset
+            )
         self._dirty.add(partition)
         self._wake(key)
-        return AppendResult(ErrorCode.none, base_offset, log_append_time=prepared.log_append_time)
+        if prepared.log_append_time < 0:
+            return AppendResult(ErrorCode.none, base_offset)  # (positional: the hot path)
+        return AppendResult(ErrorCode.none, base_offset, "", (), prepared.log_append_time)
 
     def rules_of(self, topic: Topic) -> AppendRules:
         """The topic's append rules under its current configs."""
