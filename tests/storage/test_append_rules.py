@@ -103,3 +103,8 @@ def test_a_batch_grown_past_max_message_bytes_is_too_large() -> None:
     big = recompressed(build_batch([(b"k", b"x" * 5000)]), 1, None)
     applied = rules(compression_type="uncompressed", max_message_bytes=str(len(big) + 100))
     assert prepare([memoryview(big)], applied, NOW).error is ErrorCode.message_too_large
+
+
+def test_values_stored_before_configs_were_checked_count_as_unset() -> None:
+    legacy = rules(compression_type="GZIP", compression_gzip_level="max", max_message_bytes="x")
+    assert (legacy.codec, legacy.level, legacy.max_message_bytes) == (None, None, 1048588)

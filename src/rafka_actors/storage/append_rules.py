@@ -28,6 +28,7 @@ from kio.schema.errors import ErrorCode
 from .batch_records import CODEC_MASK, LOG_APPEND_TIME, recompressed, record_stamps, stamped
 from .codecs import CODECS, GZIP, LZ4, ZSTD
 from .record_batch import BatchHeader, InvalidRecordError, parse_header
+from .topic_configs import effective_long
 
 __all__ = ["AppendRules", "Prepared", "prepare"]
 
@@ -56,21 +57,26 @@ class AppendRules:
 
     @classmethod
     def of(cls, configs: Mapping[str, str], defaults: Mapping[str, str]) -> AppendRules:
-        """A topic's rules from its configs (already checked) over the broker's defaults."""
+        """A topic's rules from its configs over the broker's defaults (a value a topic was
+        created with before configs were checked, and that Kafka would refuse, counts as
+        unset)."""
 
         def value(name: str) -> str:
             return configs.get(name, defaults[name])
 
+        def number(name: str) -> int:
+            return effective_long(configs, name, int(defaults[name]))
+
         codec = CODECS.get(value("compression.type"))
-        level = int(value(_LEVELS[codec])) if codec in _LEVELS else None
+        level = number(_LEVELS[codec]) if codec in _LEVELS else None
         log_append_time = value("message.timestamp.type") == "LogAppendTime"
         return cls(
             log_append_time=log_append_time,
             codec=codec,
             level=None if level == -1 else level,  # gzip's -1: the codec's default
-            before_max_ms=int(value("message.timestamp.before.max.ms")),
-            after_max_ms=int(value("message.timestamp.after.max.ms")),
-            max_message_bytes=int(value("max.message.bytes")),
+            before_max_ms=number("message.timestamp.before.max.ms"),
+            after_max_ms=number("message.timestamp.after.max.ms"),
+            max_message_bytes=number("max.message.bytes"),
             rewrite=log_append_time or codec is not None,
         )
 
