@@ -24,7 +24,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
-from rafka_actors.storage.record_batch import BatchHeader, parse_header, split_batches
+from rafka_actors.storage.record_batch import BatchHeader
 
 from ..broker_process import BrokerProcess
 from ..raw_client import RawClient
@@ -95,10 +95,9 @@ def _stored_batches(broker: BrokerProcess, topic: str) -> list[BatchHeader]:
     """The partition's batches as stored, their CRCs checked (split_batches)."""
     client = RawClient(broker.host, broker.port)
     try:
-        records = client.fetch(topic, 0, 0, 0).records
+        return client.stored_batches(topic, 0)
     finally:
         client.close()
-    return [parse_header(batch) for batch in split_batches(records)]
 
 
 # -- LogAppendTime -------------------------------------------------------------------------------

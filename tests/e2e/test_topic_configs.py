@@ -36,7 +36,6 @@ from kio.schema.describe_configs.v4 import request as describe_req
 from kio.schema.describe_configs.v4 import response as describe_resp
 
 from rafka_actors.storage.batch_records import recompressed
-from rafka_actors.storage.record_batch import parse_header, split_batches
 
 from ..batch_builder import build_batch
 from ..broker_process import BrokerProcess
@@ -249,10 +248,9 @@ RECORDS = [(b"key-%d" % i, b"value-%d-" % i + b"x" * (i % 7) * 100) for i in ran
 def _stored_codecs(broker: BrokerProcess, topic: str) -> set[int]:
     client = RawClient(broker.host, broker.port)
     try:
-        records = client.fetch(topic, 0, 0, 0).records
+        return {header.attributes & 0x07 for header in client.stored_batches(topic, 0)}
     finally:
         client.close()
-    return {parse_header(batch).attributes & 0x07 for batch in split_batches(records)}
 
 
 @pytest.mark.parametrize(("topic_codec", "producer_codec"), COMPRESSIONS)
