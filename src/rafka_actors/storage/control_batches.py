@@ -17,7 +17,7 @@ from typing import Final
 
 import crc32c
 
-from .record_batch import BATCH_OVERHEAD, HEADER_SIZE
+from .record_batch import BATCH_OVERHEAD, HEADER_SIZE, read_varint
 
 ABORT: Final = 0
 COMMIT: Final = 1
@@ -61,32 +61,21 @@ def marker_batch(
     return bytes(batch)
 
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = n = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        n |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return (n >> 1) ^ -(n & 1), pos
-
-
 def read_marker(records_prefix: bytes) -> tuple[int, int] | None:
     """(control type, coordinator epoch) from the first bytes of a control batch's records:
     ABORT, COMMIT or another Kafka control type (its epoch -1 if it carries none); None if
     they hold no control key."""
     try:
-        _, pos = _read_varint(records_prefix, 0)  # record length
+        _, pos = read_varint(records_prefix, 0)  # record length
         pos += 1  # attributes
         for _ in range(2):  # timestampDelta, offsetDelta
-            _, pos = _read_varint(records_prefix, pos)
-        key_length, pos = _read_varint(records_prefix, pos)
+            _, pos = read_varint(records_prefix, pos)
+        key_length, pos = read_varint(records_prefix, pos)
         if key_length < _KEY.size:
             return None
         _, kind = _KEY.unpack_from(records_prefix, pos)
         pos += key_length
-        value_length, pos = _read_varint(records_prefix, pos)
+        value_length, pos = read_varint(records_prefix, pos)
         epoch = -1
         if kind in (ABORT, COMMIT) and value_length >= _VALUE.size:
             epoch = _VALUE.unpack_from(records_prefix, pos)[1]

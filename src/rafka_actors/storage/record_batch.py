@@ -46,6 +46,7 @@ __all__ = [
     "assign_offsets",
     "check_batch",
     "parse_header",
+    "read_varint",
     "split_batches",
     "stamp_offsets",
 ]
@@ -186,6 +187,20 @@ def split_batches(records: bytes | memoryview) -> list[memoryview]:
         out.append(view[pos:stop])
         pos = stop
     return out
+
+
+def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
+    """The zig-zag varint (a record's varint or varlong) at ``pos``, and the position after it;
+    IndexError past the end. (Not kio's reader: this module, and the Spark pipeline's readers
+    that import it, must not import kio, which imports Hypothesis in a dev install.)"""
+    shift = n = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        n |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return (n >> 1) ^ -(n & 1), pos
 
 
 def stamp_offsets(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
