@@ -56,7 +56,7 @@ def record_stamps(batch: bytes | memoryview) -> Iterator[tuple[int, int]]:
             timestamp = header.max_timestamp if log_append else header.base_timestamp + delta
             yield header.base_offset + offset_delta, timestamp
             pos = body + length
-    except IndexError:
+    except (IndexError, ValueError):
         raise InvalidRecordError("records end inside a record", corrupt=True) from None
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "read_varint",
     "split_batches",
     "stamp_offsets",
+    "varint",
 ]
 
 MAGIC = 2
@@ -130,14 +131,18 @@ def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     return BatchHeader._make(_HEADER.unpack_from(buf, pos))
 
 
-def check_batch(buf: Buffer, pos: int, end: int, *, verify_crc: bool = True) -> tuple[int, ...]:
+def check_batch(
+    buf: Buffer, pos: int, end: int, *, verify_crc: bool = True, cleaned: bool = False
+) -> tuple[int, ...]:
     """Validate the batch at ``buf[pos:]`` (which must not extend past ``end``).
 
     Returns the raw header tuple (field order as :class:`BatchHeader`). Checks, in order: enough
     bytes for the magic, magic == 2, a possible batchLength, the batch being whole, the CRC (if
     ``verify_crc``), then the counts: ``recordsCount >= 0`` and, as Kafka demands of client
     batches, ``lastOffsetDelta == recordsCount - 1`` (anything else would let a batch's records
-    overlap offsets the log assigns to the next batch).
+    overlap offsets the log assigns to the next batch). A batch the log cleaner rewrote
+    (``cleaned``: a stored one) keeps its offsets with fewer records, so there
+    ``recordsCount <= lastOffsetDelta + 1`` is enough.
     """
     if end - pos < _PREFIX_SIZE:
         raise InvalidRecordError(f"truncated batch at {pos}: {end - pos} bytes", corrupt=True)
@@ -161,7 +166,7 @@ def check_batch(buf: Buffer, pos: int, end: int, *, verify_crc: bool = True) -> 
     count, delta = header[12], header[6]
     if count < 0:
         raise InvalidRecordError(f"batch at {pos} has recordsCount {count}", corrupt=True)
-    if delta != count - 1:
+    if delta != count - 1 and not (cleaned and count <= delta + 1):
         raise InvalidRecordError(
             f"batch at {pos}: lastOffsetDelta {delta} inconsistent with {count} records",
             corrupt=False,
@@ -189,10 +194,20 @@ def split_batches(records: bytes | memoryview) -> list[memoryview]:
     return out
 
 
+def varint(value: int) -> bytes:
+    """A zig-zag varint (a record's varint and varlong)."""
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
 def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
-    """The zig-zag varint (a record's varint or varlong) at ``pos``, and the position after it;
-    IndexError past the end. (Not kio's reader: this module, and the Spark pipeline's readers
-    that import it, must not import kio, which imports Hypothesis in a dev install.)"""
+    """(value, position after it) of the zig-zag varint at `pos` (IndexError if cut,
+    ValueError past 10 bytes)."""
     shift = n = 0
     while True:
         byte = buf[pos]
@@ -201,6 +216,8 @@ def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
         shift += 7
         if byte < 0x80:
             return (n >> 1) ^ -(n & 1), pos
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
 
 
 def stamp_offsets(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:

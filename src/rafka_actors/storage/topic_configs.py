@@ -33,10 +33,13 @@ from .config_values import (
 )
 
 __all__ = [
+    "CLEANUP_POLICIES",
     "COMPRESSION_TYPES",
     "TOPIC_CONFIGS",
     "InvalidConfig",
     "TopicConfigDef",
+    "cleanup_policies",
+    "effective_float",
     "effective_long",
     "topic_defaults",
     "validate_topic_config",
@@ -47,6 +50,7 @@ __all__ = [
 SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT, SOURCE_GROUP = 1, 4, 5, 8
 
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")  # Kafka's order
+CLEANUP_POLICIES = ("compact", "delete")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"
 _ONE_REPLICA = "there is one replica per partition here"
@@ -93,10 +97,21 @@ def _is_replica(item: str) -> bool:
     return partition.strip().isdigit() and broker.strip().isdigit()
 
 
-def _cleanup_policy(value: object) -> str | None:
-    if value == "compact":
-        return "compaction is not supported by this broker"
-    return one_of(("compact", "delete"))(value)
+def _cleanup_policy(name: str, text: str) -> str:
+    """Kafka's list of policies: each of compact and delete at most once, in the order
+    given; an empty list keeps everything."""
+    if not text.strip():
+        return ""
+    policies = [p.strip() for p in text.split(",")]
+    if "" in policies:
+        raise InvalidConfig(f"Configuration '{name}' values must not be empty.")
+    for policy in policies:
+        if policy not in CLEANUP_POLICIES:
+            raise InvalidConfig(
+                f"Invalid value {policy} for configuration {name}: String must be one of: "
+                + ", ".join(CLEANUP_POLICIES)
+            )
+    return ",".join(dict.fromkeys(policies))
 
 
 def _def(
@@ -114,8 +129,8 @@ def _def(
 
 _DEFS = (
     _def("cleanup.policy", TYPE_LIST, "delete", "log.cleanup.policy",
-         "delete: a partition's oldest segments are deleted by retention.ms and retention.bytes",
-         _cleanup_policy, per_item=True),
+         "delete: old segments are deleted by retention; compact: the log cleaner keeps the "
+         "latest record of each key (both may be given; none: keep everything)"),
     _def("compression.type", TYPE_STRING, "producer", "compression.type",
          "the codec batches are stored with; 'producer' keeps the producer's, any other is "
          "applied on append (a batch is recompressed only if its codec differs)",
@@ -127,8 +142,8 @@ _DEFS = (
     _def("compression.zstd.level", TYPE_INT, "3", "compression.zstd.level",
          "the zstd level of batches the broker compresses", between(-131072, 22)),
     _def("delete.retention.ms", TYPE_LONG, "86400000", "log.cleaner.delete.retention.ms",
-         "how long a compacted topic keeps tombstones", at_least(0),
-         "topics are not compacted here"),
+         "how long the cleaner keeps a tombstone (and an empty transaction's marker) after it "
+         "first cleaned it", at_least(0)),
     _def("file.delete.delay.ms", TYPE_LONG, "60000", "log.segment.delete.delay.ms",
          "the wait before a deleted segment's file is removed", at_least(0),
          "a segment's file is removed at once"),
@@ -151,8 +166,8 @@ _DEFS = (
     _def("local.retention.ms", TYPE_LONG, "-2", "log.local.retention.ms",
          "time segments are kept locally when tiered", at_least(-2), _NO_TIERED),
     _def("max.compaction.lag.ms", TYPE_LONG, str(LONG_MAX), "log.cleaner.max.compaction.lag.ms",
-         "the longest a record stays uncompacted", at_least(1),
-         "topics are not compacted here"),
+         "a record stays uncleaned at most this long in a sealed segment, whatever the dirty "
+         "ratio", at_least(1)),
     _def("max.message.bytes", TYPE_INT, "1048588", "message.max.bytes",
          "the largest record batch (after compression)", at_least(0)),
     _def("message.timestamp.after.max.ms", TYPE_LONG, "3600000",
@@ -167,11 +182,10 @@ _DEFS = (
          "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the "
          "broker's clock on append", one_of(TIMESTAMP_TYPES)),
     _def("min.cleanable.dirty.ratio", TYPE_DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio",
-         "the dirty share of a log that makes it worth compacting", between(0, 1),
-         "topics are not compacted here"),
+         "the share of a compacted log's bytes not yet cleaned above which it is cleaned",
+         between(0, 1)),
     _def("min.compaction.lag.ms", TYPE_LONG, "0", "log.cleaner.min.compaction.lag.ms",
-         "the least time a record stays uncompacted", at_least(0),
-         "topics are not compacted here"),
+         "a record stays uncleaned at least this long", at_least(0)),
     _def("min.insync.replicas", TYPE_INT, "1", "min.insync.replicas",
          "replicas that must have a batch before acks=all is answered", at_least(1),
          "Kafka caps it at the replication factor, and every partition here has one replica"),
@@ -221,6 +235,8 @@ def validate_topic_config(name: str, value: str | None) -> str:
         raise InvalidConfig(f"Unknown topic config name: {name}")
     if value is None:
         raise InvalidConfig(f"Null value not supported for topic configs: {name}")
+    if name == "cleanup.policy":  # (its messages and de-duplication are its own)
+        return _cleanup_policy(name, value)
     return parse(name, definition.rule, value)
 
 
@@ -260,6 +276,20 @@ def topic_defaults(broker_value: Callable[[str], str | None]) -> dict[str, str]:
 
 
 KAFKA_DEFAULTS: Mapping[str, str] = topic_defaults(lambda _key: None)
+
+
+def cleanup_policies(configs: Mapping[str, str], default: str) -> frozenset[str]:
+    """The topic's cleanup policies (its own, or the broker's `log.cleanup.policy`)."""
+    raw = configs.get("cleanup.policy", default)
+    return frozenset(p.strip() for p in raw.split(",") if p.strip())
+
+
+def effective_float(configs: Mapping[str, str], name: str, default: float) -> float:
+    """The topic's value of a DOUBLE config, or `default` (the broker's) if unset or bad."""
+    try:
+        return float(configs[name])
+    except (KeyError, ValueError):
+        return default
 
 
 def effective_long(configs: Mapping[str, str], name: str, default: int) -> int:

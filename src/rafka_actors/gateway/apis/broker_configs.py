@@ -24,13 +24,13 @@ from collections.abc import Iterable, Mapping
 from kio.schema.errors import ErrorCode
 
 from ...config import FIELDS, BrokerConfig, field_name, kafka_key, kafka_value
-from ...storage.config_values import TYPE_BOOLEAN, TYPE_INT, TYPE_STRING
+from ...storage.config_values import TYPE_BOOLEAN, TYPE_DOUBLE, TYPE_INT, TYPE_STRING
 from ...storage.topic_configs import SOURCE_DEFAULT, SOURCE_STATIC_BROKER, TOPIC_CONFIGS
 
 FILE_NAME = "broker-configs.json"
 SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER = 2, 3
 SENSITIVE = frozenset({"ssl_key_password"})
-_TYPES = {"int": TYPE_INT, "bool": TYPE_BOOLEAN}  # else STRING
+_TYPES = {"int": TYPE_INT, "bool": TYPE_BOOLEAN, "float": TYPE_DOUBLE}  # else STRING
 _PER_BROKER = ("listener.", "listeners", "advertised.listeners", "sasl.", "ssl.")
 # the topic configs' defaults: static here, as they must act
 _TOPIC_DEFAULTS = frozenset(d.broker_key for d in TOPIC_CONFIGS.values() if d.broker_key)
