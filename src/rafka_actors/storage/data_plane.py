@@ -46,6 +46,7 @@ from .producer_ids import ProducerIdAllocator
 from .producer_recovery import rebuild_producers, write_snapshot
 from .producer_state import AbortedTxn, PartitionProducers, ProducerEntry
 from .record_batch import parse_header
+from .startup_writes import StartupWrites
 from .topic_configs import KAFKA_DEFAULTS
 from .topics import Topic, TopicStore, stored_orgs, topics_dir
 
@@ -90,6 +91,7 @@ class DataPlane:
         *,
         segment_bytes: int,
         topic_defaults: Mapping[str, str] = KAFKA_DEFAULTS,
+        writes: StartupWrites | None = None,
     ) -> None:
         self._data_dir = data_dir
         self._segment_bytes = segment_bytes
@@ -116,7 +118,9 @@ class DataPlane:
             for topic in self._stores[org_id]:
                 for index, partition in enumerate(topic.partitions):
                     key = (topic.topic_id, index)
-                    self._producers[key], self._snapshot_ends[key] = rebuild_producers(partition)
+                    self._producers[key], self._snapshot_ends[key] = rebuild_producers(
+                        partition, writes
+                    )
                     replayed += self._snapshot_ends[key] < partition.log_end_offset
         if self._producers:
             log.info(
@@ -133,14 +137,24 @@ class DataPlane:
         *,
         segment_bytes: int,
         topic_defaults: Mapping[str, str] = KAFKA_DEFAULTS,
+        writes: StartupWrites | None = None,
     ) -> DataPlane:
+        """Every org's topics and their producer state, as stored. Reads only: recovery's
+        writes go to ``writes`` (made at once if None: startup_writes.py)."""
         stores = {
-            org_id: TopicStore.open(data_dir, segment_bytes=segment_bytes, org_id=org_id)
+            org_id: TopicStore.open(
+                data_dir, segment_bytes=segment_bytes, org_id=org_id, writes=writes
+            )
             for org_id in (0, *stored_orgs(data_dir))
         }
         allocator = ProducerIdAllocator(data_dir / "producer-ids")
         return cls(
-            data_dir, stores, allocator, segment_bytes=segment_bytes, topic_defaults=topic_defaults
+            data_dir,
+            stores,
+            allocator,
+            segment_bytes=segment_bytes,
+            topic_defaults=topic_defaults,
+            writes=writes,
         )
 
     # -- topics ---------------------------------------------------------------------------
@@ -424,10 +438,11 @@ class DataPlane:
             except OSError as exc:  # the partition refuses appends from now on
                 STORAGE_LOG.log("fsync of %s failed: %s", partition.directory, reason(exc))
 
-    def close(self) -> None:
-        """Snapshot the producer state that changed (the next start-up replays nothing),
-        then flush and close every partition log."""
-        for store in self._stores.values():
+    def close(self, *, snapshots: bool = True) -> None:
+        """Snapshot the producer state that changed (the next start-up replays nothing;
+        not after a refused start, which writes nothing), then flush and close every
+        partition log."""
+        for store in self._stores.values() if snapshots else ():
             for topic in store:
                 for index, partition in enumerate(topic.partitions):
                     self._snapshot(topic, index, partition)

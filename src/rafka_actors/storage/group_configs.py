@@ -21,6 +21,7 @@ from .fsutil import DamagedFile, fsync_dir
 log = logging.getLogger(__name__)
 
 FILE_NAME = "group-configs.json"
+BROKER_CONFIGS_FILE = "broker-configs.json"  # the dynamic broker configs, in the same shape
 
 
 class GroupConfigStore:

@@ -27,7 +27,6 @@ from ...config import FIELDS, BrokerConfig, field_name, kafka_key, kafka_value
 from ...storage.config_values import TYPE_BOOLEAN, TYPE_DOUBLE, TYPE_INT, TYPE_STRING
 from ...storage.topic_configs import SOURCE_DEFAULT, SOURCE_STATIC_BROKER, TOPIC_CONFIGS
 
-FILE_NAME = "broker-configs.json"
 SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER = 2, 3
 SENSITIVE = frozenset({"ssl_key_password"})
 _TYPES = {"int": TYPE_INT, "bool": TYPE_BOOLEAN, "float": TYPE_DOUBLE}  # else STRING
