@@ -16,11 +16,10 @@ from rafka_actors.auth.users import User
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.apis._build import make
-from rafka_actors.gateway.apis.broker_configs import FILE_NAME
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.protocol.messages import request_class
 from rafka_actors.storage.data_plane import DataPlane
-from rafka_actors.storage.group_configs import GroupConfigStore
+from rafka_actors.storage.group_configs import BROKER_CONFIGS_FILE, GroupConfigStore
 
 DESCRIBE, ALTER, INCREMENTAL = 32, 33, 44
 BROKER = 4
@@ -37,7 +36,7 @@ def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
         "127.0.0.1",
         9092,
         API_TABLE,
-        broker_configs=GroupConfigStore.open(tmp_path, FILE_NAME),
+        broker_configs=GroupConfigStore.open(tmp_path, BROKER_CONFIGS_FILE),
     )
     data.close()
 
@@ -90,7 +89,7 @@ def test_kafkas_dynamic_broker_configs_are_kept_and_shown(
     assert described["background.threads"] == ("9", 3, False)
     assert described["log.retention.ms"][2] is True  # a setting of ours: read-only
     # durable: a new store reads them back
-    reopened = GroupConfigStore.open(tmp_path, FILE_NAME)
+    reopened = GroupConfigStore.open(tmp_path, BROKER_CONFIGS_FILE)
     assert reopened.get(0, "0") == {"sasl.kerberos.min.time.before.relogin": "58000"}
     assert (
         _incremental(ctx, OPERATOR, "", ("background.threads", 1, None)).error_code
