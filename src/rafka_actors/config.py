@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .storage.coordinator_segments import DEFAULT_PREALLOCATE_BYTES, DEFAULT_SEGMENT_BYTES
+from .storage.topic_configs import TOPIC_CONFIGS, InvalidConfig, validate_topic_config
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,19 @@ class BrokerConfig:
         metadata=_doc("fsync partition logs at least this often (0 = every append)"),
     )
     message_max_bytes: int = field(default=1048588, metadata=_doc("largest record batch"))
+    # Topics' defaults of the topic configs of the same meaning (storage/topic_configs.py).
+    log_message_timestamp_type: str = field(
+        default="CreateTime", metadata=_doc("CreateTime|LogAppendTime: message.timestamp.type")
+    )
+    log_message_timestamp_before_max_ms: int = field(
+        default=2**63 - 1, metadata=_doc("message.timestamp.before.max.ms")
+    )
+    log_message_timestamp_after_max_ms: int = field(
+        default=3_600_000, metadata=_doc("message.timestamp.after.max.ms")
+    )
+    compression_type: str = field(
+        default="producer", metadata=_doc("topics' compression.type (producer: as produced)")
+    )
     # Idempotent and transactional producers' state in the partition logs (issue 43 §3).
     producer_id_expiration_ms: int = field(
         default=86_400_000,
@@ -236,6 +250,42 @@ class BrokerConfig:
     group_consumer_max_heartbeat_interval_ms: int = field(
         default=15000, metadata=_doc("highest consumer.heartbeat.interval.ms a group may set")
     )
+    group_consumer_min_assignment_interval_ms: int = field(
+        default=0, metadata=_doc("lowest consumer.assignment.interval.ms a group may set")
+    )
+    group_consumer_max_assignment_interval_ms: int = field(
+        default=15000, metadata=_doc("highest consumer.assignment.interval.ms a group may set")
+    )
+    group_share_min_session_timeout_ms: int = field(
+        default=45000, metadata=_doc("lowest share.session.timeout.ms a group may set")
+    )
+    group_share_max_session_timeout_ms: int = field(
+        default=60000, metadata=_doc("highest share.session.timeout.ms a group may set")
+    )
+    group_share_min_heartbeat_interval_ms: int = field(
+        default=5000, metadata=_doc("lowest share.heartbeat.interval.ms a group may set")
+    )
+    group_share_max_heartbeat_interval_ms: int = field(
+        default=15000, metadata=_doc("highest share.heartbeat.interval.ms a group may set")
+    )
+    group_share_min_record_lock_duration_ms: int = field(
+        default=15000, metadata=_doc("lowest share.record.lock.duration.ms a group may set")
+    )
+    group_share_max_record_lock_duration_ms: int = field(
+        default=60000, metadata=_doc("highest share.record.lock.duration.ms a group may set")
+    )
+    group_share_min_delivery_count_limit: int = field(
+        default=2, metadata=_doc("lowest share.delivery.count.limit a group may set")
+    )
+    group_share_max_delivery_count_limit: int = field(
+        default=10, metadata=_doc("highest share.delivery.count.limit a group may set")
+    )
+    group_share_min_partition_max_record_locks: int = field(
+        default=100, metadata=_doc("lowest share.partition.max.record.locks a group may set")
+    )
+    group_share_max_partition_max_record_locks: int = field(
+        default=4000, metadata=_doc("highest share.partition.max.record.locks a group may set")
+    )
     # The coordinator log (see storage/durable_log.py for what each fsync policy promises).
     coordinator_log_fsync: str = field(default="always", metadata=_doc("always|interval|never"))
     coordinator_log_fsync_interval_ms: int = field(default=1000, metadata=_doc("for interval"))
@@ -406,6 +456,7 @@ def load_config(
     _check_consumer_group_settings(config)
     _check_share_group_settings(config)
     _check_network_settings(config)
+    _check_topic_defaults(config)
     if config.coordinator_log_fsync not in ("always", "interval", "never"):
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
     if config.log_retention_check_interval_ms <= 0:
@@ -416,6 +467,27 @@ def load_config(
     if config.log_dir_free_space_warning_bytes < 0:
         raise ConfigError("log.dir.free.space.warning.bytes must be >= 0")
     return config
+
+
+def kafka_value(config: BrokerConfig, key: str) -> str | None:
+    """Setting `key` as Kafka prints it (booleans in lower case); None if it is not ours."""
+    name = field_name(key)
+    if name not in FIELDS:
+        return None
+    value = getattr(config, name)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _check_topic_defaults(config: BrokerConfig) -> None:
+    """The broker settings that are topics' defaults obey the topic configs' rules."""
+    for name, definition in TOPIC_CONFIGS.items():
+        value = kafka_value(config, definition.broker_key) if definition.broker_key else None
+        if value is None:
+            continue
+        try:
+            validate_topic_config(name, value)
+        except InvalidConfig as exc:
+            raise ConfigError(f"{definition.broker_key}: {exc}") from None
 
 
 def _check_cleaner_settings(config: BrokerConfig) -> None:
@@ -449,6 +521,19 @@ def _check_share_group_settings(config: BrokerConfig) -> None:
         raise ConfigError(
             "group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms"
         )
+    _check_group_config_bounds(config)
+
+
+def _check_group_config_bounds(config: BrokerConfig) -> None:
+    """Each min/max pair that bounds a group config (group_common/group_configs.py) is in
+    order. The broker's own default need not be within them (Kafka requires it): the bounds
+    only limit what a group may set, and tests run with short timers."""
+    for name in FIELDS:
+        if "_min_" not in name or not name.startswith(("group_share_", "group_consumer_")):
+            continue
+        upper = name.replace("_min_", "_max_", 1)
+        if upper in FIELDS and getattr(config, name) > getattr(config, upper):
+            raise ConfigError(f"{kafka_key(name)} must be at most {kafka_key(upper)}")
 
 
 def _check_consumer_group_settings(config: BrokerConfig) -> None:
