@@ -15,7 +15,10 @@ Measured side by side in one run, rounds taking turns, against the same tree wit
 `trio.to_thread.run_sync` (default configuration, a 2-core machine shared with other work):
 a member's sync commits, one at a time (``bench/request_cost.py --ops commit --rounds 9
 --brokers 'new=rafka-actors,old=rafka-actors@OLD_PYTHON'``): 65 against 54 commits/s
-(1.20x), broker CPU 1 949 against 2 222 us a commit. The round trip alone, an fsync of a
+(1.20x), broker CPU 1 949 against 2 222 us a commit; 16 members in 16 groups (``--clients
+16``): 230 against 180 commits/s (1.28x); bench/run.py's (c), a member's sync commits/s,
+in another run: 153 against 117 (1.31x). The disk was shared (an fsync took 0.1-5 ms), so
+these are ratios, not this machine's best. The round trip alone, an fsync of a
 tmpfs file awaited 2 000 times in a loop: 217 against 469 us wall, 52 against 99 us of CPU.
 """
 
