@@ -50,6 +50,9 @@ PARTS: tuple[tuple[str, str, str], ...] = (
     ),
 )
 OTHER = "other (interpreter, stdlib, libraries)"
+# A worker thread waiting for work (a lock or queue get in C, under no Python frame of its
+# own) is sampled as if it ran: py-spy takes a thread blocked on a lock for an active one.
+IDLE_WAITS = frozenset({"FsyncThread._serve", "WorkerThread._work"})
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ def part_of(function: str, file: str) -> str:
 
 def aggregate(lines: Iterable[str]) -> Profile:
     """A py-spy ``--format raw`` output (one "stack count" per line) summed by part and by
-    innermost function."""
+    innermost function; a worker thread's wait for work (IDLE_WAITS) is not counted."""
     parts: Counter[str] = Counter()
     functions: Counter[str] = Counter()
     samples = 0
@@ -88,6 +91,8 @@ def aggregate(lines: Iterable[str]) -> Profile:
         if not stack or not count.isdigit():
             continue
         function, file = frames_of(stack)[-1]
+        if function in IDLE_WAITS:
+            continue
         samples += int(count)
         parts[part_of(function, file)] += int(count)
         functions[f"{function} ({Path(file).name})"] += int(count)

@@ -22,6 +22,8 @@ x;handle (rafka_actors/group/machine.py:80) 2
 x;_write_all (rafka_actors/storage/coordinator_segments.py:700) 4
 x;DurableCoordinatorLog.append (rafka_actors/storage/durable_log.py:240) 1
 x;__init__ (<string>:2) 6
+thread;WorkerThread._work (trio/_core/_thread_cache.py:200) 40
+thread;FsyncThread._serve (rafka_actors/storage/fsync_thread.py:80) 40
 
 not a sample line
 """
