@@ -37,7 +37,11 @@ _FRAME = re.compile(r"(?P<function>.*) \((?P<file>[^():]*)(?::\d+)?\)$")
 
 # (part, test on the innermost frame's function and file), first match wins
 PARTS: tuple[tuple[str, str, str], ...] = (
-    ("socket system calls (send, recv)", r"_nonblocking_helper|sock_method_wrapper", r""),
+    (
+        "socket system calls (send, recv)",
+        r"_nonblocking_helper|sock_method_wrapper|LeanSocketStream\.(send_all|_read)$",
+        r"",
+    ),
     ("epoll (waiting for and polling sockets)", r"", r"trio/_core/_io_epoll"),
     ("trio scheduler, scopes, channels", r"", r"(^|/)(trio|tricycle|outcome)/"),
     ("wire codec (kio, headers, frames)", r"", r"kio|/protocol/|<generated|gateway/frames"),

@@ -46,6 +46,20 @@ def test_each_sample_goes_to_the_part_of_its_innermost_frame() -> None:
     assert profile.functions["_nonblocking_helper (_socket.py)"] == 30
 
 
+def test_lean_streams_reads_and_writes_are_socket_system_calls() -> None:
+    profile = profile_broker.aggregate(
+        [
+            "x;LeanSocketStream.send_all (rafka_actors/gateway/lean_stream.py:60) 3",
+            "x;LeanSocketStream._read (rafka_actors/gateway/lean_stream.py:70) 2",
+            "x;LeanSocketStream.receive_some (rafka_actors/gateway/lean_stream.py:50) 1",
+        ]
+    )
+    assert dict(profile.parts) == {
+        "socket system calls (send, recv)": 5,
+        "gateway (dispatch, handlers)": 1,
+    }
+
+
 def test_the_report_gives_each_part_its_share_of_the_cpu_per_request() -> None:
     profile = profile_broker.aggregate(RAW.splitlines())
     text = profile_broker.report("commit", 10_000, 80.0, profile, top=3)
