@@ -19,12 +19,12 @@ TLS connections keep `trio.SSLStream`.
 
 Measured side by side in one run, rounds taking turns, against the same tree over
 `trio.SocketStream` (default configuration, a 2-core machine shared with other work;
-``bench/request_cost.py --ops commit,heartbeat,fetch,apiversions --rounds 9 --brokers
+``bench/request_cost.py --ops fetch,heartbeat,apiversions --rounds 11 --brokers
 'new=rafka-actors,old=rafka-actors@OLD_PYTHON'``), requests/s and broker CPU a request:
-OffsetFetch 2 436 against 2 019 (1.21x), 107 against 119 us; ApiVersions 3 164 against
-2 591 (1.22x), 75 against 103 us; a member's commit 80 against 65 (1.22x); a heartbeat
-1 246 against 1 138 (1.09x). In another run, bench/run.py's (c) and (d): committed() 1 378
-against 935 calls/s (1.47x), a member's sync commits 251 against 153 /s (1.65x).
+OffsetFetch 6 264 against 5 226 (1.20x), 101 against 120 us; ApiVersions 12 238 against
+9 598 (1.28x), 54 against 67 us; a heartbeat 4 413 against 4 380 (1.01x), 151 against 160 us
+(its actor hop dominates). Earlier runs: OffsetFetch 1.21x and 1.05x, committed() 1.47x
+(bench/run.py (d)), a member's commits 1.22x and 1.65x (bench/run.py (c)).
 """
 
 from __future__ import annotations

@@ -12,14 +12,15 @@ cancelled, gets its answer only when the fsync has returned (a batch is acknowle
 never left in between).
 
 Measured side by side in one run, rounds taking turns, against the same tree with
-`trio.to_thread.run_sync` (default configuration, a 2-core machine shared with other work):
-a member's sync commits, one at a time (``bench/request_cost.py --ops commit --rounds 9
---brokers 'new=rafka-actors,old=rafka-actors@OLD_PYTHON'``): 65 against 54 commits/s
-(1.20x), broker CPU 1 949 against 2 222 us a commit; 16 members in 16 groups (``--clients
-16``): 230 against 180 commits/s (1.28x); bench/run.py's (c), a member's sync commits/s,
-in another run: 153 against 117 (1.31x). The disk was shared (an fsync took 0.1-5 ms), so
-these are ratios, not this machine's best. The round trip alone, an fsync of a
-tmpfs file awaited 2 000 times in a loop: 217 against 469 us wall, 52 against 99 us of CPU.
+`trio.to_thread.run_sync` (default configuration; a 2-core machine and a disk shared with
+other work, an fsync taking 0.1-5 ms, so the ratios vary from run to run): a member's sync
+commits, one at a time (``bench/request_cost.py --ops commit --rounds 15 --brokers
+'new=rafka-actors,old=rafka-actors@OLD_PYTHON'``): 351 against 314 commits/s (1.12x) and
+913 against 1 075 us of broker CPU a commit (-15%); with the data dir on tmpfs, 1 188
+against 813 (1.46x), 514 against 655 us. Earlier runs: 1.20x (9 rounds), 1.31x (bench/run.py
+(c), 5 runs), 1.28x with 16 committers in 16 groups; one run of 7 rounds gave 0.75x. The
+round trip alone (an fsync of a tmpfs file awaited 2 000 times): 217 against 469 us wall,
+52 against 99 us of CPU.
 """
 
 from __future__ import annotations
