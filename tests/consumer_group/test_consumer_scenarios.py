@@ -90,7 +90,9 @@ def test_unknown_group_id(h: ConsumerHarness) -> None:
 
 def test_unknown_member_id_joins_consumer_group(h: ConsumerHarness) -> None:
     h.join("m1")
-    assert h.heartbeat("m2", 1, owned={}).error_code == ErrorCode.unknown_member_id
+    resp = h.heartbeat("m2", 1, owned={})
+    assert resp.error_code == ErrorCode.unknown_member_id
+    assert resp.error_message == "Member m2 is not a member of group fooup."  # Kafka's words
 
 
 def test_member_joins_empty_consumer_group(h: ConsumerHarness) -> None:
@@ -166,7 +168,9 @@ def test_leaving_member_bumps_group_epoch(h: ConsumerHarness) -> None:
 
 def test_leave_unknown_member(h: ConsumerHarness) -> None:
     h.join("m1")
-    assert h.heartbeat("m9", -1).error_code == ErrorCode.unknown_member_id
+    resp = h.heartbeat("m9", -1)
+    assert resp.error_code == ErrorCode.unknown_member_id
+    assert resp.error_message == "Member m9 is not a member of group fooup."
 
 
 def test_group_epoch_bump_when_new_static_member_joins(h: ConsumerHarness) -> None:

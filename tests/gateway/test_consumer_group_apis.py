@@ -382,9 +382,9 @@ async def test_describe_a_consumer_group(
     [member] = group.members
     assert (member.member_id, member.member_epoch) == ("m-1", joined.member_epoch)
     assert (member.instance_id, member.rack_id) == ("i-1", "r1")
-    assert (member.client_id, member.client_host) == ("tests", "10.0.0.7")
+    assert (member.client_id, member.client_host) == ("tests", "/10.0.0.7")  # as Kafka
     assert member.subscribed_topic_names == ("t", "u")
-    assert member.subscribed_topic_regex is None
+    assert member.subscribed_topic_regex == ""  # as Kafka describes a member without one
     expected = sorted(
         [(topic_id(ctx, "t"), "t", (0, 1)), (topic_id(ctx, "u"), "u", (0, 1, 2))],
         key=lambda row: row[0].bytes,

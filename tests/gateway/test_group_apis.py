@@ -633,7 +633,7 @@ async def test_describe_groups(client: Client, version: int, autojump_clock: Moc
     assert (stable.protocol_type, stable.protocol_data) == ("consumer", "range")
     [member] = stable.members
     assert member.member_id == joined.member_id
-    assert (member.client_id, member.client_host) == ("tests", "10.0.0.7")
+    assert (member.client_id, member.client_host) == ("tests", "/10.0.0.7")  # as Kafka
     assert (member.member_metadata, member.member_assignment) == (SUBSCRIPTION, ASSIGNMENT)
     assert (dead.group_id, dead.error_code, dead.group_state) == ("unknown", 0, "Dead")
     assert (dead.protocol_type, dead.protocol_data, dead.members) == ("", "", ())

@@ -21,6 +21,7 @@ from kio.schema.describe_groups.v5 import request as describe_groups_req
 from kio.schema.describe_transactions.v0 import request as describe_txns_req
 from kio.schema.end_txn.v3 import request as end_txn_req
 from kio.schema.fetch.v12 import request as fetch_req
+from kio.schema.find_coordinator.v3 import request as find_coordinator_v3_req
 from kio.schema.find_coordinator.v6 import request as find_coordinator_req
 from kio.schema.heartbeat.v4 import request as heartbeat_req
 from kio.schema.init_producer_id.v5 import request as init_pid_req
@@ -147,6 +148,11 @@ def delete_records(topic: str, partition: int, offset: int) -> Any:
 
 def find_coordinator(key_type: int, *keys: str) -> Any:
     return find_coordinator_req.FindCoordinatorRequest(key_type=key_type, coordinator_keys=keys)
+
+
+def find_coordinator_v3(key_type: int, key: str) -> Any:
+    """The one-key form (v0-v3) that kafka-python and older clients send."""
+    return find_coordinator_v3_req.FindCoordinatorRequest(key=key, key_type=key_type)
 
 
 # classic groups

@@ -178,7 +178,8 @@ def leave(
         member = group.members.get(op.member_id)
         if member is None:
             raise Refusal(
-                ErrorCode.unknown_member_id, f"Member {op.member_id} is not in the group."
+                ErrorCode.unknown_member_id,
+                f"Member {op.member_id} is not a member of group {op.group_id}.",
             )
     else:
         member = group.static_member(op.instance_id)
