@@ -366,6 +366,23 @@ async def test_leave_with_epoch_minus_one(
     assert again.error_code == ErrorCode.unknown_member_id
 
 
+@pytest.mark.parametrize("version", [5, 6])
+async def test_describe_groups_of_a_consumer_group(
+    client: Client, version: int, autojump_clock: MockClock
+) -> None:
+    """DescribeGroups describes classic groups only: a KIP-848 group is "Dead", from v6 on
+    (KIP-1043) GROUP_ID_NOT_FOUND with Kafka's message."""
+    await join(client, 1)
+    request = req(15, version, groups=("cg",), include_authorized_operations=False)
+    [group] = (await client.call(request)).groups
+    assert (group.group_state, group.protocol_type, group.members) == ("Dead", "", ())
+    if version >= 6:
+        assert group.error_code == ErrorCode.group_id_not_found
+        assert group.error_message == "Group cg is not a classic group."
+    else:
+        assert group.error_code == ErrorCode.none
+
+
 # -- ConsumerGroupDescribe ----------------------------------------------------------------
 @pytest.mark.parametrize("version", [0, 1])
 async def test_describe_a_consumer_group(

@@ -105,3 +105,23 @@ def _not_yet(response: object) -> bool:
             if item.error_code in _NOT_YET:
                 return True
     return False
+
+
+# Kafka's tools: short runs, so a small heap, the serial collector and the client compiler only
+TOOL_JVM = "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xlog:disable -Xlog:all=error:stderr"
+
+
+def tool(bootstrap: str, name: str, *args: str, timeout: float = 120.0) -> str:
+    """One of Kafka's tools (kafka-tool's alias, e.g. `consumer-groups`) against a broker:
+    what it prints, its errors after its output, its exit code if not 0."""
+    done = subprocess.run(
+        [str(KAFKA_REF / "kafka-tool"), name, "--bootstrap-server", bootstrap, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "KAFKA_TOOL_HEAP": TOOL_JVM},
+        check=False,
+    )
+    errors = "".join(f"(stderr) {line}\n" for line in done.stderr.splitlines() if line.strip())
+    code = f"(exit {done.returncode})\n" if done.returncode else ""
+    return done.stdout + errors + code

@@ -17,7 +17,7 @@ from kio.schema.create_topics.v7 import request as create_topics_req
 from kio.schema.delete_groups.v2 import request as delete_groups_req
 from kio.schema.delete_records.v2 import request as delete_records_req
 from kio.schema.delete_topics.v6 import request as delete_topics_req
-from kio.schema.describe_groups.v5 import request as describe_groups_req
+from kio.schema.describe_groups.v6 import request as describe_groups_req
 from kio.schema.describe_transactions.v0 import request as describe_txns_req
 from kio.schema.end_txn.v3 import request as end_txn_req
 from kio.schema.fetch.v12 import request as fetch_req

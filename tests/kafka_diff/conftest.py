@@ -8,7 +8,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from .brokers import kafka, ours, why_no_kafka
+from .brokers import kafka, ours, tool, why_no_kafka
 from .differ import Verdict, table_row
 from .probe import Broker
 
@@ -23,7 +23,10 @@ def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Broker, 
     with ExitStack() as stack:
         host, port = stack.enter_context(kafka(tmp_path_factory.mktemp("kafka")))
         process = stack.enter_context(ours(tmp_path_factory.mktemp("ours")))
-        yield Broker("kafka", host, port), Broker("ours", process.host, process.port)
+        yield (
+            Broker("kafka", host, port, tool),
+            Broker("ours", process.host, process.port, tool),
+        )
 
 
 @pytest.fixture

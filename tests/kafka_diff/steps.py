@@ -15,17 +15,20 @@ from .probe import Probe
 
 
 def topic(probe: Probe, name: str, partitions: int = 1, **configs: str) -> None:
-    """Created, and led in Metadata: Kafka's broker learns of a new topic a moment after
-    CreateTopics answers, as a client then finds."""
-    answer = probe.send(calls.create_topic(name, partitions, **configs)).topics[0]
-    assert answer.error_code == ErrorCode.none, answer
+    """Created, and led: Kafka's broker takes the lead of a new topic's partitions a moment
+    after CreateTopics answers (a Produce before then is NOT_LEADER_OR_FOLLOWER), as a
+    client finds out; until ListOffsets answers for each. Kept forever (`retention.ms` -1):
+    the scenarios' records carry times of 2023, which Kafka's retention would soon delete."""
+    configs.setdefault("retention_ms", "-1")
+    probe.ok(calls.create_topic(name, partitions, **configs))
     deadline = time.monotonic() + 30
-    while True:
-        known = probe.send(calls.metadata(name)).topics[0]
-        if known.error_code == ErrorCode.none and all(p.leader_id >= 0 for p in known.partitions):
-            return
-        assert time.monotonic() < deadline, known
-        time.sleep(0.1)
+    for partition in range(partitions):
+        while True:
+            answer = probe.send(calls.list_offsets(name, -1, partition))
+            if answer.topics[0].partitions[0].error_code == ErrorCode.none:
+                break
+            assert time.monotonic() < deadline, answer
+            time.sleep(0.1)
 
 
 SPECIAL_TIMESTAMPS = {
@@ -68,12 +71,12 @@ def joined(probe: Probe, group: str, label: str = "") -> tuple[str, int]:
     """A member that joined and synced a new classic group alone: (member id, generation);
     with a label, the two JoinGroup answers are observed."""
     first = probe.send(calls.join(group))
-    answer = probe.send(calls.join(group, first.member_id))
+    answer = probe.ok(calls.join(group, first.member_id))
     if label:
         probe.record(f"{label}.join_required", probe.normaliser.plain(first))
         probe.record(f"{label}.join", probe.normaliser.plain(answer))
     member, generation = answer.member_id, answer.generation_id
-    probe.send(calls.sync(group, generation, member, b"\x00\x01"))
+    probe.ok(calls.sync(group, generation, member, b"\x00\x01"))
     return member, generation
 
 

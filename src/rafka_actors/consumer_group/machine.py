@@ -109,7 +109,7 @@ def _describe_classic(
     group: ConsumerGroup, op: DescribeGroupOp, waiter: int, fx: Effects
 ) -> ConsumerGroup:
     # DescribeGroups describes classic groups only; Kafka says "Dead" for anything else.
-    fx.reply(waiter, DescribeGroupOpResp(ErrorCode.none, "Dead"))
+    fx.reply(waiter, DescribeGroupOpResp(ErrorCode.none, "Dead", other_type=True))
     return group
 
 

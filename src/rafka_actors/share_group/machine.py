@@ -581,7 +581,7 @@ def _other(group: ShareGroup | None, op: Any, waiter: int, fx: Effects) -> Share
         case OffsetDeleteOp():
             fx.reply(waiter, OffsetDeleteOpResp(code))
         case DescribeGroupOp():
-            fx.reply(waiter, DescribeGroupOpResp(ErrorCode.none, "Dead"))
+            fx.reply(waiter, DescribeGroupOpResp(ErrorCode.none, "Dead", other_type=True))
         case ConsumerGroupHeartbeatOp():
             fx.reply(waiter, ConsumerGroupHeartbeatOpResp(code, message))
         case ConsumerGroupDescribeOp():

@@ -32,7 +32,7 @@ def consumer_group(probe: Probe) -> None:
     epoch, assignment = assigned(probe, joined_, heartbeat)
     probe.record("assigned", seen(probe, epoch, assignment))
     # a new subscription: a new epoch, so that the one before it is not 0 (a join)
-    resubscribed = probe.send(heartbeat(epoch, ("cg-t", "cg-t2")))
+    resubscribed = probe.ok(heartbeat(epoch, ("cg-t", "cg-t2")))
     epoch, assignment = assigned(probe, resubscribed, heartbeat, newer_than=epoch)
     probe.record("resubscribed", seen(probe, epoch, assignment))
     owned = tuple(assignment.topic_partitions)

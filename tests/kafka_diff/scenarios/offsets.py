@@ -73,7 +73,7 @@ def offset_commit_fetch(probe: Probe) -> None:
     probe.observe("fetch.after_delete", fetch(("of-g", None)))
     joined = probe.send(calls.consumer_heartbeat("of-cg", MEMBER, 0, ("of-t",)))
     epoch, _ = assigned(probe, joined, lambda e: calls.consumer_heartbeat("of-cg", MEMBER, e))
-    probe.send(commit("of-cg", "of-t", 1, generation=epoch, member_id=MEMBER))
+    probe.ok(commit("of-cg", "of-t", 1, generation=epoch, member_id=MEMBER))
     probe.observe("offset_delete.subscribed", delete("of-cg", "of-t"))
     probe.observe("delete_groups.not_empty", calls.delete_groups("of-cg", "of-g", "of-nogroup"))
 

@@ -28,7 +28,7 @@ def transaction_errors(probe: Probe) -> None:
     topic(probe, "txn-t")
     probe.observe("init.timeout_too_long", calls.init_producer_id(TXN, 900_001))
     probe.observe("init.empty_id", calls.init_producer_id(""))
-    first = probe.send(calls.init_producer_id(TXN))
+    first = probe.ok(calls.init_producer_id(TXN))
     old, pid = first.producer_epoch, first.producer_id
     epoch = probe.observe("init.again", calls.init_producer_id(TXN)).producer_epoch
     add = calls.add_partitions
@@ -91,9 +91,9 @@ def transaction_errors(probe: Probe) -> None:
 @scenario
 def aborted_transaction(probe: Probe) -> None:
     topic(probe, "abort-t")
-    init = probe.send(calls.init_producer_id("txn-b"))
+    init = probe.ok(calls.init_producer_id("txn-b"))
     pid, epoch = init.producer_id, init.producer_epoch
-    probe.send(calls.add_partitions("txn-b", pid, epoch, "abort-t", 0))
+    probe.ok(calls.add_partitions("txn-b", pid, epoch, "abort-t", 0))
     probe.observe(
         "produce",
         calls.produce("abort-t", ["x", "y"], transactional_id="txn-b", producer=(pid, epoch, 0)),

@@ -3,8 +3,9 @@ OffsetDelete (47).
 
 DescribeGroups and DeleteGroups ask each named group's actor in turn; a group that does not
 exist is described as "Dead" without an error (so is a KIP-848 consumer group: DescribeGroups
-describes classic groups only, ConsumerGroupDescribe the others), and deleting it answers
-GROUP_ID_NOT_FOUND (the state machine decides both). An empty group id is accepted by both,
+describes classic groups only, ConsumerGroupDescribe the others), from v6 on (KIP-1043) with
+GROUP_ID_NOT_FOUND and Kafka's message, and deleting it answers GROUP_ID_NOT_FOUND (the state
+machine decides both). An empty group id is accepted by both,
 as Kafka still does for old tools; only a null id is INVALID_GROUP_ID. Member metadata and
 assignments are the raw consumer-protocol bytes the members sent and got: confluent's
 AdminClient decodes them.
@@ -85,13 +86,21 @@ def describe_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
                 group = DescribeGroupOpResp(ErrorCode.invalid_group_id, "")
             elif group.cgp_id and group_id is not None:
                 cgp_ids[group_id] = group.cgp_id
-            groups.append(_described(mod, group_id or "", group, operations))
+            groups.append(_described(mod, group_id or "", _v6(version, group), operations))
         response = make(
             mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=(*refused, *groups)
         )
         return WithGroupIdentities(response, conn.org_id, cgp_ids)
 
     return ask_each(conn.org_id, asked, described)
+
+
+def _v6(version: int, group: DescribeGroupOpResp) -> DescribeGroupOpResp:
+    """From v6 on (KIP-1043) a group that is not there, or not a classic group, is
+    GROUP_ID_NOT_FOUND, still "Dead" (Kafka's GroupMetadataManager.describeGroups)."""
+    if version < 6 or group.error_code != ErrorCode.none or group.state != "Dead":
+        return group
+    return DescribeGroupOpResp(ErrorCode.group_id_not_found, "Dead", other_type=group.other_type)
 
 
 def _described(mod: Any, group_id: str, group: DescribeGroupOpResp, operations: int) -> Any:
@@ -107,9 +116,14 @@ def _described(mod: Any, group_id: str, group: DescribeGroupOpResp, operations: 
         )
         for member_id, instance_id, client_id, client_host, metadata, assignment in group.members
     )
+    message = None
+    if group.error_code == ErrorCode.group_id_not_found:
+        kind = "is not a classic group" if group.other_type else "not found"
+        message = f"Group {group_id} {kind}."
     return make(
         mod.DescribedGroup,
         error_code=ErrorCode(group.error_code),
+        error_message=message,  # v6+
         group_id=group_id,
         group_state=group.state,
         protocol_type=group.protocol_type,
