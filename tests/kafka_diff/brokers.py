@@ -1,7 +1,8 @@
 """The two brokers of the check: Apache Kafka 4.3.1 (the peer's start-kafka, on a random free
 high port with its own data dir) and ours (a child process on a free port, a temp data dir),
 set alike where a setting shows in what a client sees, and each made ready as a client would
-find it: coordinators that answer."""
+find it: coordinators that answer. The peer is found (and set up) as the tests of Kafka's
+tools find it (tests/e2e/kafka_tools/peer.py), and its tools run through it."""
 
 from __future__ import annotations
 
@@ -10,17 +11,17 @@ import random
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
 from ..broker_process import BrokerProcess
+from ..e2e.kafka_tools.peer import KafkaPeer
 from ..raw_client import RawClient
 from . import calls
 
-KAFKA_REF = Path(os.environ.get("KAFKA_REF") or Path.home() / ".cache" / "kafka-ref")
 # Kafka's start-kafka sets these; ours gets the same, and Kafka's node id
 OUR_SETTINGS = ("node.id=1", "num.partitions=1", "group.initial.rebalance.delay.ms=100")
 _NOT_YET = {
@@ -28,14 +29,6 @@ _NOT_YET = {
     ErrorCode.coordinator_not_available,
     ErrorCode.coordinator_load_in_progress,
 }
-
-
-def why_no_kafka() -> str | None:
-    if subprocess.run(["which", "java"], capture_output=True, check=False).returncode:
-        return "no java on PATH (Kafka 4.3.1 needs Java 17)"
-    if not (KAFKA_REF / "start-kafka").exists():
-        return f"no Kafka peer in {KAFKA_REF} (run the peer's setup, or set KAFKA_REF)"
-    return None
 
 
 def _free_port() -> int:
@@ -52,10 +45,10 @@ def _free_port() -> int:
 
 
 @contextmanager
-def kafka(data_dir: Path) -> Iterator[tuple[str, int]]:
+def kafka(peer: KafkaPeer, data_dir: Path) -> Iterator[tuple[str, int]]:
     port = _free_port()
     subprocess.run(
-        [str(KAFKA_REF / "start-kafka"), str(port), str(data_dir)],
+        [str(peer.home / "start-kafka"), str(port), str(data_dir)],
         check=True,
         capture_output=True,
         env={**os.environ, "START_TIMEOUT": "180"},
@@ -64,7 +57,7 @@ def kafka(data_dir: Path) -> Iterator[tuple[str, int]]:
         wait_ready("127.0.0.1", port)
         yield "127.0.0.1", port
     finally:
-        subprocess.run([str(KAFKA_REF / "stop-kafka"), str(data_dir)], capture_output=True)
+        subprocess.run([str(peer.home / "stop-kafka"), str(data_dir)], capture_output=True)
 
 
 @contextmanager
@@ -107,21 +100,15 @@ def _not_yet(response: object) -> bool:
     return False
 
 
-# Kafka's tools: short runs, so a small heap, the serial collector and the client compiler only
-TOOL_JVM = "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xlog:disable -Xlog:all=error:stderr"
+def tool_runner(peer: KafkaPeer) -> Callable[..., str]:
+    """(bootstrap, tool, *args) -> what one of Kafka's tools (kafka-tool's alias, e.g.
+    `consumer-groups`) prints against a broker: its errors after its output, its exit code
+    if not 0."""
 
+    def tool(bootstrap: str, name: str, *args: str) -> str:
+        done = peer.run(name, "--bootstrap-server", bootstrap, *args, timeout=120.0)
+        errors = "".join(f"(stderr) {line}\n" for line in done.stderr.splitlines() if line.strip())
+        code = f"(exit {done.returncode})\n" if done.returncode else ""
+        return done.stdout + errors + code
 
-def tool(bootstrap: str, name: str, *args: str, timeout: float = 120.0) -> str:
-    """One of Kafka's tools (kafka-tool's alias, e.g. `consumer-groups`) against a broker:
-    what it prints, its errors after its output, its exit code if not 0."""
-    done = subprocess.run(
-        [str(KAFKA_REF / "kafka-tool"), name, "--bootstrap-server", bootstrap, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "KAFKA_TOOL_HEAP": TOOL_JVM},
-        check=False,
-    )
-    errors = "".join(f"(stderr) {line}\n" for line in done.stderr.splitlines() if line.strip())
-    code = f"(exit {done.returncode})\n" if done.returncode else ""
-    return done.stdout + errors + code
+    return tool

@@ -8,7 +8,8 @@ from contextlib import ExitStack
 
 import pytest
 
-from .brokers import kafka, ours, tool, why_no_kafka
+from ..e2e.kafka_tools.peer import NoPeer, find_peer
+from .brokers import kafka, ours, tool_runner
 from .differ import Verdict, table_row
 from .probe import Broker
 
@@ -17,11 +18,15 @@ VERDICTS: list[Verdict] = []
 
 @pytest.fixture(scope="session")
 def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Broker, Broker]]:
-    reason = why_no_kafka()
-    if reason:
-        pytest.skip(reason)
+    try:
+        peer = find_peer(tmp_path_factory.getbasetemp())
+    except NoPeer as reason:
+        pytest.skip(str(reason))
+    if not (peer.home / "start-kafka").exists():
+        pytest.skip(f"the Kafka peer in {peer.home} has no start-kafka")
+    tool = tool_runner(peer)
     with ExitStack() as stack:
-        host, port = stack.enter_context(kafka(tmp_path_factory.mktemp("kafka")))
+        host, port = stack.enter_context(kafka(peer, tmp_path_factory.mktemp("kafka")))
         process = stack.enter_context(ours(tmp_path_factory.mktemp("ours")))
         yield (
             Broker("kafka", host, port, tool),

@@ -7,13 +7,15 @@ known differences are the rows of the doc's table under `DOC_SECTION`:
 
     | scenario | path | Kafka 4.3.1 | ours | status |
 
-values in backticks as `render` writes them, status `kept: why` or `fixed`. A difference not
-in the table is new; a `kept` row no longer seen is fixed (and its row must go or become
-`fixed`); a `fixed` row seen again has come back.
+values in backticks as `render` writes them, status `kept: why` or `fixed`. A `*` in a cell
+stands for any text, so that one row covers a family of differences (every API Kafka serves
+and we do not). A difference no row covers is new; a `kept` row that covers none is fixed
+(and must go or become `fixed`); a `fixed` row that covers one has come back.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -35,12 +37,28 @@ class Difference:
 
 @dataclass(frozen=True)
 class Known:
-    difference: Difference
+    difference: Difference  # its cells may hold `*`s
     status: str  # "fixed" or "kept: <why>"
 
     @property
     def kept(self) -> bool:
         return self.status.startswith("kept")
+
+    def covers(self, seen: Difference) -> bool:
+        mine = self.difference
+        return mine.scenario == seen.scenario and all(
+            _pattern(cell).fullmatch(value)
+            for cell, value in (
+                (mine.path, seen.path),
+                (mine.kafka, seen.kafka),
+                (mine.ours, seen.ours),
+            )
+        )
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern(cell: str) -> re.Pattern[str]:
+    return re.compile(".*".join(re.escape(part) for part in cell.split("*")), re.S)
 
 
 def render(value: Any) -> str:
@@ -69,7 +87,17 @@ def _compare(scenario: str, path: str, kafka: Any, ours: Any, out: list[Differen
 
 _MISSING = object()
 # the fields that name an element of a list: elements are paired by them, not by position
-_KEYS = ("name", "topic", "group_id", "transactional_id", "partition_index", "partition", "index")
+_KEYS = (
+    "name",
+    "topic",
+    "topic_name",
+    "group_id",
+    "transactional_id",
+    "partition_index",
+    "partition",
+    "index",
+    "topic_id",  # (a placeholder: the same topic on both sides, where ids are seen alike)
+)
 
 
 def _keyed(items: list[Any]) -> dict[Any, Any]:
@@ -112,7 +140,7 @@ def known_differences(doc: Path = DOC) -> list[Known]:
 def _code(cell: str) -> str:
     if not (cell.startswith("`") and cell.endswith("`")):
         raise ValueError(f"a table cell in backticks was expected: {cell!r}")
-    return cell[1:-1].strip() if cell.startswith("`` ") else cell[1:-1]
+    return cell[2:-2].strip() if cell.startswith("`` ") else cell[1:-1]
 
 
 def table_row(difference: Difference, status: str = "kept: ") -> str:
@@ -155,11 +183,12 @@ class Verdict:
 
 
 def judge(scenario: str, seen: list[Difference], known: list[Known]) -> Verdict:
-    rows = {k.difference: k for k in known if k.difference.scenario == scenario}
+    rows = [k for k in known if k.difference.scenario == scenario]
+    covered = {k: [d for d in seen if k.covers(d)] for k in rows}
     return Verdict(
         scenario,
         seen,
-        new=[d for d in seen if d not in rows],
-        gone=[k for d, k in rows.items() if k.kept and d not in seen],
-        back=[k for d, k in rows.items() if not k.kept and d in seen],
+        new=[d for d in seen if not any(k.covers(d) for k in rows)],
+        gone=[k for k in rows if k.kept and not covered[k]],
+        back=[k for k in rows if not k.kept and covered[k]],
     )

@@ -9,7 +9,8 @@ from . import scenarios  # noqa: F401 (registers them)
 from .differ import Verdict, differences, judge, known_differences
 from .probe import SCENARIOS, Broker, run
 
-pytestmark = pytest.mark.kafka
+# (kafka_tools runs some fifty JVMs: seconds each on a loaded 2-core machine)
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(900)]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
