@@ -154,10 +154,20 @@ def _aborted_entry(cls: type, producer_id: int, first_offset: int) -> Any:
     return make(cls, producer_id=producer_id, first_offset=first_offset)
 
 
+_NOT_SERVED = frozenset(
+    {
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.unknown_topic_id,
+        ErrorCode.topic_authorization_failed,
+    }
+)
+
+
 def _partition_data(mod: Any, index: int, read: _Read, committed: bool) -> Any:
-    """A partition's answer; its aborted transactions null unless read_committed, and empty
-    beside an error (Kafka's default for the field)."""
-    aborted: tuple[Any, ...] | None = None if read.code is ErrorCode.none else ()
+    """A partition's answer; its aborted transactions null unless read_committed, as Kafka
+    4.3.1 answers: null beside OFFSET_OUT_OF_RANGE too (a failed read of the log), empty
+    beside a partition not served (the field's default)."""
+    aborted: tuple[Any, ...] | None = () if read.code in _NOT_SERVED else None
     if committed and read.code is ErrorCode.none:
         aborted = tuple(
             _aborted_entry(mod.AbortedTransaction, t.producer_id, t.first_offset)
