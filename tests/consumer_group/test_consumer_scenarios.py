@@ -105,6 +105,19 @@ def test_member_joins_empty_consumer_group(h: ConsumerHarness) -> None:
     assert durable_view(h.replayed()) == durable_view(h.consumer)
 
 
+def test_the_last_member_leaving_keeps_the_assignment_epoch(h: ConsumerHarness) -> None:
+    """As Kafka 4.3.1 describes the empty group (seen by tests/kafka_diff): its epoch is
+    bumped, its assignment epoch is the last target's, and a new member is assigned at once."""
+    h.join("m1")
+    assert h.heartbeat("m1", -1).error_code == ErrorCode.none
+    assert h.consumer.state is ConsumerGroupState.EMPTY
+    assert (h.consumer.group_epoch, h.consumer.assignment_epoch) == (2, 1)
+    assert durable_view(h.replayed()) == durable_view(h.consumer)
+    joined = h.join("m2")
+    assert (joined.member_epoch, h.named(joined.assignment)) == (3, {"foo": set(range(6))})
+    assert (h.consumer.group_epoch, h.consumer.assignment_epoch) == (3, 3)
+
+
 def test_consumer_group_member_epoch_validation(h: ConsumerHarness) -> None:
     h.join("m1")
     assert h.heartbeat("m1", 2, owned={}).error_code == ErrorCode.fenced_member_epoch
