@@ -143,7 +143,6 @@ class DescribeGroupOpResp:
     # (member id, instance id, client id, client host, metadata, assignment)
     members: tuple[tuple[str, str | None, str, str, bytes, bytes], ...] = ()
     cgp_id: str = ""
-    other_type: bool = False  # "Dead" because the group is not a classic one (v6's message)
 
 
 @dataclass(frozen=True, slots=True)

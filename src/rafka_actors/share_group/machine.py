@@ -616,7 +616,8 @@ def _other(group: ShareGroup | None, op: Any, waiter: int, fx: Effects) -> Share
         case OffsetDeleteOp():
             fx.reply(waiter, OffsetDeleteOpResp(code))
         case DescribeGroupOp():
-            fx.reply(waiter, DescribeGroupOpResp(ErrorCode.none, "Dead", other_type=True))
+            # (not a classic group: the gateway answers each DescribeGroups version's way)
+            fx.reply(waiter, DescribeGroupOpResp(ErrorCode.group_id_not_found, "Dead"))
         case ConsumerGroupHeartbeatOp():
             fx.reply(waiter, ConsumerGroupHeartbeatOpResp(code, message))
         case ConsumerGroupDescribeOp():

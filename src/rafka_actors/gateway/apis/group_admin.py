@@ -36,6 +36,7 @@ gateway/identities.py), which the connection sends only to a request that asked 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -86,7 +87,8 @@ def describe_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
                 group = DescribeGroupOpResp(ErrorCode.invalid_group_id, "")
             elif group.cgp_id and group_id is not None:
                 cgp_ids[group_id] = group.cgp_id
-            groups.append(_described(mod, group_id or "", _v6(version, group), operations))
+            answer, kind = _v6(version, group)
+            groups.append(_described(mod, group_id or "", answer, operations, kind))
         response = make(
             mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=(*refused, *groups)
         )
@@ -95,15 +97,26 @@ def describe_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
     return ask_each(conn.org_id, asked, described)
 
 
-def _v6(version: int, group: DescribeGroupOpResp) -> DescribeGroupOpResp:
-    """From v6 on (KIP-1043) a group that is not there, or not a classic group, is
-    GROUP_ID_NOT_FOUND, still "Dead" (Kafka's GroupMetadataManager.describeGroups)."""
-    if version < 6 or group.error_code != ErrorCode.none or group.state != "Dead":
-        return group
-    return DescribeGroupOpResp(ErrorCode.group_id_not_found, "Dead", other_type=group.other_type)
+def _v6(version: int, group: DescribeGroupOpResp) -> tuple[DescribeGroupOpResp, str | None]:
+    """The answer for the version, and its message. From v6 on (KIP-1043) a group that is
+    not there, or not a classic group, is GROUP_ID_NOT_FOUND, still "Dead" (Kafka's
+    GroupMetadataManager.describeGroups); before, both are "Dead" without an error. A group
+    of another type is answered GROUP_ID_NOT_FOUND by its machine, one not there "Dead"."""
+    if group.state != "Dead" or group.error_code not in (ErrorCode.none, _NOT_FOUND):
+        return group, None
+    other_type = group.error_code == _NOT_FOUND
+    if version < 6:
+        return replace(group, error_code=ErrorCode.none), None
+    kind = "is not a classic group" if other_type else "not found"
+    return replace(group, error_code=_NOT_FOUND), kind
 
 
-def _described(mod: Any, group_id: str, group: DescribeGroupOpResp, operations: int) -> Any:
+_NOT_FOUND = ErrorCode.group_id_not_found
+
+
+def _described(
+    mod: Any, group_id: str, group: DescribeGroupOpResp, operations: int, kind: str | None = None
+) -> Any:
     members = tuple(
         make(
             mod.DescribedGroupMember,
@@ -116,10 +129,7 @@ def _described(mod: Any, group_id: str, group: DescribeGroupOpResp, operations: 
         )
         for member_id, instance_id, client_id, client_host, metadata, assignment in group.members
     )
-    message = None
-    if group.error_code == ErrorCode.group_id_not_found:
-        kind = "is not a classic group" if group.other_type else "not found"
-        message = f"Group {group_id} {kind}."
+    message = None if kind is None else f"Group {group_id} {kind}."
     return make(
         mod.DescribedGroup,
         error_code=ErrorCode(group.error_code),
