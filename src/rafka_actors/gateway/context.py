@@ -49,6 +49,7 @@ class BrokerContext:
     )
     sasl: SaslSetup | None = None  # set on a SASL listener
     group_configs: GroupConfigStore | None = None  # dynamic group configs (issue 45)
+    broker_configs: GroupConfigStore | None = None  # dynamic broker configs (broker_configs.py)
     topic_deletions: PendingTopicDeletions | None = None  # offsets still to tombstone (45)
     metrics: BrokerMetrics | None = None  # set when metrics.listen is
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
@@ -117,6 +118,12 @@ class ConnectionInfo:
     sasl: SaslSession | None = None  # the exchange in progress, on a SASL listener
     gate: frozenset[int] | None = None  # api keys served before authentication; None: all
     close_after_reply: str | None = None  # why, when the reply being sent is the last
+
+    @property
+    def client_host(self) -> str:
+        """The client's address as groups show it: Kafka's `InetAddress.toString()` of an
+        address it did not look up, "/10.0.0.7" (kafka-consumer-groups prints it so)."""
+        return f"/{self.peer_host}"
 
     def may_use_group(self, group_id: str) -> bool:
         return self.user is None or self.user.may_use_group(group_id)

@@ -2,7 +2,10 @@
 
 Topics are named by name before v13 and by topic id from v13 (librdkafka switches at v13).
 The read starts at the batch that contains the fetch offset (clients skip earlier records)
-and returns at least one whole batch even when it exceeds the limits (KIP-74). If fewer than
+and returns whole batches within the partition's `partition_max_bytes` and what is left of the
+response's `max_bytes` (fetch.max.bytes). As KIP-74 says, only the first partition that returns
+data may break both limits, with its first batch whole, so a consumer always makes progress and
+a response stays within fetch.max.bytes otherwise (librdkafka refuses a larger one). If fewer than
 `min_bytes` are found the request parks until an append to one of its partitions or until
 `max_wait_ms`, whichever is first: an event, not a polling loop (see data_plane.py).
 
@@ -135,16 +138,18 @@ def _read_partition(
         return _Read(ErrorCode.unknown_topic_or_partition)
     log = topic.partitions[p.partition]
     hw, start = log.log_end_offset, log.log_start_offset
+    if not start <= p.fetch_offset <= hw:  # with Kafka's -1s for the offsets (no read)
+        return _Read(ErrorCode.offset_out_of_range)
     lso = data.last_stable_offset(topic, p.partition)
-    if not start <= p.fetch_offset <= hw:
-        return _Read(ErrorCode.offset_out_of_range, b"", hw, lso, start)
     limit = min(p.partition_max_bytes, budget)
     if limit <= 0 and not first:
         return _Read(ErrorCode.none, b"", hw, lso, start)
     if not committed:
-        records, end = log.read_until(p.fetch_offset, max(limit, 1), hw)
+        records, end = log.read_until(p.fetch_offset, max(limit, 1), hw, min_one=first)
         return _Read(ErrorCode.none, records, hw, lso, start, (), end)
-    records, aborted, end = data.read_committed(topic, p.partition, p.fetch_offset, max(limit, 1))
+    records, aborted, end = data.read_committed(
+        topic, p.partition, p.fetch_offset, max(limit, 1), min_one=first
+    )
     return _Read(ErrorCode.none, records, hw, lso, start, tuple(aborted), end)
 
 
@@ -155,8 +160,20 @@ def _aborted_entry(cls: type, producer_id: int, first_offset: int) -> Any:
     return make(cls, producer_id=producer_id, first_offset=first_offset)
 
 
+_NOT_SERVED = frozenset(
+    {
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.unknown_topic_id,
+        ErrorCode.topic_authorization_failed,
+    }
+)
+
+
 def _partition_data(mod: Any, index: int, read: _Read, committed: bool) -> Any:
-    aborted = None
+    """A partition's answer; its aborted transactions null unless read_committed, as Kafka
+    4.3.1 answers: null beside OFFSET_OUT_OF_RANGE too (a failed read of the log), empty
+    beside a partition not served (the field's default)."""
+    aborted: tuple[Any, ...] | None = () if read.code in _NOT_SERVED else None
     if committed and read.code is ErrorCode.none:
         aborted = tuple(
             _aborted_entry(mod.AbortedTransaction, t.producer_id, t.first_offset)

@@ -1,8 +1,9 @@
 """CreateTopics (19) and DeleteTopics (20).
 
 One broker, so the only replication factor is 1 (-1 means the default, also 1); explicit
-replica assignments are accepted when they name this broker alone. Topic configs are stored
-with the topic; those this broker honours (storage/topic_configs.py) are checked first.
+replica assignments are accepted when they name this broker alone. Topic configs are checked as
+AlterConfigs checks them (storage/topic_configs.py: Kafka's names and rules, INVALID_CONFIG
+otherwise) and stored with the topic.
 
 Topics are created in, and deleted from, the connection's org (data_plane.py). A topic outside
 the user's prefixes gets TOPIC_AUTHORIZATION_FAILED before any other check, so the answer says
@@ -18,12 +19,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...group_common.ops import TopicsChangedOp
-from ...storage.topic_configs import (
-    TOPIC_CONFIGS,
-    InvalidConfig,
-    check_compaction_lags,
-    validate_topic_config,
-)
+from ...storage.topic_configs import InvalidConfig, validate_topic_configs
 from ...storage.topics import (
     InvalidTopicName,
     TopicExists,
@@ -57,12 +53,13 @@ def _create_one(
         partitions = ctx.config.num_partitions
     code, message = _check_create(ctx, conn, wanted, partitions)
     created = None
-    # (checked by _check_create; stored as Kafka prints them)
-    configs = {
-        c.name: validate_topic_config(c.name, c.value) if c.name in TOPIC_CONFIGS else c.value
-        for c in wanted.configs
-        if c.value is not None and code is ErrorCode.none
-    }
+    configs: dict[str, str] = {}
+    if code is ErrorCode.none:
+        given = {c.name: c.value for c in wanted.configs if c.value is not None}
+        try:  # stored as Kafka prints them
+            configs = validate_topic_configs(given, ctx.data.topic_defaults)
+        except InvalidConfig as exc:
+            code, message = ErrorCode.invalid_config, str(exc)
     if code is ErrorCode.none and not validate_only:
         try:
             created = ctx.data.create_topic(wanted.name, partitions, configs, org_id=conn.org_id)
@@ -79,7 +76,7 @@ def _create_one(
         topic_config_error_code=code if code is ErrorCode.topic_authorization_failed else 0,
         num_partitions=partitions if ok else -1,
         replication_factor=1 if ok else -1,
-        configs=_created_configs(ctx, mod, configs) if ok else None,
+        configs=_created_configs(ctx, mod, configs) if ok else (),  # (Kafka: [], not null)
     )
 
 
@@ -105,27 +102,29 @@ def _check_create(
         return ErrorCode.invalid_topic_exception, str(exc)
     if ctx.data.topics_for(conn.org_id).by_name(wanted.name) is not None:
         return ErrorCode.topic_already_exists, f"Topic '{wanted.name}' already exists."
-    if wanted.replication_factor not in (-1, 1):
+    factor = wanted.replication_factor
+    if factor < 1 and factor != -1:
         return (
             ErrorCode.invalid_replication_factor,
-            f"Replication factor {wanted.replication_factor} is larger than the 1 broker here.",
+            "Replication factor must be larger than 0, or -1 to use the default value.",
         )
-    if partitions < 1 or partitions > 100_000:
+    if factor not in (-1, 1):  # (Kafka's message, one broker registered)
+        return (
+            ErrorCode.invalid_replication_factor,
+            f"Unable to replicate the partition {factor} time(s): The target replication factor"
+            f" of {factor} cannot be reached because only 1 broker(s) are registered or some"
+            " brokers have all their log directories cordoned.",
+        )
+    if partitions < 1:
+        return (
+            ErrorCode.invalid_partitions,
+            "Number of partitions was set to an invalid non-positive value.",
+        )
+    if partitions > 100_000:
         return ErrorCode.invalid_partitions, f"Number of partitions {partitions} is invalid."
     for assignment in wanted.assignments:
         if tuple(assignment.broker_ids) != (ctx.node_id,):
             return ErrorCode.invalid_replica_assignment, "Replicas must be this broker alone."
-    checked: dict[str, str] = {}
-    for config in wanted.configs:  # the configs honoured here are checked as Kafka does
-        if config.name in TOPIC_CONFIGS and config.value is not None:
-            try:
-                checked[config.name] = validate_topic_config(config.name, config.value)
-            except InvalidConfig as exc:
-                return ErrorCode.invalid_config, str(exc)
-    try:
-        check_compaction_lags(checked)
-    except InvalidConfig as exc:
-        return ErrorCode.invalid_config, str(exc)
     return ErrorCode.none, None
 
 
@@ -191,5 +190,11 @@ def _deleted(mod: Any, name: str | None, topic_id: Any, code: ErrorCode) -> Any:
         name=name,
         topic_id=topic_id,
         error_code=code,
-        error_message=None,
+        error_message=_DELETE_MESSAGES.get(code),
     )
+
+
+# the messages Kafka 4.3.1 sends with these errors (the errors' own descriptions)
+_DELETE_MESSAGES = {
+    ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
+}
