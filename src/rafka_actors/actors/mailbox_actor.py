@@ -38,13 +38,9 @@ Follow-ups. A state may call for work outside any turn (a prepared transaction's
 `Machine.follow_up` gives it, the actor runs it in a nursery of its own (only a kind that
 `follows_up` pays for one), and its result comes back as an op through the mailbox.
 
-Traces. An envelope carries its sender's OpenTelemetry context: the actor's task keeps the
-context of whichever request started it, so each op's spans hang off the request the op came
-with (`Machine.step` gets it), and the turn's one append is one span under the one request it
-serves, or linked to each of them (telemetry.batch_span).
-
-A turn is one function over a batch (`turn`), so that a caller could run an idle actor's turn
-itself.
+Traces. An envelope carries its sender's OpenTelemetry context (the actor's task keeps the
+context of whichever request started it): each op's spans hang off its own request, and the
+turn's append is one span under the one request it serves, or linked to each of them.
 """
 
 from __future__ import annotations
