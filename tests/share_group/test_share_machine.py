@@ -175,7 +175,7 @@ def test_the_requests_of_other_group_types_are_refused_each_in_its_own_shape() -
     c.join("a")
     assert c.step(ExpireOffsetsOp(60_000)) == ExpireOffsetsOpResp(0, False)
     described = c.step(DescribeGroupOp("g"))
-    assert (described.error_code, described.state) == (ErrorCode.none, "Dead")
+    assert (described.error_code, described.state) == (ErrorCode.group_id_not_found, "Dead")
     heartbeat = c.step(ConsumerGroupHeartbeatOp("g", "m", 0))
     assert heartbeat.error_code == ErrorCode.group_id_not_found
     assert heartbeat.error_message == "Group g is not a consumer group."
