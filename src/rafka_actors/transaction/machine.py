@@ -83,7 +83,9 @@ def handle(
             return _add(txn, op, frozenset(), frozenset({op.group_id}), now)
         case EndTxnOp():
             ended, reply = end_txn(txn, op, now, new_producer_id)
-            return Result(txn, None, reply) if ended is None else _changed(txn, ended, reply)
+            if ended is None or txn is None:
+                return Result(txn, None, reply)
+            return _changed(txn, ended, reply)
         case ExpireTxnOp():
             if txn is None or txn.open or now - txn.update_ms < op.expiration_ms:
                 return Result(txn, None, ExpireTxnResp(False))
