@@ -112,7 +112,10 @@ async def run_broker(
                 )
                 transactions = TransactionRegistry(
                     services,
-                    TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
+                    TxnConfig(
+                        max_timeout_ms=config.transaction_max_timeout_ms,
+                        transaction_version=config.transaction_version,
+                    ),
                     txn_log,
                     MarkerWriter(data, registry.ask),
                     data.producer_ids.allocate,

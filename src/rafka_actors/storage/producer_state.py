@@ -5,6 +5,13 @@ Kafka's ProducerStateManager keeps: its current epoch, the last five batches it 
 (sequence range and offsets, to answer a retried batch with its original offset), the
 coordinator epoch of its last marker, and the first offset of its open transaction, if any.
 
+While a transactional batch waits for the transaction coordinator to confirm (or, for a v2
+client, to add) its partition (KIP-890), the producer has a `Verification` here: a guard the
+append must present. A marker written meanwhile ends the verification, so a batch verified
+for a transaction that ended before it could be appended is refused instead of opening a
+transaction nobody will end (Kafka's VerificationGuard). Verifications live in memory only:
+after a restart the retried batch is verified again.
+
 From these follow:
 - the *last stable offset*: the first offset of the earliest open transaction, or the high
   watermark when none is open (read_committed readers stop there);
@@ -24,6 +31,7 @@ Pure: no I/O, no trio. Error answers are Kafka's, decided as its ProducerAppendI
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
@@ -36,6 +44,9 @@ from .record_batch import BatchHeader
 
 DEDUP_DEPTH = 5  # Kafka remembers the last five batches per producer (max.in.flight <= 5)
 _MAX_SEQUENCE = 2**31 - 1
+_MAX_EPOCH = 2**15 - 1
+NO_GUARD = 0  # the guard of a batch whose transaction was already open here: none needed
+_GUARDS = itertools.count(NO_GUARD + 1)  # unique in the process, like Kafka's
 
 
 # A remembered batch: (first sequence, last sequence, first offset). A plain tuple: the
@@ -67,6 +78,26 @@ class ProducerEntry:
             self.batches.clear()  # sequences restart at 0 with a new epoch
 
 
+@dataclass(slots=True)
+class Verification:
+    """A transactional batch of this producer is being verified (Kafka's
+    VerificationStateEntry): the guard its append must present, the epoch and lowest
+    sequence seen while verifying (a higher sequence must wait for it), and whether the
+    producer speaks transactions v2."""
+
+    guard: int
+    epoch: int
+    lowest_seq: int
+    epoch_bump: bool
+    started_ms: int
+
+    def saw(self, epoch: int, sequence: int) -> None:
+        if epoch == self.epoch and sequence < self.lowest_seq:
+            self.lowest_seq = sequence
+        elif epoch > self.epoch:
+            self.epoch, self.lowest_seq = epoch, sequence
+
+
 class AppendVerdict(NamedTuple):
     """`error` NONE and `duplicate_of` None: append it. `duplicate_of`: a retry of a batch
     already in the log at that offset (answer it, write nothing). Else refuse with `error`."""
@@ -83,6 +114,24 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _MAX_SEQUENCE)
 
 
+def _verifying_sequence(
+    verifying: Verification, first: int, entry: ProducerEntry | None
+) -> AppendVerdict | None:
+    """Kafka's sequence checks while a producer's batch is verified: none above the lowest
+    sequence being verified, and a v2 producer new here starts at 0."""
+    if verifying.epoch_bump and first != 0 and (entry is None or not entry.batches):
+        return AppendVerdict(
+            ErrorCode.out_of_order_sequence_number,
+            message=f"sequence {first}: a v2 producer new here starts at 0",
+        )
+    if first > verifying.lowest_seq:
+        return AppendVerdict(
+            ErrorCode.out_of_order_sequence_number,
+            message=f"sequence {first}, while {verifying.lowest_seq} is being verified",
+        )
+    return None
+
+
 def _last_seq_of(header: BatchHeader) -> int:
     last = header.base_sequence + header.last_offset_delta
     return last - _MAX_SEQUENCE - 1 if last > _MAX_SEQUENCE else last  # sequences wrap
@@ -91,13 +140,14 @@ def _last_seq_of(header: BatchHeader) -> int:
 class PartitionProducers:
     """The producer state of one partition (see the module docstring)."""
 
-    __slots__ = ("_aborted", "_aborted_ends", "_open", "entries")
+    __slots__ = ("_aborted", "_aborted_ends", "_open", "_verifying", "entries")
 
     def __init__(self) -> None:
         self.entries: dict[int, ProducerEntry] = {}
         self._open: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self._aborted: list[AbortedTxn] = []
         self._aborted_ends: list[int] = []  # their last offsets, for bisect
+        self._verifying: dict[int, Verification] = {}  # producer id -> (see the docstring)
 
     # -- reads --------------------------------------------------------------------------------
     def first_unstable_offset(self) -> int | None:
@@ -128,23 +178,34 @@ class PartitionProducers:
         return found
 
     # -- produce ------------------------------------------------------------------------------
-    def check(self, header: BatchHeader) -> AppendVerdict:
-        """Kafka's checks of a client's batch from producer `header.producer_id` (>= 0)."""
+    def check(self, header: BatchHeader, guard: int | None = None) -> AppendVerdict:
+        """Kafka's checks of a client's batch from producer `header.producer_id` (>= 0).
+        `guard`: the one `start_verification` gave, when transactional batches must have
+        been verified (None: they need not be)."""
         entry = self.entries.get(header.producer_id)
         if header.base_sequence < 0:
             return AppendVerdict(ErrorCode.invalid_record, message="producer batch, no sequence")
-        if entry is None:
-            return ACCEPT  # unknown producer (or state gone with the log): any sequence goes
         first, last = header.base_sequence, _last_seq_of(header)
-        if header.producer_epoch == entry.epoch:
+        if entry is not None and header.producer_epoch == entry.epoch:
             for first_seq, last_seq, first_offset in entry.batches:
                 if first_seq == first and last_seq == last:
                     return AppendVerdict(ErrorCode.none, duplicate_of=first_offset)
-        if header.producer_epoch < entry.epoch:
+        if header.is_transactional and guard is not None:
+            unverified = self._unverified(header, guard)
+            if unverified is not None:
+                return unverified
+        if entry is not None and header.producer_epoch < entry.epoch:
             return AppendVerdict(
                 ErrorCode.invalid_producer_epoch,
                 message=f"epoch {header.producer_epoch} is older than {entry.epoch}",
             )
+        verifying = self._verifying.get(header.producer_id)
+        if verifying is not None:
+            out_of_order = _verifying_sequence(verifying, first, entry)
+            if out_of_order is not None:
+                return out_of_order
+        if entry is None:
+            return ACCEPT  # unknown producer (or state gone with the log): any sequence goes
         if header.producer_epoch > entry.epoch:
             if first != 0:
                 return AppendVerdict(
@@ -162,8 +223,52 @@ class PartitionProducers:
             )
         return ACCEPT
 
+    def _unverified(self, header: BatchHeader, guard: int) -> AppendVerdict | None:
+        """Why a transactional batch whose transaction is not open here may not open it:
+        unverified, or verified for a transaction a marker has ended since (Kafka's
+        VerificationGuard); None if it may."""
+        if self.has_ongoing(header.producer_id, header.producer_epoch):
+            return None
+        entry = self.entries.get(header.producer_id)
+        if entry is not None and header.producer_epoch < entry.epoch:
+            return None  # refused below, for its epoch
+        verifying = self._verifying.get(header.producer_id)
+        if guard == NO_GUARD or verifying is None or verifying.guard != guard:
+            return AppendVerdict(
+                ErrorCode.invalid_txn_state, message="Record was not part of an ongoing transaction"
+            )
+        return None
+
+    # -- verification (KIP-890) ---------------------------------------------------------------
+    def has_ongoing(self, producer_id: int, epoch: int) -> bool:
+        """Whether the producer's transaction at this epoch is open here."""
+        entry = self.entries.get(producer_id)
+        return entry is not None and entry.txn_first_offset >= 0 and entry.epoch == epoch
+
+    def start_verification(
+        self, header: BatchHeader, epoch_bump: bool, now_ms: int
+    ) -> tuple[ErrorCode, int]:
+        """Before a transactional batch is verified: (INVALID_PRODUCER_EPOCH, 0) for a stale
+        epoch, (NONE, NO_GUARD) when its transaction is already open here (nothing to
+        verify), else (NONE, the guard its append must present)."""
+        pid, epoch = header.producer_id, header.producer_epoch
+        entry = self.entries.get(pid)
+        if entry is not None and epoch < entry.epoch:
+            return ErrorCode.invalid_producer_epoch, NO_GUARD
+        if self.has_ongoing(pid, epoch):
+            return ErrorCode.none, NO_GUARD
+        verifying = self._verifying.get(pid)
+        if verifying is None:
+            verifying = Verification(next(_GUARDS), epoch, header.base_sequence, epoch_bump, now_ms)
+            self._verifying[pid] = verifying
+        else:
+            verifying.saw(epoch, header.base_sequence)
+        return ErrorCode.none, verifying.guard
+
     def appended(self, header: BatchHeader, base_offset: int) -> None:
         """Record a producer batch now in the log at `base_offset`."""
+        if header.is_transactional:
+            self._verifying.pop(header.producer_id, None)  # its transaction is open here now
         self.replay_batch(
             header.producer_id, header.producer_epoch, header.base_sequence,
             header.last_offset_delta, base_offset, header.is_transactional, header.max_timestamp,
@@ -188,11 +293,18 @@ class PartitionProducers:
             self._open[pid] = offset
 
     # -- markers ------------------------------------------------------------------------------
-    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> ErrorCode:
+    def check_marker(
+        self, producer_id: int, epoch: int, coordinator_epoch: int, transaction_version: int = 0
+    ) -> ErrorCode:
+        """Kafka's checks of a marker: a v2 transaction's marker carries an epoch above its
+        records' (KIP-1228), so an equal one is late, unless nothing is open (a repeat)."""
         entry = self.entries.get(producer_id)
         if entry is None:
             return ErrorCode.none
         if epoch < entry.epoch:
+            return ErrorCode.invalid_producer_epoch
+        repeat = entry.txn_first_offset < 0 or epoch == _MAX_EPOCH
+        if transaction_version >= 2 and epoch == entry.epoch and not repeat:
             return ErrorCode.invalid_producer_epoch
         if coordinator_epoch < entry.coordinator_epoch:
             return ErrorCode.transaction_coordinator_fenced
@@ -215,6 +327,9 @@ class PartitionProducers:
     ) -> None:
         """Record a COMMIT/ABORT marker now in the log at `offset`, written at `timestamp`
         (also used by replay)."""
+        verifying = self._verifying.get(producer_id)
+        if not (verifying and verifying.epoch_bump and verifying.epoch == epoch):
+            self._verifying.pop(producer_id, None)  # (a v2 producer's next one may go on)
         entry = self.entries.get(producer_id)
         if entry is None:
             entry = self.entries[producer_id] = ProducerEntry(epoch)
@@ -276,6 +391,9 @@ class PartitionProducers:
         ]
         for pid in idle:
             del self.entries[pid]
+        stale = [pid for pid, v in self._verifying.items() if v.started_ms < idle_before_ms]
+        for pid in stale:  # (Kafka expires them with the same setting)
+            del self._verifying[pid]
         return len(idle)
 
     def forget_below(self, log_start_offset: int) -> None:

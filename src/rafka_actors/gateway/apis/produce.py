@@ -7,7 +7,11 @@ the OS page cache, which survives a kill of the broker process.
 
 Idempotent and transactional batches are checked against the partition's producer state by
 the data plane (storage/producer_state.py), which answers Kafka's errors or, for a retried
-batch, the offset it was first written at.
+batch, the offset it was first written at. Transactional batches need a transactional id the
+user may use (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition, as KafkaApis
+answers), and are checked with the transaction coordinator before they open a transaction in
+a partition (produce_txn.py, KIP-890): the request then waits for it, and its partitions are
+appended after (looked up again: a topic deleted meanwhile is UNKNOWN_TOPIC_OR_PARTITION).
 
 Topics are the connection's org's; a topic outside the user's prefixes gets
 TOPIC_AUTHORIZATION_FAILED on each of its partitions, before anything else is checked (Kafka's
@@ -28,51 +32,71 @@ from ...storage.record_batch import InvalidRecordError, parse_header, split_batc
 from ...storage.topic_configs import effective_long
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
+from .produce_txn import Pending, Verdict, verify_then
 
 KEY = 0
+
+# A partition's answer: (error, base offset, log start offset, error message).
+Answer = tuple[ErrorCode, int, int, str]
 
 
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     acks_ok = request.acks in (-1, 0, 1)
-    topics = []
-    for topic_data in request.topic_data:
-        partitions = tuple(
-            _produce_partition(ctx, conn, mod, topic_data.name, p, acks_ok)
-            for p in topic_data.partition_data
-        )
-        topics.append(
-            make(mod.TopicProduceResponse, name=topic_data.name, partition_responses=partitions)
-        )
+    slots: list[Answer | Pending] = [
+        _prepare(ctx, conn, topic_data.name, p, acks_ok)
+        for topic_data in request.topic_data
+        for p in topic_data.partition_data
+    ]
+    at = [i for i, slot in enumerate(slots) if isinstance(slot, Pending)]
+    pending = [slot for slot in slots if isinstance(slot, Pending)]
+    if any(p.header.is_transactional for p in pending) and not (
+        request.transactional_id and conn.may_use_transactional_id(request.transactional_id)
+    ):
+        denied: Answer = (ErrorCode.transactional_id_authorization_failed, -1, -1, "")
+        return _response(mod, request, [denied] * len(slots))
+
+    def append(verdicts: list[Verdict]) -> Any:
+        answers = slots
+        for i, p, verdict in zip(at, pending, verdicts, strict=True):
+            answers[i] = _append(ctx, conn, p, verdict)
+        return _response(mod, request, answers)
+
+    return verify_then(ctx, conn, version, request.transactional_id, pending, append)
+
+
+def _response(mod: Any, request: Any, answers: list[Answer | Pending]) -> Any:
+    """The response, one answer per partition in request order (all Answers by now)."""
     if request.acks == 0:
         return None
+    each = iter(answers)
+    topics = []
+    for topic_data in request.topic_data:
+        rows = []
+        for data in topic_data.partition_data:
+            code, base_offset, log_start, message = next(each)  # type: ignore[misc]
+            rows.append(
+                make(
+                    mod.PartitionProduceResponse,
+                    index=data.index,
+                    error_code=code,
+                    base_offset=base_offset,
+                    log_append_time=None,
+                    log_start_offset=log_start,
+                    record_errors=(),
+                    error_message=message or None,
+                )
+            )
+        topics.append(
+            make(mod.TopicProduceResponse, name=topic_data.name, partition_responses=tuple(rows))
+        )
     return make(mod.ProduceResponse, responses=tuple(topics), throttle_time=NO_THROTTLE)
 
 
-def _produce_partition(
-    ctx: BrokerContext,
-    conn: ConnectionInfo,
-    mod: Any,
-    name: str,
-    data: Any,
-    acks_ok: bool,
-) -> Any:
-    code, base_offset, log_start, message = _append(ctx, conn, name, data, acks_ok)
-    return make(
-        mod.PartitionProduceResponse,
-        index=data.index,
-        error_code=code,
-        base_offset=base_offset,
-        log_append_time=None,
-        log_start_offset=log_start,
-        record_errors=(),
-        error_message=message or None,
-    )
-
-
-def _append(
+def _prepare(
     ctx: BrokerContext, conn: ConnectionInfo, name: str, data: Any, acks_ok: bool
-) -> tuple[ErrorCode, int, int, str]:
+) -> Answer | Pending:
+    """The partition's batches validated (Pending), or its answer if they are refused."""
     if not conn.may_use_topic(name):
         return ErrorCode.topic_authorization_failed, -1, -1, ""
     if not acks_ok:
@@ -94,8 +118,17 @@ def _append(
             return ErrorCode.message_too_large, -1, log_start, ""
         if parse_header(batch).is_control:
             return ErrorCode.invalid_record, -1, log_start, "clients may not write control batches"
+    return Pending(name, data.index, topic, batches, parse_header(batches[0]), log_start)
+
+
+def _append(ctx: BrokerContext, conn: ConnectionInfo, slot: Pending, verdict: Verdict) -> Answer:
+    if verdict.error != ErrorCode.none:
+        return verdict.error, -1, slot.log_start, verdict.message
+    topic = ctx.data.topics_for(conn.org_id).by_name(slot.name)
+    if topic is not slot.topic:  # deleted (and maybe created again) while it was verified
+        return ErrorCode.unknown_topic_or_partition, -1, -1, ""
     try:
-        result = ctx.data.append(topic, data.index, batches)
+        result = ctx.data.append(topic, slot.partition, slot.batches, verdict.guard)
     except StorageError:  # (not bound: see storage/failures.py)
-        return ErrorCode.kafka_storage_error, -1, log_start, ""
-    return result.error, result.base_offset, log_start, result.message
+        return ErrorCode.kafka_storage_error, -1, slot.log_start, ""
+    return result.error, result.base_offset, slot.log_start, result.message
