@@ -52,6 +52,15 @@ class AskTxn(Step):
         return self.then(answer)
 
 
+def add_retry(ctx: BrokerContext) -> Retry:
+    """How a v2 client's implicit add is retried (add.partitions.to.txn.retry.backoff.*)."""
+    config = ctx.config
+    return Retry(
+        config.add_partitions_to_txn_retry_backoff_ms / 1000,
+        config.add_partitions_to_txn_retry_backoff_max_ms / 1000,
+    )
+
+
 def ask_txn(
     org_id: int,
     transactional_id: str,

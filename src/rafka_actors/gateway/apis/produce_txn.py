@@ -33,7 +33,7 @@ from ...transaction.ops import AddPartitionsOp, TxnResp
 from ...transaction.state import TV_2
 from ...transaction.verify import verify_partitions
 from ..context import BrokerContext, ConnectionInfo
-from ..txn_steps import Retry, ask_txn
+from ..txn_steps import add_retry, ask_txn
 
 ADD_PARTITION_VERSION: Final = 12  # Produce v12+: the produce adds its partition (KIP-890)
 ABORTABLE_VERSION: Final = 11  # Produce v11+ knows TRANSACTION_ABORTABLE
@@ -108,17 +108,12 @@ def verify_then(
     if not adds:
         published = ctx.txn_registry().get_in(conn.org_id, transactional_id)
         return answered(verify_partitions(published, producer_id, epoch, partitions))
-    config = ctx.config
-    retry = Retry(
-        config.add_partitions_to_txn_retry_backoff_ms / 1000,
-        config.add_partitions_to_txn_retry_backoff_max_ms / 1000,
-    )
     op = AddPartitionsOp(producer_id, epoch, partitions, TV_2)
 
     def added(answer: TxnResp) -> Any:
         return answered(dict.fromkeys(partitions, answer.error_code))
 
-    return ask_txn(conn.org_id, transactional_id, op, added, retry)
+    return ask_txn(conn.org_id, transactional_id, op, added, add_retry(ctx))
 
 
 def produce_error(code: int, version: int) -> Verdict:

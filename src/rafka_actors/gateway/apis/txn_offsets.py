@@ -16,7 +16,9 @@ Before the group, the transaction coordinator (KIP-890, as Kafka's group coordin
 through its partition writer): v5 is a v2 client's, whose TxnOffsetCommit adds the group to
 its transaction (no AddOffsetsToTxn); an older version's group must already be in the
 producer's open transaction (`transaction.partition.verification.enable`), read from the
-coordinator's published state. Their errors are the whole request's, as Kafka answers them:
+coordinator's published state. (While the client's previous transaction writes its markers,
+the add is retried for a moment, as a v2 Produce's is: produce_txn.py.) Their errors are the
+whole request's, as Kafka answers them:
 PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE (not in the transaction) as
 INVALID_TXN_STATE before v4.
 """
@@ -33,7 +35,7 @@ from ...transaction.state import TV_2
 from ...transaction.verify import verify_group
 from ..context import BrokerContext, ConnectionInfo
 from ..steps import ask
-from ..txn_steps import ask_txn
+from ..txn_steps import add_retry, ask_txn
 from ._build import NO_THROTTLE, make, schema
 from .groups import DENIED, denied
 from .offsets import TOPIC_DENIED, partition_exists, partition_results
@@ -102,6 +104,7 @@ def txn_offset_commit(ctx: BrokerContext, conn: ConnectionInfo, version: int, re
             request.transactional_id,
             add,
             lambda answer: in_transaction(answer.error_code),
+            add_retry(ctx),
         )
     if not ctx.config.transaction_partition_verification_enable:
         return in_transaction(ErrorCode.none)
