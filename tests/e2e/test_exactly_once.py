@@ -11,8 +11,11 @@ again, as a supervisor would. Then:
 * a read_committed consumer of the output sees every input record exactly once;
 * the group's committed offsets equal the input's end offsets.
 
-Each of the three clients copies 3 000 records (about 32 s for the three on a quiet 2-core
-machine).
+Each of the three Python clients copies 3 000 records (about 32 s for the three on a quiet
+2-core machine), on transactions v1 (none of them speaks v2). Kafka's Java client
+(tests/e2e/java/TxnCopier.java, where Java is present) copies them too, once on transactions v2
+(the broker's default) and once with the broker's `transaction.version=1`; its debug log says
+which it chose.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import confluent_kafka.admin
 import pytest
 
 from ..broker_process import BrokerProcess
+from .kafka_java import JAVA_MISSING, debug_log4j, java_classes, java_command
 
 pytestmark = pytest.mark.e2e
 
@@ -47,28 +51,24 @@ BROKER_SETTINGS = (
 
 
 class App:
-    """The copier process, restarted whenever it dies before it is done."""
+    """The copier process, restarted whenever it dies before it is done. `command` runs a
+    copier given (bootstrap, input, output, group, transactional id); its stderr goes to
+    `log` when given."""
 
-    def __init__(self, client: str, bootstrap: str, tag: str) -> None:
-        self.args = [
-            sys.executable,
-            "-m",
-            "tests.e2e.txn_copier",
-            client,
-            bootstrap,
-            f"in-{tag}",
-            f"out-{tag}",
-            f"copier-{tag}",
-            f"txn-{tag}",
-        ]
+    def __init__(self, command: list[str], bootstrap: str, tag: str, log: Path | None) -> None:
+        self.args = [*command, bootstrap, f"in-{tag}", f"out-{tag}", f"copier-{tag}", f"txn-{tag}"]
+        self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     def start(self) -> None:
         self.starts += 1
+        stderr = None if self.log is None else self.log.open("ab")
         self.proc = subprocess.Popen(
-            self.args, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            self.args, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stderr=stderr
         )
+        if stderr is not None:
+            stderr.close()  # (the child holds its own copy)
 
     def kill(self) -> None:
         assert self.proc is not None
@@ -147,8 +147,13 @@ def read_committed(bootstrap: str, topic: str) -> list[bytes]:
     return values
 
 
-def copy_across_kills(broker: BrokerProcess, client: str, records: int) -> None:
-    tag = client.replace("-", "")
+def python_copier(client: str) -> list[str]:
+    return [sys.executable, "-m", "tests.e2e.txn_copier", client]
+
+
+def copy_across_kills(
+    broker: BrokerProcess, command: list[str], tag: str, records: int, log: Path | None = None
+) -> None:
     admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": broker.bootstrap})
     for topic in (f"in-{tag}", f"out-{tag}"):
         admin.create_topics([confluent_kafka.admin.NewTopic(topic, PARTITIONS, 1)])[topic].result(
@@ -162,7 +167,7 @@ def copy_across_kills(broker: BrokerProcess, client: str, records: int) -> None:
     assert producer.flush(30) == 0
 
     deadline = time.monotonic() + DEADLINE
-    app = App(client, broker.bootstrap, tag)
+    app = App(command, broker.bootstrap, tag, log)
     app.start()
     try:
         wait_until(app, broker.bootstrap, f"out-{tag}", records // 4, deadline)
@@ -208,4 +213,23 @@ def copy_across_kills(broker: BrokerProcess, client: str, records: int) -> None:
 def test_each_client_copies_3000_records_exactly_once_across_sigkills(  # type: ignore[no-untyped-def]
     broker_factory, client: str
 ) -> None:
-    copy_across_kills(broker_factory(*BROKER_SETTINGS), client, 3000)
+    tag = client.replace("-", "")
+    copy_across_kills(broker_factory(*BROKER_SETTINGS), python_copier(client), tag, 3000)
+
+
+@pytest.mark.skipif(JAVA_MISSING is not None, reason=JAVA_MISSING or "")
+@pytest.mark.parametrize("transaction_version", [2, 1])
+def test_the_java_client_copies_3000_records_exactly_once_across_sigkills(  # type: ignore[no-untyped-def]
+    broker_factory, request: pytest.FixtureRequest, tmp_path: Path, transaction_version: int
+) -> None:
+    classes = java_classes(request.config.cache)  # type: ignore[arg-type]
+    log4j = debug_log4j(tmp_path)
+    command = [*java_command([classes]), f"-Dlog4j2.configurationFile={log4j}", "TxnCopier"]
+    broker = broker_factory(*BROKER_SETTINGS, f"transaction.version={transaction_version}")
+    log = tmp_path / "copier.log"
+    tag = f"javav{transaction_version}"
+    copy_across_kills(broker, [*command, str(PARTITIONS)], tag, 3000, log)
+    text = log.read_text(errors="replace")
+    v2 = transaction_version >= 2
+    assert f"Updating isTV2 enabled to {'true' if v2 else 'false'}" in text
+    assert ("apiKey=END_TXN, apiVersion=5" in text) == v2

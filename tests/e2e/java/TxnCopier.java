@@ -5,7 +5,7 @@
 // rewinds the consumer to its committed offsets; any other failure exits non-zero (the test
 // starts it again, as a supervisor would).
 //
-//     java -cp <kafka libs>:<classes> TxnCopier BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID PARTITIONS
+//     java -cp <kafka libs>:<classes> TxnCopier PARTITIONS BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID
 //
 // The Java client chooses transactions v2 (KIP-890) when the broker finalizes
 // transaction.version 2, which its TransactionManager logs at DEBUG ("isTV2 enabled").
@@ -34,8 +34,8 @@ public final class TxnCopier {
     private static final Duration CALL = Duration.ofSeconds(15);
 
     public static void main(String[] args) {
-        String bootstrap = args[0], source = args[1], sink = args[2], group = args[3], txnId = args[4];
-        int partitions = Integer.parseInt(args[5]);
+        int partitions = Integer.parseInt(args[0]);
+        String bootstrap = args[1], source = args[2], sink = args[3], group = args[4], txnId = args[5];
         long started = System.nanoTime();
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProps(bootstrap, group));
              KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps(bootstrap, txnId))) {
