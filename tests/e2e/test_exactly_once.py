@@ -12,10 +12,8 @@ again, as a supervisor would. Then:
 * the group's committed offsets equal the input's end offsets.
 
 Each of the three Python clients copies 3 000 records (about 32 s for the three on a quiet
-2-core machine), on transactions v1 (none of them speaks v2). Kafka's Java client
-(tests/e2e/java/TxnCopier.java, where Java is present) copies them too, once on transactions v2
-(the broker's default) and once with the broker's `transaction.version=1`; its debug log says
-which it chose.
+2-core machine), on transactions v1 (none of them speaks v2). Kafka's Java client copies
+them on v2 and on v1 in test_exactly_once_java.py.
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ import confluent_kafka.admin
 import pytest
 
 from ..broker_process import BrokerProcess
-from .kafka_java import JAVA_MISSING, debug_log4j, java_classes, java_command
 
 pytestmark = pytest.mark.e2e
 
@@ -56,7 +53,8 @@ class App:
     `log` when given."""
 
     def __init__(self, command: list[str], bootstrap: str, tag: str, log: Path | None) -> None:
-        self.args = [*command, bootstrap, f"in-{tag}", f"out-{tag}", f"copier-{tag}", f"txn-{tag}"]
+        names = [f"in-{tag}", f"out-{tag}", f"copier-{tag}", f"txn-{tag}"]
+        self.args = [*command, bootstrap, *names]
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -215,21 +213,3 @@ def test_each_client_copies_3000_records_exactly_once_across_sigkills(  # type: 
 ) -> None:
     tag = client.replace("-", "")
     copy_across_kills(broker_factory(*BROKER_SETTINGS), python_copier(client), tag, 3000)
-
-
-@pytest.mark.skipif(JAVA_MISSING is not None, reason=JAVA_MISSING or "")
-@pytest.mark.parametrize("transaction_version", [2, 1])
-def test_the_java_client_copies_3000_records_exactly_once_across_sigkills(  # type: ignore[no-untyped-def]
-    broker_factory, request: pytest.FixtureRequest, tmp_path: Path, transaction_version: int
-) -> None:
-    classes = java_classes(request.config.cache)  # type: ignore[arg-type]
-    log4j = debug_log4j(tmp_path)
-    command = [*java_command([classes]), f"-Dlog4j2.configurationFile={log4j}", "TxnCopier"]
-    broker = broker_factory(*BROKER_SETTINGS, f"transaction.version={transaction_version}")
-    log = tmp_path / "copier.log"
-    tag = f"javav{transaction_version}"
-    copy_across_kills(broker, [*command, str(PARTITIONS)], tag, 3000, log)
-    text = log.read_text(errors="replace")
-    v2 = transaction_version >= 2
-    assert f"Updating isTV2 enabled to {'true' if v2 else 'false'}" in text
-    assert ("apiKey=END_TXN, apiVersion=5" in text) == v2
