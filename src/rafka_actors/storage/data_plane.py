@@ -180,23 +180,28 @@ class DataPlane:
         return producers.start_verification(header, epoch_bump, _now_ms())
 
     def append(
-        self, topic: Topic, index: int, batches: list[memoryview], guard: int | None = None
+        self,
+        topic: Topic,
+        index: int,
+        batches: list[memoryview],
+        guard: int | None = None,
+        headers: list[BatchHeader] | None = None,
     ) -> AppendResult:
         """Append a Produce request's validated batches to one partition.
 
         Batches of a producer (id >= 0) are checked against the partition's producer state
         first; such a request must hold exactly one batch, as Kafka demands from Produce v3.
         `guard`: `start_verification`'s, when a transactional batch must have been verified
-        (None: it need not be).
+        (None: it need not be). `headers`: the batches' parsed headers, if the caller has them.
         A write the disk refuses raises StorageError (nothing of it was stored), with one
         budgeted log line (storage/failures.py).
         """
         key = (topic.topic_id, index)
         partition = topic.partitions[index]
-        header = parse_header(batches[0])
-        if len(batches) > 1 and any(
-            h.producer_id >= 0 or h.is_transactional for h in map(parse_header, batches)
-        ):
+        if headers is None:
+            headers = [parse_header(batch) for batch in batches]
+        header = headers[0]
+        if len(batches) > 1 and any(h.producer_id >= 0 or h.is_transactional for h in headers):
             return AppendResult(ErrorCode.invalid_record, -1, "one producer batch per partition")
         producers = None
         if header.producer_id >= 0:

@@ -32,7 +32,7 @@ from ...storage.record_batch import InvalidRecordError, parse_header, split_batc
 from ...storage.topic_configs import effective_long
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
-from .produce_txn import Pending, Verdict, verify_then
+from .produce_txn import NOT_VERIFIED, Pending, Verdict, verify_then
 
 KEY = 0
 
@@ -48,11 +48,13 @@ def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any)
         for topic_data in request.topic_data
         for p in topic_data.partition_data
     ]
-    at = [i for i, slot in enumerate(slots) if isinstance(slot, Pending)]
-    pending = [slot for slot in slots if isinstance(slot, Pending)]
-    if any(p.header.is_transactional for p in pending) and not (
-        request.transactional_id and conn.may_use_transactional_id(request.transactional_id)
-    ):
+    at = [i for i, slot in enumerate(slots) if type(slot) is Pending]
+    pending: list[Pending] = [slots[i] for i in at]  # type: ignore[misc]
+    if not any(p.header.is_transactional for p in pending):  # (the usual case: no waiting)
+        for i, p in zip(at, pending, strict=True):
+            slots[i] = _append(ctx, conn, p, NOT_VERIFIED)
+        return _response(mod, request, slots)
+    if not (request.transactional_id and conn.may_use_transactional_id(request.transactional_id)):
         denied: Answer = (ErrorCode.transactional_id_authorization_failed, -1, -1, "")
         return _response(mod, request, [denied] * len(slots))
 
@@ -113,12 +115,13 @@ def _prepare(
         code = ErrorCode.corrupt_message if exc.corrupt else ErrorCode.invalid_record
         return code, -1, log_start, ""
     max_bytes = effective_long(topic.configs, "max.message.bytes", ctx.config.message_max_bytes)
-    for batch in batches:
+    headers = [parse_header(batch) for batch in batches]
+    for batch, header in zip(batches, headers, strict=True):
         if len(batch) > max_bytes:
             return ErrorCode.message_too_large, -1, log_start, ""
-        if parse_header(batch).is_control:
+        if header.is_control:
             return ErrorCode.invalid_record, -1, log_start, "clients may not write control batches"
-    return Pending(name, data.index, topic, batches, parse_header(batches[0]), log_start)
+    return Pending(name, data.index, topic, batches, headers, log_start)
 
 
 def _append(ctx: BrokerContext, conn: ConnectionInfo, slot: Pending, verdict: Verdict) -> Answer:
@@ -128,7 +131,7 @@ def _append(ctx: BrokerContext, conn: ConnectionInfo, slot: Pending, verdict: Ve
     if topic is not slot.topic:  # deleted (and maybe created again) while it was verified
         return ErrorCode.unknown_topic_or_partition, -1, -1, ""
     try:
-        result = ctx.data.append(topic, slot.partition, slot.batches, verdict.guard)
+        result = ctx.data.append(topic, slot.partition, slot.batches, verdict.guard, slot.headers)
     except StorageError:  # (not bound: see storage/failures.py)
         return ErrorCode.kafka_storage_error, -1, slot.log_start, ""
     return result.error, result.base_offset, slot.log_start, result.message

@@ -54,8 +54,13 @@ class Pending(NamedTuple):
     partition: int
     topic: Topic
     batches: list[memoryview]
-    header: BatchHeader  # the first batch's
+    headers: list[BatchHeader]  # each batch's
     log_start: int
+
+    @property
+    def header(self) -> BatchHeader:
+        """The first batch's (a producer's request has one batch per partition)."""
+        return self.headers[0]
 
 
 class Verdict(NamedTuple):
