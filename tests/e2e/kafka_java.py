@@ -96,6 +96,16 @@ def java_command(classpath_extra: list[Path]) -> list[str]:
     ]  # fmt: skip
 
 
+def run_java(
+    classes: Path, main: str, *args: str, timeout: float = TOOL_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    """Run one of the tests' Java programs (`java_classes`) to completion, Kafka's tools'
+    logging (WARN and up, to stderr)."""
+    logging = f"-Dlog4j2.configurationFile={KAFKA_REF / 'log4j2-tools.properties'}"
+    command = [*java_command([classes]), logging, main, *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+
+
 def java_classes(cache: pytest.Cache) -> Path:
     """The tests' Java programs compiled (once per source version, shared by every run)."""
     sources = sorted(JAVA_SOURCES.glob("*.java"))

@@ -7,6 +7,10 @@ tools (Apache Kafka 4.3.1; skipped where Java is not present, see kafka_java.py)
   each EndTxn answer names an epoch one higher; with `transaction.version=1` it stays on v1
   (EndTxn v4, Produce v11, AddPartitionsToTxn, one epoch throughout). Either way a
   read_committed consumer reads every record.
+* A v2 producer whose transaction timed out is not fenced (KIP-890): its late send and its
+  commit fail with an abortable INVALID_PRODUCER_EPOCH, its abort is answered as the retry of
+  the coordinator's, and its next transaction commits, as against Kafka 4.3.1
+  (tests/e2e/java/TimedOutTransaction.java prints the same four lines against both).
 * `kafka-transactions find-hanging` finds a hanging transaction (one a partition holds open
   while no coordinator knows it, made here with verification off, as it is the only way to
   make one) and `kafka-transactions abort` ends it with WriteTxnMarkers: read_committed
@@ -31,7 +35,7 @@ from ..batch_builder import build_batch
 from ..broker_process import BrokerProcess
 from ..raw_client import RawClient
 from .clients import Confluent
-from .kafka_java import debug_log4j, kafka_tool, needs_kafka_java
+from .kafka_java import debug_log4j, java_classes, kafka_tool, needs_kafka_java, run_java
 
 pytestmark = [pytest.mark.e2e, needs_kafka_java]
 
@@ -97,6 +101,27 @@ def test_the_java_producer_speaks_the_transaction_version_the_broker_finalizes(
     assert described.state == "CompleteCommit"
     ends, values = read_committed_confluent(broker, "perf", 2)
     assert len(values) == RECORDS and sum(ends) >= RECORDS + len(epochs)  # + their markers
+
+
+def test_a_v2_producer_whose_transaction_timed_out_aborts_and_carries_on(
+    broker_factory: type[BrokerProcess], request: pytest.FixtureRequest
+) -> None:
+    broker = broker_factory()
+    Confluent(broker.bootstrap).create_topic("late", 1)
+    classes = java_classes(request.config.cache)  # type: ignore[arg-type]
+    # its transaction.timeout.ms is 1 s; it sends again 4 s after its first send
+    done = run_java(classes, "TimedOutTransaction", broker.bootstrap, "late-tx", "late", "4000")
+    assert done.stdout.splitlines() == [
+        "late send: InvalidProducerEpochException",
+        "commit: InvalidProducerEpochException",
+        "abort: ok",
+        "next transaction: committed",
+    ], done.stderr[-3000:]
+    assert read_committed_confluent(broker, "late")[1] == [b"next"]
+    with KafkaClient(broker.bootstrap, 30) as client:
+        described = describe_transaction(client, "late-tx")
+    # epoch 1 from the timeout's abort (the producer's abort retried it), 2 from its commit
+    assert (described.state, described.producer_epoch) == ("CompleteCommit", 2)
 
 
 def make_hanging_transaction(broker: BrokerProcess, topic: str) -> None:
