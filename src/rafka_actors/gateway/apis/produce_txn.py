@@ -83,7 +83,9 @@ def verify_then(
     """`then` gets one verdict per pending partition, once the coordinator has answered."""
     verdicts = [NOT_VERIFIED] * len(pending)
     adds = version >= ADD_PARTITION_VERSION
-    txn = [i for i, p in enumerate(pending) if p.header.is_transactional]
+    txn = [  # (a transactional batch without a producer id is the data plane's to refuse)
+        i for i, p in enumerate(pending) if p.header.is_transactional and p.header.producer_id >= 0
+    ]
     if not txn or not transactional_id or ctx.transactions is None:
         return then(verdicts)
     if not adds and not ctx.config.transaction_partition_verification_enable:
