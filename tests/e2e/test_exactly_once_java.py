@@ -14,11 +14,12 @@ import pytest
 
 from ..broker_process import BrokerProcess
 from .kafka_java import debug_log4j, java_classes, java_command, needs_kafka_java
-from .test_exactly_once import BROKER_SETTINGS, PARTITIONS, copy_across_kills
+from .test_exactly_once import BROKER_SETTINGS, DEADLINE, PARTITIONS, copy_across_kills
 
 pytestmark = [pytest.mark.e2e, needs_kafka_java]
 
 
+@pytest.mark.timeout(DEADLINE)  # (its JVMs start slowly on a loaded machine)
 @pytest.mark.parametrize("transaction_version", [2, 1])
 def test_the_java_client_copies_3000_records_exactly_once_across_sigkills(
     broker_factory: type[BrokerProcess],

@@ -118,6 +118,9 @@ public final class TxnCopier {
         p.put("bootstrap.servers", bootstrap);
         p.put("transactional.id", txnId);
         p.put("linger.ms", "5");
+        // v1's AddOffsetsToTxn meets CONCURRENT_TRANSACTIONS while the last transaction's
+        // markers are written: retry it sooner than the default 100 ms
+        p.put("retry.backoff.ms", "20");
         p.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
         p.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
         return p;
