@@ -7,11 +7,12 @@ the OS page cache, which survives a kill of the broker process.
 
 Idempotent and transactional batches are checked against the partition's producer state by
 the data plane (storage/producer_state.py), which answers Kafka's errors or, for a retried
-batch, the offset it was first written at. Transactional batches need a transactional id the
-user may use (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition, as KafkaApis
-answers), and are checked with the transaction coordinator before they open a transaction in
-a partition (produce_txn.py, KIP-890): the request then waits for it, and its partitions are
-appended after (looked up again: a topic deleted meanwhile is UNKNOWN_TOPIC_OR_PARTITION).
+batch, the offset it was first written at.
+Transactional batches need a transactional id the user may use (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition, as KafkaApis answers), and are
+checked with the transaction coordinator before they open a transaction in a partition
+(produce_txn.py, KIP-890): the request then waits for it, and its partitions are appended
+after (looked up again: a topic deleted meanwhile is UNKNOWN_TOPIC_OR_PARTITION).
 
 Topics are the connection's org's; a topic outside the user's prefixes gets
 TOPIC_AUTHORIZATION_FAILED on each of its partitions, before anything else is checked (Kafka's
@@ -19,31 +20,48 @@ answer when WRITE is denied).
 
 A partition whose disk refuses the write (full, or failing) gets KAFKA_STORAGE_ERROR, as Kafka
 answers for a log dir that failed; it is retriable, and the other partitions are unaffected.
+
+A compacted topic (`cleanup.policy` with `compact`) refuses a batch holding records without a
+key, as Kafka's LogValidator does: INVALID_RECORD for the whole partition, with one record
+error (KIP-467) per keyless record and Kafka's error message; nothing of it is stored. A
+client fails those records with INVALID_RECORD and the batch's others with a retriable error
+of its own (librdkafka's _INVALID_DIFFERENT_RECORD).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
 
 from ...storage.failures import StorageError
+from ...storage.keyed_records import keyless_records
 from ...storage.record_batch import InvalidRecordError, parse_header, split_batches
-from ...storage.topic_configs import effective_long
+from ...storage.topic_configs import cleanup_policies, effective_long
+from ...storage.topics import Topic
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
 from .produce_txn import NOT_VERIFIED, Pending, Verdict, verify_then
 
 KEY = 0
 
-# A partition's answer: (error, base offset, log start offset, error message).
-Answer = tuple[ErrorCode, int, int, str]
+RecordErrors = tuple[tuple[int, str], ...]
+
+
+class _Answer(NamedTuple):
+    """A partition's answer."""
+
+    code: ErrorCode
+    base_offset: int = -1
+    log_start: int = -1
+    message: str = ""
+    record_errors: RecordErrors = ()
 
 
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     acks_ok = request.acks in (-1, 0, 1)
-    slots: list[Answer | Pending] = [
+    slots: list[_Answer | Pending] = [
         _prepare(ctx, conn, topic_data.name, p, acks_ok)
         for topic_data in request.topic_data
         for p in topic_data.partition_data
@@ -55,7 +73,7 @@ def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any)
             slots[i] = _append(ctx, conn, p, NOT_VERIFIED)
         return _response(mod, request, slots)
     if not (request.transactional_id and conn.may_use_transactional_id(request.transactional_id)):
-        denied: Answer = (ErrorCode.transactional_id_authorization_failed, -1, -1, "")
+        denied = _Answer(ErrorCode.transactional_id_authorization_failed)
         return _response(mod, request, [denied] * len(slots))
 
     def append(verdicts: list[Verdict]) -> Any:
@@ -67,8 +85,8 @@ def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any)
     return verify_then(ctx, conn, version, request.transactional_id, pending, append)
 
 
-def _response(mod: Any, request: Any, answers: list[Answer | Pending]) -> Any:
-    """The response, one answer per partition in request order (all Answers by now)."""
+def _response(mod: Any, request: Any, answers: list[_Answer | Pending]) -> Any:
+    """The response, one answer per partition in request order (all _Answers by now)."""
     if request.acks == 0:
         return None
     each = iter(answers)
@@ -76,17 +94,24 @@ def _response(mod: Any, request: Any, answers: list[Answer | Pending]) -> Any:
     for topic_data in request.topic_data:
         rows = []
         for data in topic_data.partition_data:
-            code, base_offset, log_start, message = next(each)  # type: ignore[misc]
+            answer: _Answer = next(each)  # type: ignore[assignment]
             rows.append(
                 make(
                     mod.PartitionProduceResponse,
                     index=data.index,
-                    error_code=code,
-                    base_offset=base_offset,
+                    error_code=answer.code,
+                    base_offset=answer.base_offset,
                     log_append_time=None,
-                    log_start_offset=log_start,
-                    record_errors=(),
-                    error_message=message or None,
+                    log_start_offset=answer.log_start,
+                    record_errors=tuple(
+                        make(
+                            mod.BatchIndexAndErrorMessage,
+                            batch_index=i,
+                            batch_index_error_message=m,
+                        )
+                        for i, m in answer.record_errors
+                    ),
+                    error_message=answer.message or None,
                 )
             )
         topics.append(
@@ -97,41 +122,70 @@ def _response(mod: Any, request: Any, answers: list[Answer | Pending]) -> Any:
 
 def _prepare(
     ctx: BrokerContext, conn: ConnectionInfo, name: str, data: Any, acks_ok: bool
-) -> Answer | Pending:
+) -> _Answer | Pending:
     """The partition's batches validated (Pending), or its answer if they are refused."""
     if not conn.may_use_topic(name):
-        return ErrorCode.topic_authorization_failed, -1, -1, ""
+        return _Answer(ErrorCode.topic_authorization_failed)
     if not acks_ok:
-        return ErrorCode.invalid_required_acks, -1, -1, ""
+        return _Answer(ErrorCode.invalid_required_acks)
     topic = ctx.data.topics_for(conn.org_id).by_name(name)
     if topic is None or not 0 <= data.index < len(topic.partitions):
-        return ErrorCode.unknown_topic_or_partition, -1, -1, ""
+        return _Answer(ErrorCode.unknown_topic_or_partition)
     log_start = topic.partitions[data.index].log_start_offset
     if not data.records:
-        return ErrorCode.invalid_record, -1, log_start, ""
+        return _Answer(ErrorCode.invalid_record, -1, log_start)
     try:
         batches = split_batches(data.records)
     except InvalidRecordError as exc:
         code = ErrorCode.corrupt_message if exc.corrupt else ErrorCode.invalid_record
-        return code, -1, log_start, ""
+        return _Answer(code, -1, log_start)
     max_bytes = effective_long(topic.configs, "max.message.bytes", ctx.config.message_max_bytes)
     headers = [parse_header(batch) for batch in batches]
     for batch, header in zip(batches, headers, strict=True):
         if len(batch) > max_bytes:
-            return ErrorCode.message_too_large, -1, log_start, ""
+            return _Answer(ErrorCode.message_too_large, -1, log_start)
         if header.is_control:
-            return ErrorCode.invalid_record, -1, log_start, "clients may not write control batches"
+            why = "clients may not write control batches"
+            return _Answer(ErrorCode.invalid_record, -1, log_start, why)
+    if "compact" in cleanup_policies(topic.configs, ctx.config.log_cleanup_policy):
+        try:
+            refused = _keyless(topic, data.index, batches)
+        except ValueError as exc:
+            return _Answer(ErrorCode.corrupt_message, -1, log_start, str(exc))
+        if refused:
+            return _Answer(ErrorCode.invalid_record, -1, log_start, _summary(refused), refused)
     return Pending(name, data.index, topic, batches, headers, log_start)
 
 
-def _append(ctx: BrokerContext, conn: ConnectionInfo, slot: Pending, verdict: Verdict) -> Answer:
+def _append(ctx: BrokerContext, conn: ConnectionInfo, slot: Pending, verdict: Verdict) -> _Answer:
     if verdict.error != ErrorCode.none:
-        return verdict.error, -1, slot.log_start, verdict.message
+        return _Answer(verdict.error, -1, slot.log_start, verdict.message)
     topic = ctx.data.topics_for(conn.org_id).by_name(slot.name)
     if topic is not slot.topic:  # deleted (and maybe created again) while it was verified
-        return ErrorCode.unknown_topic_or_partition, -1, -1, ""
+        return _Answer(ErrorCode.unknown_topic_or_partition)
     try:
         result = ctx.data.append(topic, slot.partition, slot.batches, verdict.guard, slot.headers)
     except StorageError:  # (not bound: see storage/failures.py)
-        return ErrorCode.kafka_storage_error, -1, slot.log_start, ""
-    return result.error, result.base_offset, slot.log_start, result.message
+        return _Answer(ErrorCode.kafka_storage_error, -1, slot.log_start)
+    return _Answer(result.error, result.base_offset, slot.log_start, result.message)
+
+
+def _keyless(topic: Topic, index: int, batches: list[memoryview]) -> RecordErrors:
+    """The record errors of the first batch with records that have no key (Kafka stops at
+    the first batch it refuses)."""
+    why = (
+        f"Compacted topic cannot accept message without key in topic partition {topic.name}-{index}"
+    )
+    for batch in batches:
+        found = keyless_records(batch)
+        if found:
+            return tuple((i, why) for i in found)
+    return ()
+
+
+def _summary(errors: RecordErrors) -> str:
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    return (
+        f"One or more records have been rejected due to {len(errors)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]"
+    )
