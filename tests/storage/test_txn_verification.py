@@ -9,7 +9,8 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.storage.control_batches import ABORT, COMMIT
-from rafka_actors.storage.producer_state import NO_GUARD, PartitionProducers
+from rafka_actors.storage.producer_state import PartitionProducers
+from rafka_actors.storage.verification import NO_GUARD
 
 from .test_producer_state import header
 

@@ -31,7 +31,6 @@ Pure: no I/O, no trio. Error answers are Kafka's, decided as its ProducerAppendI
 
 from __future__ import annotations
 
-import itertools
 from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
@@ -41,12 +40,11 @@ from kio.schema.errors import ErrorCode
 
 from .control_batches import ABORT, COMMIT
 from .record_batch import BatchHeader
+from .verification import NO_GUARD, Verification
 
 DEDUP_DEPTH = 5  # Kafka remembers the last five batches per producer (max.in.flight <= 5)
 _MAX_SEQUENCE = 2**31 - 1
 _MAX_EPOCH = 2**15 - 1
-NO_GUARD = 0  # the guard of a batch whose transaction was already open here: none needed
-_GUARDS = itertools.count(NO_GUARD + 1)  # unique in the process, like Kafka's
 
 
 # A remembered batch: (first sequence, last sequence, first offset). A plain tuple: the
@@ -78,26 +76,6 @@ class ProducerEntry:
             self.batches.clear()  # sequences restart at 0 with a new epoch
 
 
-@dataclass(slots=True)
-class Verification:
-    """A transactional batch of this producer is being verified (Kafka's
-    VerificationStateEntry): the guard its append must present, the epoch and lowest
-    sequence seen while verifying (a higher sequence must wait for it), and whether the
-    producer speaks transactions v2."""
-
-    guard: int
-    epoch: int
-    lowest_seq: int
-    epoch_bump: bool
-    started_ms: int
-
-    def saw(self, epoch: int, sequence: int) -> None:
-        if epoch == self.epoch and sequence < self.lowest_seq:
-            self.lowest_seq = sequence
-        elif epoch > self.epoch:
-            self.epoch, self.lowest_seq = epoch, sequence
-
-
 class AppendVerdict(NamedTuple):
     """`error` NONE and `duplicate_of` None: append it. `duplicate_of`: a retry of a batch
     already in the log at that offset (answer it, write nothing). Else refuse with `error`."""
@@ -112,24 +90,6 @@ ACCEPT = AppendVerdict(ErrorCode.none)
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _MAX_SEQUENCE)
-
-
-def _verifying_sequence(
-    verifying: Verification, first: int, entry: ProducerEntry | None
-) -> AppendVerdict | None:
-    """Kafka's sequence checks while a producer's batch is verified: none above the lowest
-    sequence being verified, and a v2 producer new here starts at 0."""
-    if verifying.epoch_bump and first != 0 and (entry is None or not entry.batches):
-        return AppendVerdict(
-            ErrorCode.out_of_order_sequence_number,
-            message=f"sequence {first}: a v2 producer new here starts at 0",
-        )
-    if first > verifying.lowest_seq:
-        return AppendVerdict(
-            ErrorCode.out_of_order_sequence_number,
-            message=f"sequence {first}, while {verifying.lowest_seq} is being verified",
-        )
-    return None
 
 
 def _last_seq_of(header: BatchHeader) -> int:
@@ -214,9 +174,9 @@ class PartitionProducers:
             )
         verifying = self._verifying.get(header.producer_id)
         if verifying is not None:
-            out_of_order = _verifying_sequence(verifying, first, entry)
-            if out_of_order is not None:
-                return out_of_order
+            why = verifying.out_of_order(first, entry is None or not entry.batches)
+            if why is not None:
+                return AppendVerdict(ErrorCode.out_of_order_sequence_number, message=why)
         if entry is None:
             return ACCEPT  # unknown producer (or state gone with the log): any sequence goes
         if header.producer_epoch > entry.epoch:
@@ -272,7 +232,7 @@ class PartitionProducers:
             return ErrorCode.none, NO_GUARD
         verifying = self._verifying.get(pid)
         if verifying is None:
-            verifying = Verification(next(_GUARDS), epoch, header.base_sequence, epoch_bump, now_ms)
+            verifying = Verification.start(epoch, header.base_sequence, epoch_bump, now_ms)
             self._verifying[pid] = verifying
         else:
             verifying.saw(epoch, header.base_sequence)

@@ -26,9 +26,9 @@ from typing import Any, Final, NamedTuple
 
 from kio.schema.errors import ErrorCode
 
-from ...storage.producer_state import NO_GUARD
 from ...storage.record_batch import BatchHeader
 from ...storage.topics import Topic
+from ...storage.verification import NO_GUARD
 from ...transaction.ops import AddPartitionsOp, TxnResp
 from ...transaction.state import TV_2
 from ...transaction.verify import verify_partitions
