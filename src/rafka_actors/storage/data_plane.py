@@ -348,16 +348,18 @@ class DataPlane:
 
     def read_committed(
         self, topic: Topic, index: int, offset: int, max_bytes: int
-    ) -> tuple[bytes, list[AbortedTxn]]:
+    ) -> tuple[bytes, list[AbortedTxn], int]:
         """Whole batches from `offset` below the last stable offset (as PartitionLog.read),
-        and the aborted transactions that overlap what was read (Kafka's read_committed)."""
+        the aborted transactions that overlap what was read (Kafka's read_committed), and
+        the offset after the last batch read (`offset` if none was)."""
         partition = topic.partitions[index]
         producers = self._producers.get((topic.topic_id, index))
         if producers is None:
-            return partition.read(offset, max_bytes), []
+            records, end = partition.read_until(offset, max_bytes, partition.log_end_offset)
+            return records, [], end
         lso = self.last_stable_offset(topic, index)
         records, end = partition.read_until(offset, max_bytes, lso)
-        return records, producers.aborted_between(offset, end) if records else []
+        return records, producers.aborted_between(offset, end) if records else [], end
 
     def cleaner_facts(
         self, topic: Topic, index: int, end: int

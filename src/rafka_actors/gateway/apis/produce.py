@@ -154,7 +154,7 @@ def _prepare(
             return _Answer(ErrorCode.corrupt_message, -1, log_start, str(exc))
         if refused:
             return _Answer(ErrorCode.invalid_record, -1, log_start, _summary(refused), refused)
-    return Pending(name, data.index, topic, batches, headers, log_start)
+    return Pending(name, data.index, topic, batches, headers, log_start, len(data.records))
 
 
 def _append(ctx: BrokerContext, conn: ConnectionInfo, slot: Pending, verdict: Verdict) -> _Answer:
@@ -167,6 +167,9 @@ def _append(ctx: BrokerContext, conn: ConnectionInfo, slot: Pending, verdict: Ve
         result = ctx.data.append(topic, slot.partition, slot.batches, verdict.guard, slot.headers)
     except StorageError:  # (not bound: see storage/failures.py)
         return _Answer(ErrorCode.kafka_storage_error, -1, slot.log_start)
+    if ctx.metrics is not None and result.error is ErrorCode.none:
+        records = sum(header.records_count for header in slot.headers)
+        ctx.metrics.traffic.produced(conn.org_id, slot.name, slot.size, records)
     return _Answer(result.error, result.base_offset, slot.log_start, result.message)
 
 

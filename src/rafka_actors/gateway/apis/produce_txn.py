@@ -56,6 +56,7 @@ class Pending(NamedTuple):
     batches: list[memoryview]
     headers: list[BatchHeader]  # each batch's
     log_start: int
+    size: int  # the bytes of its records
 
     @property
     def header(self) -> BatchHeader:
