@@ -4,8 +4,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from .broker_process import BrokerProcess
+
+# No per-example deadline, and no too-slow health check: Hypothesis would otherwise fail a
+# property that holds whenever the machine is busy (CI shares two cores with four workers).
+# Speed is measured in bench/, never asserted by a test.
+settings.register_profile("rafka", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("rafka")
 
 
 @pytest.fixture
