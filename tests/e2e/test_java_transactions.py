@@ -35,6 +35,7 @@ from ..batch_builder import build_batch
 from ..broker_process import BrokerProcess
 from ..raw_client import RawClient
 from .clients import Confluent
+from .committed_view import read_committed_view
 from .kafka_java import debug_log4j, java_classes, kafka_tool, needs_kafka_java, run_java
 
 pytestmark = [pytest.mark.e2e, needs_kafka_java]
@@ -99,7 +100,7 @@ def test_the_java_producer_speaks_the_transaction_version_the_broker_finalizes(
         assert epochs == [-1] * len(epochs)  # (v4 answers carry no epoch)
         assert described.producer_epoch == 0
     assert described.state == "CompleteCommit"
-    ends, values = read_committed_confluent(broker, "perf", 2)
+    ends, values = read_committed_view(broker.bootstrap, "perf", 2)
     assert len(values) == RECORDS and sum(ends) >= RECORDS + len(epochs)  # + their markers
 
 
@@ -117,7 +118,7 @@ def test_a_v2_producer_whose_transaction_timed_out_aborts_and_carries_on(
         "abort: ok",
         "next transaction: committed",
     ], done.stderr[-3000:]
-    assert read_committed_confluent(broker, "late")[1] == [b"next"]
+    assert read_committed_view(broker.bootstrap, "late")[1] == [b"next"]
     with KafkaClient(broker.bootstrap, 30) as client:
         described = describe_transaction(client, "late-tx")
     # epoch 1 from the timeout's abort (the producer's abort retried it), 2 from its commit
@@ -140,49 +141,13 @@ def make_hanging_transaction(broker: BrokerProcess, topic: str) -> None:
     assert producer.flush(30) == 0
 
 
-def read_committed_confluent(
-    broker: BrokerProcess, topic: str, partitions: int = 1
-) -> tuple[list[int], list[bytes]]:
-    """librdkafka's read_committed view: the end of each partition it is told (the LSO),
-    and what it reads up to there."""
-    consumer = confluent_kafka.Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap,
-            "group.id": "checker",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    tps = [
-        confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-        for p in range(partitions)
-    ]
-    try:
-        ends = [consumer.get_watermark_offsets(tp, 30, cached=False)[1] for tp in tps]
-        consumer.assign(tps)
-        values: list[bytes] = []
-        at_end: set[int] = set()
-        deadline = time.monotonic() + 30
-        while len(at_end) < partitions and time.monotonic() < deadline:
-            for msg in consumer.consume(500, timeout=0.2):
-                if msg.error():
-                    assert msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF
-                    at_end.add(msg.partition())
-                else:
-                    values.append(msg.value())
-        assert len(at_end) == partitions
-        return ends, values
-    finally:
-        consumer.close()
-
-
 def test_kafka_transactions_abort_ends_a_hanging_transaction(
     broker_factory: type[BrokerProcess],
 ) -> None:
     broker = broker_factory("transaction.partition.verification.enable=false")
     Confluent(broker.bootstrap).create_topic("hung", 1)
     make_hanging_transaction(broker, "hung")
-    assert read_committed_confluent(broker, "hung") == ([0], [])  # held back at offset 0
+    assert read_committed_view(broker.bootstrap, "hung") == ([0], [])  # held back at offset 0
 
     tool = ("transactions", "--bootstrap-server", broker.bootstrap)
     where = ("--topic", "hung", "--partition", "0")
@@ -199,7 +164,7 @@ def test_kafka_transactions_abort_ends_a_hanging_transaction(
     assert aborted.returncode == 0, aborted.stderr
 
     assert read_committed_java(broker, "hung", 1) == ["after"]
-    assert read_committed_confluent(broker, "hung") == ([3], [b"after"])  # held, marker, after
+    assert read_committed_view(broker.bootstrap, "hung") == ([3], [b"after"])  # held, marker, after
     raw = RawClient(broker.host, broker.port)
     (producer,) = raw.describe_producers("hung", 0).active_producers
     raw.close()
