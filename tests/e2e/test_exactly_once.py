@@ -13,7 +13,7 @@ again, as a supervisor would. Then:
 
 Each of the three Python clients copies 3 000 records (about 32 s for the three on a quiet
 2-core machine), on transactions v1 (none of them speaks v2). Kafka's Java client copies
-them on v2 and on v1 in test_exactly_once_java.py.
+them on v2 and on v1 in kafka_tools/test_exactly_once_java.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Transactions v2 (KIP-890) and WriteTxnMarkers, checked with Kafka's own Java client and
-tools (Apache Kafka 4.3.1; skipped where Java is not present, see kafka_java.py).
+tools (Apache Kafka 4.3.1, the Kafka peer: peer.py; skipped where Java is not present).
 
 * The Java transactional producer (kafka-producer-perf-test with a transactional id) speaks
   the transaction version the broker finalizes: with `transaction.version=2` (the default)
@@ -10,7 +10,7 @@ tools (Apache Kafka 4.3.1; skipped where Java is not present, see kafka_java.py)
 * A v2 producer whose transaction timed out is not fenced (KIP-890): its late send and its
   commit fail with an abortable INVALID_PRODUCER_EPOCH, its abort is answered as the retry of
   the coordinator's, and its next transaction commits, as against Kafka 4.3.1
-  (tests/e2e/java/TimedOutTransaction.java prints the same four lines against both).
+  (java/TimedOutTransaction.java prints the same four lines against both).
 * `kafka-transactions find-hanging` finds a hanging transaction (one a partition holds open
   while no coordinator knows it, made here with verification off, as it is the only way to
   make one) and `kafka-transactions abort` ends it with WriteTxnMarkers: read_committed
@@ -31,14 +31,15 @@ import pytest
 from rafka_actors.admin.client import KafkaClient
 from rafka_actors.admin.transactions import describe_transaction
 
-from ..batch_builder import build_batch
-from ..broker_process import BrokerProcess
-from ..raw_client import RawClient
-from .clients import Confluent
-from .committed_view import read_committed_view
-from .kafka_java import debug_log4j, java_classes, kafka_tool, needs_kafka_java, run_java
+from ...batch_builder import build_batch
+from ...broker_process import BrokerProcess
+from ...raw_client import RawClient
+from ..clients import Confluent
+from ..committed_view import read_committed_view
+from .java_programs import debug_log4j, java_classes, kafka_tool, run_java
+from .peer import KafkaPeer
 
-pytestmark = [pytest.mark.e2e, needs_kafka_java]
+pytestmark = [pytest.mark.e2e]
 
 RECORDS = 300
 SENT = re.compile(r"Sending (\w+) request with header RequestHeader\(apiKey=\w+, apiVersion=(\d+)")
@@ -55,24 +56,28 @@ def sent_versions(log: str) -> dict[str, set[int]]:
     return versions
 
 
-def read_committed_java(broker: BrokerProcess, topic: str, count: int) -> list[str]:
+def read_committed_java(
+    peer: KafkaPeer, broker: BrokerProcess, topic: str, count: int
+) -> list[str]:
     """What Kafka's console consumer reads with isolation.level=read_committed."""
-    done = kafka_tool(
+    return peer.ok(
         "console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", topic,
         "--from-beginning", "--isolation-level", "read_committed",
         "--max-messages", str(count), "--timeout-ms", "15000",
-    )  # fmt: skip
-    return done.stdout.splitlines()
+    ).splitlines()  # fmt: skip
 
 
 @pytest.mark.parametrize("transaction_version", [2, 1])
 def test_the_java_producer_speaks_the_transaction_version_the_broker_finalizes(
-    broker_factory: type[BrokerProcess], tmp_path: Path, transaction_version: int
+    kafka_peer: KafkaPeer,
+    broker_factory: type[BrokerProcess],
+    tmp_path: Path,
+    transaction_version: int,
 ) -> None:
     broker = broker_factory(f"transaction.version={transaction_version}")
     Confluent(broker.bootstrap).create_topic("perf", 2)
     done = kafka_tool(
-        "producer-perf-test", "--topic", "perf", "--num-records", str(RECORDS),
+        kafka_peer.home, "producer-perf-test", "--topic", "perf", "--num-records", str(RECORDS),
         "--record-size", "50", "--throughput", "1000",
         "--command-property", f"bootstrap.servers={broker.bootstrap}",
         "--transactional-id", "perf-tx", "--transaction-duration-ms", "50",
@@ -105,13 +110,15 @@ def test_the_java_producer_speaks_the_transaction_version_the_broker_finalizes(
 
 
 def test_a_v2_producer_whose_transaction_timed_out_aborts_and_carries_on(
-    broker_factory: type[BrokerProcess], request: pytest.FixtureRequest
+    kafka_peer: KafkaPeer, broker_factory: type[BrokerProcess], request: pytest.FixtureRequest
 ) -> None:
     broker = broker_factory()
     Confluent(broker.bootstrap).create_topic("late", 1)
-    classes = java_classes(request.config.cache)  # type: ignore[arg-type]
+    classes = java_classes(kafka_peer.home, request.config.cache)  # type: ignore[arg-type]
     # its transaction.timeout.ms is 1 s; it sends again 4 s after its first send
-    done = run_java(classes, "TimedOutTransaction", broker.bootstrap, "late-tx", "late", "4000")
+    done = run_java(
+        kafka_peer.home, classes, "TimedOutTransaction", broker.bootstrap, "late-tx", "late", "4000"
+    )
     assert done.stdout.splitlines() == [
         "late send: InvalidProducerEpochException",
         "commit: InvalidProducerEpochException",
@@ -142,7 +149,7 @@ def make_hanging_transaction(broker: BrokerProcess, topic: str) -> None:
 
 
 def test_kafka_transactions_abort_ends_a_hanging_transaction(
-    broker_factory: type[BrokerProcess],
+    kafka_peer: KafkaPeer, broker_factory: type[BrokerProcess]
 ) -> None:
     broker = broker_factory("transaction.partition.verification.enable=false")
     Confluent(broker.bootstrap).create_topic("hung", 1)
@@ -151,8 +158,8 @@ def test_kafka_transactions_abort_ends_a_hanging_transaction(
 
     tool = ("transactions", "--bootstrap-server", broker.bootstrap)
     where = ("--topic", "hung", "--partition", "0")
-    hanging = kafka_tool(*tool, "find-hanging", *where)
-    assert hanging.returncode == 0, hanging.stderr
+    hanging = kafka_peer.run(*tool, "find-hanging", *where)
+    assert hanging.returncode == 0, hanging.explain()
     header, *rows = hanging.stdout.splitlines()
     assert header.split() == [
         "Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch",
@@ -160,16 +167,16 @@ def test_kafka_transactions_abort_ends_a_hanging_transaction(
     ]  # fmt: skip
     assert [row.split()[:6] for row in rows] == [["hung", "0", "4242", "0", "-1", "0"]]
 
-    aborted = kafka_tool(*tool, "abort", *where, "--start-offset", "0")
-    assert aborted.returncode == 0, aborted.stderr
+    aborted = kafka_peer.run(*tool, "abort", *where, "--start-offset", "0")
+    assert aborted.returncode == 0, aborted.explain()
 
-    assert read_committed_java(broker, "hung", 1) == ["after"]
+    assert read_committed_java(kafka_peer, broker, "hung", 1) == ["after"]
     assert read_committed_view(broker.bootstrap, "hung") == ([3], [b"after"])  # held, marker, after
     raw = RawClient(broker.host, broker.port)
     (producer,) = raw.describe_producers("hung", 0).active_producers
     raw.close()
     assert (producer.producer_id, producer.coordinator_epoch) == (4242, 0)  # the marker's
     assert producer.current_txn_start_offset == -1  # nothing open: find-hanging finds none
-    again = kafka_tool(*tool, "abort", *where, "--start-offset", "0")
-    assert again.returncode == 1
+    again = kafka_peer.run(*tool, "abort", *where, "--start-offset", "0")
+    assert again.returncode == 1, again.explain()
     assert "Could not find any open transactions starting at offset 0" in again.stderr
