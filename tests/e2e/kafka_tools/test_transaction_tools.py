@@ -92,19 +92,25 @@ def test_the_transactional_perf_producer_commits_what_read_committed_reads(
     ]
 
 
+def open_transaction(bootstrap: str, transactional_id: str, topic: str) -> confluent_kafka.Producer:
+    """A producer whose transaction holds two records (offsets 0 and 1 of partition 0)."""
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id}
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"x", partition=0)
+    producer.produce(topic, b"y", partition=0)
+    assert producer.flush(30) == 0
+    return producer
+
+
 def test_kafka_transactions_describes_an_open_transaction_and_its_producer(
     kafka_peer: KafkaPeer, rafka: BrokerProcess
 ) -> None:
     server = ("--bootstrap-server", rafka.bootstrap)
     kafka_peer.ok("topics", *server, "--create", "--topic", "tx-open")
-    producer = confluent_kafka.Producer(
-        {"bootstrap.servers": rafka.bootstrap, "transactional.id": "open-tx"}
-    )
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    producer.produce("tx-open", b"x")
-    producer.produce("tx-open", b"y")
-    assert producer.flush(30) == 0
+    producer = open_transaction(rafka.bootstrap, "open-tx", "tx-open")
     try:
         producers = kafka_peer.ok(
             "transactions", *server, "describe-producers", "--topic", "tx-open", "--partition", "0"
@@ -135,14 +141,7 @@ def test_kafka_transactions_abort_ends_an_open_transaction_in_its_partition(
     server = ("--bootstrap-server", rafka.bootstrap)
     where = ("--topic", "tx-abort", "--partition", "0")
     kafka_peer.ok("topics", *server, "--create", "--topic", "tx-abort")
-    producer = confluent_kafka.Producer(
-        {"bootstrap.servers": rafka.bootstrap, "transactional.id": "abort-tx"}
-    )
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    producer.produce("tx-abort", b"x")
-    producer.produce("tx-abort", b"y")
-    assert producer.flush(30) == 0
+    producer = open_transaction(rafka.bootstrap, "abort-tx", "tx-abort")
     assert read_committed_view(rafka.bootstrap, "tx-abort") == ([0], [])  # held at its start
 
     kafka_peer.ok("transactions", *server, "abort", *where, "--start-offset", "0")
