@@ -15,6 +15,19 @@ settings.register_profile("rafka", deadline=None, suppress_health_check=[HealthC
 settings.load_profile("rafka")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Schedule by file (`--dist loadgroup`), but every test that uses Spark on one worker.
+
+    Each xdist worker that meets a Spark test starts its own JVM; four of them on two cores made
+    one Spark job take over 120 s. One JVM for all of them keeps each job near its 8 s. Runs
+    before xdist's own hook, which reads the group marks.
+    """
+    for item in items:
+        uses_spark = "spark" in getattr(item, "fixturenames", ())
+        item.add_marker(pytest.mark.xdist_group("spark" if uses_spark else str(item.path)))
+
+
 @pytest.fixture
 def broker_factory(tmp_path: Path) -> Iterator[type[BrokerProcess]]:
     started: list[BrokerProcess] = []
