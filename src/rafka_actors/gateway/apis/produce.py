@@ -9,12 +9,14 @@ the OS page cache, which survives a kill of the broker process.
 
 Idempotent and transactional batches are checked against the partition's producer state by
 the data plane (storage/producer_state.py), which answers Kafka's errors or, for a retried
-batch, the offset it was first written at.
-Transactional batches need a transactional id the user may use (else
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition, as KafkaApis answers), and are
-checked with the transaction coordinator before they open a transaction in a partition
-(produce_txn.py, KIP-890): the request then waits for it, and its partitions are appended
-after (looked up again: a topic deleted meanwhile is UNKNOWN_TOPIC_OR_PARTITION).
+batch, the offset it was first written at. Its explanation of a refusal is logged at DEBUG,
+not sent: Kafka's Produce carries an error message only with record errors (KIP-467). A
+transactional batch in a request without a transactional id (or with one the user may not
+use) is TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition, as Kafka answers before it
+looks at the batches. Transactional batches are checked with the transaction coordinator
+before they open a transaction in a partition (produce_txn.py, KIP-890): the request then
+waits for it, and its partitions are appended after (looked up again: a topic deleted
+meanwhile is UNKNOWN_TOPIC_OR_PARTITION).
 
 Topics are the connection's org's; a topic outside the user's prefixes gets
 TOPIC_AUTHORIZATION_FAILED on each of its partitions, before anything else is checked (Kafka's
@@ -33,6 +35,7 @@ of its own (librdkafka's _INVALID_DIFFERENT_RECORD).
 from __future__ import annotations
 
 import datetime
+import logging
 from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
@@ -47,6 +50,7 @@ from ._build import NO_THROTTLE, make, schema
 from .produce_txn import NOT_VERIFIED, Pending, Verdict, verify_then
 
 KEY = 0
+log = logging.getLogger(__name__)
 
 RecordErrors = tuple[tuple[int, str], ...]
 
@@ -65,6 +69,13 @@ class _Answer(NamedTuple):
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     acks_ok = request.acks in (-1, 0, 1)
+    if _has_transactional(request) and not (
+        request.transactional_id and conn.may_use_transactional_id(request.transactional_id)
+    ):
+        denied = _Answer(ErrorCode.transactional_id_authorization_failed)
+        return _response(
+            mod, request, [denied] * sum(len(t.partition_data) for t in request.topic_data)
+        )
     slots: list[_Answer | Pending] = [
         _prepare(ctx, conn, topic_data.name, p, acks_ok)
         for topic_data in request.topic_data
@@ -76,9 +87,6 @@ def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any)
         for i, p in zip(at, pending, strict=True):
             slots[i] = _append(ctx, conn, p, NOT_VERIFIED)
         return _response(mod, request, slots)
-    if not (request.transactional_id and conn.may_use_transactional_id(request.transactional_id)):
-        denied = _Answer(ErrorCode.transactional_id_authorization_failed)
-        return _response(mod, request, [denied] * len(slots))
 
     def append(verdicts: list[Verdict]) -> Any:
         answers = slots
@@ -115,6 +123,19 @@ def _response(mod: Any, request: Any, answers: list[_Answer | Pending]) -> Any:
             make(mod.TopicProduceResponse, name=topic_data.name, partition_responses=tuple(rows))
         )
     return make(mod.ProduceResponse, responses=tuple(topics), throttle_time=NO_THROTTLE)
+
+
+def _has_transactional(request: Any) -> bool:
+    """Whether a partition's first batch is transactional (its header only: the batches are
+    checked whole where they are appended)."""
+    for topic_data in request.topic_data:
+        for data in topic_data.partition_data:
+            try:
+                if data.records and parse_header(data.records).is_transactional:
+                    return True
+            except InvalidRecordError:
+                continue  # (the partition's own check answers it)
+    return False
 
 
 def _record_errors(mod: Any, errors: tuple[tuple[int, str], ...]) -> tuple[Any, ...]:
@@ -169,8 +190,8 @@ def _prepare(
 
 
 def _append(ctx: BrokerContext, conn: ConnectionInfo, slot: Pending, verdict: Verdict) -> _Answer:
-    if verdict.error != ErrorCode.none:
-        return _Answer(verdict.error, -1, slot.log_start, verdict.message)
+    if verdict.error != ErrorCode.none:  # (refused before the log: no log start, as Kafka)
+        return _Answer(verdict.error, -1, -1, verdict.message)
     topic = ctx.data.topics_for(conn.org_id).by_name(slot.name)
     if topic is not slot.topic:  # deleted (and maybe created again) while it was verified
         return _Answer(ErrorCode.unknown_topic_or_partition)
@@ -181,11 +202,14 @@ def _append(ctx: BrokerContext, conn: ConnectionInfo, slot: Pending, verdict: Ve
     if ctx.metrics is not None and result.error is ErrorCode.none:
         records = sum(header.records_count for header in slot.headers)
         ctx.metrics.traffic.produced(conn.org_id, slot.name, slot.size, records)
+    message = result.message if result.record_errors else ""  # (Kafka's rule: see above)
+    if result.message and not message:
+        log.debug("produce to %s-%d refused: %s", slot.name, slot.partition, result.message)
     return _Answer(
         result.error,
         result.base_offset,
         slot.log_start,
-        result.message,
+        message,
         result.record_errors,
         result.log_append_time,
     )
