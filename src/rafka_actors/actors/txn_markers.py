@@ -61,6 +61,7 @@ class MarkerWriter:
                 markers.producer_epoch,
                 markers.committed,
                 sorted(markers.partitions),
+                transaction_version=markers.transaction_version,
             )
             for (topic, partition), code in sorted(codes.items()):
                 if code != ErrorCode.none and code not in _NOT_NEEDED:

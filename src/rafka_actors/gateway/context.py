@@ -134,6 +134,13 @@ class ConnectionInfo:
     def may_use_transactional_id(self, transactional_id: str) -> bool:
         return self.user is None or self.user.may_use_transactional_id(transactional_id)
 
+    def may_act_on_cluster(self) -> bool:
+        """Kafka's CLUSTER_ACTION (WriteTxnMarkers, AddPartitionsToTxn v4+, which brokers and
+        admins send): they act on any producer's transaction, so a user limited to some
+        topics or transactional ids may not."""
+        user = self.user
+        return user is None or not (user.topic_prefixes or user.transactional_id_prefixes)
+
 
 # (ctx, conn, version, request) -> the response, None (send nothing) or a step (steps.py)
 Handler = Callable[[BrokerContext, ConnectionInfo, int, Any], Any]

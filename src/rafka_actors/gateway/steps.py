@@ -12,7 +12,7 @@ loop, through the data plane, where the page cache makes that quick.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +100,18 @@ class InWorkerThread(Step):
 
     async def take(self, ctx: BrokerContext) -> Any:
         return self.then(await trio.to_thread.run_sync(self.work, limiter=self.limiter))
+
+
+@dataclass(frozen=True, slots=True)
+class Awaited(Step):
+    """Await `call(ctx)` (a data-plane write that waits for its fsync); `then` gets what it
+    returns."""
+
+    call: Callable[[BrokerContext], Awaitable[Any]]
+    then: Callable[[Any], Any]
+
+    async def take(self, ctx: BrokerContext) -> Any:
+        return self.then(await self.call(ctx))
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,13 +4,17 @@ Each client API is one op; the gateway maps its answer to the response of the cl
 (including the PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH downgrade of old versions, which is
 the wire's business, not the machine's). `TxnTimerFired` and `MarkersWritten` come from the
 actor itself. Each op knows its error reply (`error_reply`), as the group ops do.
+
+`version` is the client's transaction version (state.TV_LEGACY or state.TV_2), which Kafka
+reads off the request's version: EndTxn v5, and the adds a Produce v12 or TxnOffsetCommit v5
+makes on the client's behalf (AddPartitionsToTxn v4+, which only brokers send), are v2.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
+from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TV_LEGACY, TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +39,7 @@ class AddPartitionsOp:
     producer_id: int
     producer_epoch: int
     partitions: frozenset[TopicPartition]
+    version: int = TV_LEGACY
 
     def error_reply(self, code: int, message: str | None = None) -> TxnResp:
         return TxnResp(code)
@@ -45,6 +50,7 @@ class AddOffsetsOp:
     producer_id: int
     producer_epoch: int
     group_id: str
+    version: int = TV_LEGACY
 
     def error_reply(self, code: int, message: str | None = None) -> TxnResp:
         return TxnResp(code)
@@ -55,6 +61,7 @@ class EndTxnOp:
     producer_id: int
     producer_epoch: int
     committed: bool
+    version: int = TV_LEGACY
 
     def error_reply(self, code: int, message: str | None = None) -> TxnResp:
         return TxnResp(code)
@@ -62,9 +69,12 @@ class EndTxnOp:
 
 @dataclass(frozen=True, slots=True)
 class TxnResp:
-    """The answer of AddPartitions, AddOffsets and EndTxn: one error code."""
+    """The answer of AddPartitions, AddOffsets and EndTxn: one error code; a v2 EndTxn that
+    succeeds also names the producer id and epoch of the next transaction (EndTxn v5)."""
 
     error_code: int
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
