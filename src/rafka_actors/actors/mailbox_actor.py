@@ -170,10 +170,12 @@ class MailboxActor(Generic[K, S]):
         "_commit_timeout_s",
         "_deadline",
         "_following",
+        "_grace",
         "_inbox",
         "_next_token",
         "_tasks",
         "_waiters",
+        "idle_grace_s",
         "key",
         "log",
         "machine",
@@ -192,6 +194,7 @@ class MailboxActor(Generic[K, S]):
         mailbox_size: int = 1024,
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         on_stop: Callable[[S], None] = lambda _state: None,
+        idle_grace_s: float = 0.0,
     ) -> None:
         self.key = key
         self.machine = machine
@@ -205,6 +208,9 @@ class MailboxActor(Generic[K, S]):
         self._deadline = machine.next_deadline(state)  # or an earlier time (Batch.deadline)
         self._tasks: trio.Nursery | None = None  # where follow-ups run
         self._following = False  # a follow-up is under way
+        # how long an idle actor waits for more mail before it stops (lever 4 of issue 53)
+        self.idle_grace_s = idle_grace_s
+        self._grace: trio.CancelScope | None = None  # its wait, while it waits
 
     @property
     def idle(self) -> bool:
@@ -249,7 +255,8 @@ class MailboxActor(Generic[K, S]):
             try:  # idle: what is queued, or a sender waiting on a full mailbox
                 envelopes.append(self._inbox.receive_nowait())
             except trio.WouldBlock:
-                return None
+                if not await self._linger(envelopes):
+                    return None
         elif self._deadline is None:
             envelopes.append(await self._inbox.receive())
         else:
@@ -261,6 +268,29 @@ class MailboxActor(Generic[K, S]):
             except trio.WouldBlock:
                 break
         return self._due(), envelopes
+
+    async def _linger(self, envelopes: list[Envelope]) -> bool:
+        """Idle with an empty mailbox: wait up to the grace for mail (a burst of commits to
+        an Empty group is served by one actor, not one started per commit). False: none
+        came, and the mailbox was found empty with no checkpoint before the caller stops."""
+        if self.idle_grace_s <= 0:
+            return False
+        with trio.move_on_after(self.idle_grace_s) as self._grace:
+            envelopes.append(await self._inbox.receive())
+        self._grace = None
+        if envelopes:
+            return True
+        try:  # (a sender may have come as the grace ran out)
+            envelopes.append(self._inbox.receive_nowait())
+        except trio.WouldBlock:
+            return False
+        return True
+
+    def stop_lingering(self) -> None:
+        """Stop as soon as idle from now on (a visit by a sweep need not keep it)."""
+        self.idle_grace_s = 0.0
+        if self._grace is not None:
+            self._grace.cancel()
 
     def _due(self) -> bool:
         deadline = self._deadline
