@@ -40,7 +40,7 @@ from .ops import (
     TxnResp,
     TxnTimerFired,
 )
-from .records import TransactionTombstone, record_of
+from .records import TransactionTombstone, apply, record_of
 from .state import (
     COMPLETED,
     NO_PRODUCER_EPOCH,
@@ -83,7 +83,7 @@ def handle(
         case ExpireTxnOp():
             if txn is None or txn.open or now - txn.update_ms < op.expiration_ms:
                 return Result(txn, None, ExpireTxnResp(False))
-            return Result(None, TransactionTombstone(txn.transactional_id), ExpireTxnResp(True))
+            return _written(txn, TransactionTombstone(txn.transactional_id), ExpireTxnResp(True))
         case TxnTimerFired():
             if txn is None or not _expired(txn, now):
                 return Result(txn, None, None)
@@ -120,7 +120,12 @@ def _expired(txn: Transaction, now: int) -> bool:
 
 
 def _changed(txn: Transaction, reply: Any) -> Result:
-    return Result(txn, record_of(txn), reply)
+    """The step's new state, stored: the record of `txn` and the state it applies to."""
+    return _written(txn, record_of(txn), reply)
+
+
+def _written(txn: Transaction, record: Record, reply: Any) -> Result:
+    return Result(apply(txn, record), record, reply)
 
 
 def _init_producer_id(
@@ -154,7 +159,7 @@ def _init_producer_id(
         # Abort the open transaction under a fenced epoch, never returned: the caller retries
         # once the abort is complete and gets the epoch after it.
         aborting = _fence_and_abort(txn, now)
-        return Result(aborting, record_of(aborting), _init_error(ErrorCode.concurrent_transactions))
+        return _changed(aborting, _init_error(ErrorCode.concurrent_transactions))
     if epoch_exhausted(txn.producer_epoch) and (
         not expected or op.producer_epoch == txn.producer_epoch
     ):
