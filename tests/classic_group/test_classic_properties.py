@@ -45,7 +45,7 @@ from kio.schema.errors import ErrorCode
 
 from rafka_actors.classic_group.state import GroupState
 from rafka_actors.coordinator import machine
-from rafka_actors.coordinator.replay import replay
+from rafka_actors.coordinator.apply import replay
 from rafka_actors.group_common.ops import OffsetFetchOp, TxnMarkerOp, TxnOffsetCommitOp
 from rafka_actors.group_common.txn_offsets import epochs_of, pending_of
 
@@ -78,9 +78,12 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         self.max_generation = 0
         self.offsets = itertools.count()
         # the model of transactional offsets: per producer its current epoch, and its pending
-        # offsets with the epoch they carry and the partitions a later regular commit won
+        # offsets with the epoch they carry, when they were committed, and the partitions a
+        # more recent offset won (a later regular commit, or another producer's merged
+        # offset committed no earlier: Kafka keeps the most recent at a marker)
         self.epochs = {100: 0, 200: 0}
         self.pending: dict[int, dict[tuple[str, int], int]] = {}
+        self.pending_at: dict[int, dict[tuple[str, int], int]] = {}
         self.pending_epoch: dict[int, int] = {}
         self.marker_epoch: dict[int, int] = {}  # the latest epoch of a marker the group got
         self.superseded: dict[int, set[tuple[str, int]]] = {}
@@ -394,6 +397,7 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         elif valid:
             assert error == ErrorCode.none
             self.pending.setdefault(producer, {})[tp] = offset
+            self.pending_at.setdefault(producer, {})[tp] = self.h.now
             self.pending_epoch[producer] = epoch
             self.superseded.setdefault(producer, set()).discard(tp)
         self.settle()
@@ -411,12 +415,16 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         response = self.h.call(TxnMarkerOp(producer, self.epochs[producer], committed))
         assert response.error_code == ErrorCode.none
         pending = self.pending.pop(producer, {})
+        pending_at = self.pending_at.pop(producer, {})
         superseded = self.superseded.pop(producer, set())
         self.pending_epoch.pop(producer, None)
         after = self.h.group.offsets if self.h.group is not None else {}
         for tp in TXN_PARTITIONS:
             if committed and tp in pending and tp not in superseded:
                 assert after[tp].offset == pending[tp]
+                for other, at in self.pending_at.items():  # older pending offsets lose to it
+                    if tp in at and at[tp] <= pending_at[tp]:
+                        self.superseded[other].add(tp)
             else:
                 assert after.get(tp) == before.get(tp)
         self.settle()

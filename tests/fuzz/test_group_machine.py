@@ -27,7 +27,7 @@ from rafka_actors.classic_group.consumer_protocol import encode_subscription
 from rafka_actors.classic_group.state import ClassicGroup
 from rafka_actors.consumer_group.state import ConsumerGroup
 from rafka_actors.coordinator import machine
-from rafka_actors.coordinator.replay import replay
+from rafka_actors.coordinator.apply import replay
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
     OP_CODES,
