@@ -105,6 +105,7 @@ class ConsumerHarness:
         rebalance_timeout_ms: int = -1,
         assignor: str | None = None,
         version: int = 1,
+        rack_id: str | None = None,
     ) -> ConsumerGroupHeartbeatOpResp:
         resp: ConsumerGroupHeartbeatOpResp = self.send(
             ConsumerGroupHeartbeatOp(
@@ -112,6 +113,7 @@ class ConsumerHarness:
                 member_id=member_id,
                 member_epoch=epoch,
                 instance_id=instance_id,
+                rack_id=rack_id,
                 rebalance_timeout_ms=rebalance_timeout_ms,
                 subscribed_topic_names=topics,
                 subscribed_topic_regex=regex,
