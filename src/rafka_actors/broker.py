@@ -35,6 +35,7 @@ from .group_common.effects import GroupConfig
 from .group_common.ops import TopicsChangedOp
 from .metrics.setup import start_metrics
 from .refusals import CorruptLog, MissingFile, unusable_data_dir
+from .storage.cleaner_service import CleanerDefaults, LogCleanerService
 from .storage.coordinator_segments import CorruptCoordinatorLog
 from .storage.data_plane import DataPlane
 from .storage.disk_space import DiskSpace
@@ -48,6 +49,18 @@ from .transaction.state import TxnConfig
 log = logging.getLogger(__name__)
 
 PASSWORD_HASH_THREADS = 2  # PLAIN hashing may use this many cores at most (of a 2-core box)
+
+
+def cleaner_defaults(config: BrokerConfig) -> CleanerDefaults:
+    return CleanerDefaults(
+        cleanup_policy=config.log_cleanup_policy,
+        min_cleanable_ratio=config.log_cleaner_min_cleanable_ratio,
+        min_compaction_lag_ms=config.log_cleaner_min_compaction_lag_ms,
+        max_compaction_lag_ms=config.log_cleaner_max_compaction_lag_ms,
+        delete_retention_ms=config.log_cleaner_delete_retention_ms,
+        backoff_ms=config.log_cleaner_backoff_ms,
+        dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+    )
 
 
 async def run_broker(
@@ -78,7 +91,10 @@ async def run_broker(
                     config.log_retention_check_interval_ms,
                     config.log_retention_ms,
                     config.log_retention_bytes,
+                    config.log_cleanup_policy,
                 )
+                if config.log_cleaner_enable:
+                    services.start_soon(LogCleanerService(data, cleaner_defaults(config)).run)
                 services.start_soon(
                     data.expire_producers_periodically,
                     config.producer_id_expiration_ms,

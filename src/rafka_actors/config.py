@@ -197,6 +197,31 @@ class BrokerConfig:
     log_retention_check_interval_ms: int = field(
         default=300_000, metadata=_doc("how often segments are checked for deletion")
     )
+    # Compacted topics and the log cleaner (storage/log_cleaner.py): the topics' defaults.
+    log_cleanup_policy: str = field(
+        default="delete", metadata=_doc("topics' default cleanup.policy: delete, compact or both")
+    )
+    log_cleaner_enable: bool = field(
+        default=True, metadata=_doc("run the log cleaner over compacted topics")
+    )
+    log_cleaner_min_cleanable_ratio: float = field(
+        default=0.5, metadata=_doc("topics' default min.cleanable.dirty.ratio")
+    )
+    log_cleaner_min_compaction_lag_ms: int = field(
+        default=0, metadata=_doc("topics' default min.compaction.lag.ms")
+    )
+    log_cleaner_max_compaction_lag_ms: int = field(
+        default=2**63 - 1, metadata=_doc("topics' default max.compaction.lag.ms")
+    )
+    log_cleaner_delete_retention_ms: int = field(
+        default=86_400_000, metadata=_doc("topics' default delete.retention.ms")
+    )
+    log_cleaner_backoff_ms: int = field(
+        default=15_000, metadata=_doc("the cleaner's pause when no log needs cleaning")
+    )
+    log_cleaner_dedupe_buffer_size: int = field(
+        default=128 << 20, metadata=_doc("memory for the keys of one cleaning (more: partial)")
+    )
     group_consumer_min_session_timeout_ms: int = field(
         default=45000, metadata=_doc("lowest consumer.session.timeout.ms a group may set")
     )
@@ -303,6 +328,8 @@ def _convert(name: str, raw: Any) -> Any:
             return text in ("true", "1", "yes")
         if kind == "int":
             return int(raw)
+        if kind == "float":
+            return float(raw)
         if kind == "Path":
             return Path(raw)
         return str(raw)
@@ -371,11 +398,26 @@ def load_config(
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
     if config.log_retention_check_interval_ms <= 0:
         raise ConfigError("log.retention.check.interval.ms must be positive")
+    _check_cleaner_settings(config)
     if config.coordinator_log_preallocate_bytes < 0:
         raise ConfigError("coordinator.log.preallocate.bytes must be >= 0")
     if config.log_dir_free_space_warning_bytes < 0:
         raise ConfigError("log.dir.free.space.warning.bytes must be >= 0")
     return config
+
+
+def _check_cleaner_settings(config: BrokerConfig) -> None:
+    policies = [p.strip() for p in config.log_cleanup_policy.split(",") if p.strip()]
+    if any(p not in ("compact", "delete") for p in policies):
+        raise ConfigError("log.cleanup.policy: a list of compact and delete")
+    if not 0 <= config.log_cleaner_min_cleanable_ratio <= 1:
+        raise ConfigError("log.cleaner.min.cleanable.ratio must be between 0 and 1")
+    if config.log_cleaner_min_compaction_lag_ms < 0 or config.log_cleaner_delete_retention_ms < 0:
+        raise ConfigError("log.cleaner.min.compaction.lag.ms and delete.retention.ms: >= 0")
+    if config.log_cleaner_max_compaction_lag_ms < 1:
+        raise ConfigError("log.cleaner.max.compaction.lag.ms must be positive")
+    if config.log_cleaner_backoff_ms <= 0 or config.log_cleaner_dedupe_buffer_size <= 0:
+        raise ConfigError("log.cleaner.backoff.ms and log.cleaner.dedupe.buffer.size: > 0")
 
 
 def _check_share_group_settings(config: BrokerConfig) -> None:

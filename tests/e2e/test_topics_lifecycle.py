@@ -262,7 +262,7 @@ def test_topic_configs_with_their_sources(broker: BrokerProcess) -> None:
     _alter(broker, ResourceType.TOPIC, topic, retention_bytes="100000")
     assert _described(broker, ResourceType.TOPIC, topic)["retention.bytes"].value == "100000"
     with pytest.raises(confluent_kafka.KafkaException) as refused:
-        _alter(broker, ResourceType.TOPIC, topic, cleanup_policy="compact")
+        _alter(broker, ResourceType.TOPIC, topic, cleanup_policy="compacted")
     assert refused.value.args[0].code() == confluent_kafka.KafkaError.INVALID_CONFIG
     # kafka-python's admin: AlterConfigs (the legacy API, which replaces the topic's configs)
     legacy = kafka.admin.KafkaAdminClient(bootstrap_servers=broker.bootstrap)

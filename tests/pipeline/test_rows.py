@@ -63,3 +63,14 @@ def test_unknown_view_is_refused(small: Small) -> None:
 def test_a_segment_gone_before_it_is_read_has_no_rows(small: Small) -> None:
     assert list(commit_rows(small.root / "coordinator" / f"{99:020d}.log")) == []
     assert list(batch_rows("t", 0, small.root / "topics" / "t" / "0" / f"{99:020d}.log")) == []
+
+
+def test_batch_rows_go_on_across_the_gaps_a_log_cleaner_leaves(tmp_path: Path) -> None:
+    from rafka_actors.storage.record_batch import assign_offsets
+    from tests.batch_builder import build_batch
+
+    path = tmp_path / f"{0:020d}.log"
+    batch = build_batch([(b"k", b"v")] * 2, base_timestamp=1000)
+    path.write_bytes(assign_offsets(batch, 3) + assign_offsets(batch, 9) + assign_offsets(batch, 5))
+    rows = [(row[2], row[3]) for row in batch_rows("t", 0, path)]
+    assert rows == [(3, 4), (9, 10)]  # (a batch going back below 11 ends the segment)

@@ -69,10 +69,13 @@ def test_delete_records_moves_the_log_start_durably(tmp_path: Path) -> None:
 def test_topic_config_values_are_checked_as_kafka_does() -> None:
     assert validate_topic_config("retention.ms", " 5000 ") == "5000"
     assert validate_topic_config("cleanup.policy", "delete") == "delete"
+    assert validate_topic_config("cleanup.policy", " compact , delete,compact") == "compact,delete"
     for name, value, message in (
         ("retention.ms", "-2", "Value must be at least -1"),
         ("segment.bytes", "abc", "Not a number of type INT"),
-        ("cleanup.policy", "compact", "compaction is not supported"),
+        ("cleanup.policy", "compact,foo", "foo for configuration cleanup.policy: String must"),
+        ("cleanup.policy", "compact,", "values must not be empty"),
+        ("min.cleanable.dirty.ratio", "1.5", "Value must be no more than 1"),
         ("min.insync.replicas", "2", "Unknown topic config name"),
     ):
         with pytest.raises(InvalidConfig, match=message):
@@ -87,3 +90,28 @@ def test_pending_topic_deletions_are_durable(tmp_path: Path) -> None:
     pending.add((2, "orders", 2000))
     pending.done((1, "orders", 1000))
     assert PendingTopicDeletions.open(tmp_path).pending() == [(2, "orders", 2000)]
+
+
+def test_time_and_size_apply_only_under_the_delete_policy(tmp_path: Path) -> None:
+    import uuid
+
+    from rafka_actors.storage.retention import policy_of
+    from rafka_actors.storage.topics import Topic
+
+    def topic(**configs: str) -> Topic:
+        named = {k.replace("_", "."): v for k, v in configs.items()}
+        return Topic("t", uuid.uuid4(), [], {"retention.ms": "5", **named})
+
+    assert policy_of(topic(), 7, 9) == RetentionPolicy(5, 9)
+    assert policy_of(topic(cleanup_policy="compact,delete"), 7, 9) == RetentionPolicy(5, 9)
+    assert policy_of(topic(cleanup_policy="compact"), 7, 9) == KEEP
+    assert policy_of(topic(cleanup_policy=""), 7, 9) == KEEP
+    assert policy_of(topic(), 7, 9, default_policy="compact") == KEEP
+
+
+def test_an_empty_segment_the_cleaner_left_goes_with_the_next_only() -> None:
+    empty, full = (0, 10, 0, -1), (10, 20, 100, 50)
+    active = (20, 25, 100, 10_000)
+    expired = RetentionPolicy(100, -1)
+    assert deletable_prefix([empty, full, active], 0, expired, now_ms=1000) == 2
+    assert deletable_prefix([empty, full, active], 0, expired, now_ms=100) == 0

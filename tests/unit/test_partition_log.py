@@ -226,13 +226,33 @@ def test_bit_flip_in_last_batch_truncates_with_warning(
     log.close()
 
 
-def test_non_contiguous_offsets_truncated(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_overlapping_offsets_truncated(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     good = assign_offsets(batch(2), 0) + assign_offsets(batch(2), 2)
-    (tmp_path / f"{0:020d}.log").write_bytes(good + assign_offsets(batch(2), 7))
+    (tmp_path / f"{0:020d}.log").write_bytes(good + assign_offsets(batch(2), 3))
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         log = PartitionLog.open(tmp_path)
     assert log.log_end_offset == 4 and log.size_bytes == len(good)
-    assert "expected 4" in caplog.text
+    assert "below 4" in caplog.text
+    log.close()
+
+
+def test_offset_gaps_are_kept(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The log cleaner leaves gaps between batches (and between segments): they are not damage,
+    and a read from an offset in a gap starts at the next batch."""
+    first = assign_offsets(batch(2), 0) + assign_offsets(batch(2), 7)
+    (tmp_path / f"{0:020d}.log").write_bytes(first)
+    (tmp_path / f"{20:020d}.log").write_bytes(assign_offsets(batch(1), 25))
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        log = PartitionLog.open(tmp_path)
+    assert not caplog.records
+    size = len(first) + len(batch(1))
+    assert (log.log_start_offset, log.log_end_offset, log.size_bytes) == (0, 26, size)
+    assert offsets_of(log.read(3, 1 << 20)) == [7, 8, 25]
+    assert log.read_until(0, 1, 30)[1] == 2  # one batch, then the offset after it
+    assert offsets_of(log.read(9, 1 << 20)) == [25]
+    assert offsets_of(log.read(22, 1 << 20)) == [25]
+    assert log.read(26, 1 << 20) == b""
+    assert log.append([batch(1)]) == 26
     log.close()
 
 

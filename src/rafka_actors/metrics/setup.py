@@ -62,7 +62,11 @@ async def start_metrics(
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     metrics = BrokerMetrics(policy)
-    metrics.registry.register(BrokerCollector(metrics, groups, data, config.metrics_burrow_window))
+    collector = BrokerCollector(
+        metrics, groups, data, config.metrics_burrow_window, data_dir=config.data_dir
+    )
+    metrics.registry.register(collector)
+    metrics.traffic.exists = lambda org_id, name: data.topics_for(org_id).by_name(name) is not None
     groups.on_stored = metrics.settled
     coordinator.timed = metrics.log_timed
     host, port = address

@@ -21,8 +21,9 @@ are milliseconds apart; a producer with a skewed clock skews its batches' append
 without a timestamp (-1) has a null append time.
 
 A segment ends at the first header that does not check out (fewer than 61 bytes left, magic not
-2, an impossible length, a batch running past the end of the file, a base offset that does not
-continue the previous batch): a torn tail, or a batch a running broker is still writing. CRCs
+2, an impossible length, a batch running past the end of the file, a base offset below the end
+of the previous batch): a torn tail, or a batch a running broker is still writing. A base offset
+above it is a gap the log cleaner left in a compacted topic. CRCs
 are not checked (they cover the bodies); the broker's recovery does that on start-up.
 """
 
@@ -132,7 +133,7 @@ def batch_rows(topic: str, partition: int, path: Path) -> Iterator[Row]:
                 header.magic != MAGIC
                 or header.batch_length < MIN_BATCH_LENGTH
                 or end > size
-                or header.base_offset != expected
+                or header.base_offset < expected
                 or header.last_offset_delta < 0
             ):
                 return

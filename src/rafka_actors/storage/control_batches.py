@@ -17,6 +17,7 @@ from typing import Final
 
 import crc32c
 
+from .keyed_records import read_varint, varint
 from .record_batch import BATCH_OVERHEAD, HEADER_SIZE
 
 ABORT: Final = 0
@@ -32,16 +33,6 @@ _CRC_START = 21
 CONTROL_PREFIX: Final = 32
 
 
-def _varint(value: int) -> bytes:
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def marker_batch(
     producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int, now_ms: int
 ) -> bytes:
@@ -49,9 +40,9 @@ def marker_batch(
     key = _KEY.pack(0, COMMIT if committed else ABORT)
     value = _VALUE.pack(0, coordinator_epoch)
     # attributes, timestampDelta, offsetDelta, key, value, no headers
-    body = b"\x00" + _varint(0) + _varint(0)
-    body += _varint(len(key)) + key + _varint(len(value)) + value + _varint(0)
-    record = _varint(len(body)) + body
+    body = b"\x00" + varint(0) + varint(0)
+    body += varint(len(key)) + key + varint(len(value)) + value + varint(0)
+    record = varint(len(body)) + body
     header = _HEADER.pack(
         0, HEADER_SIZE - BATCH_OVERHEAD + len(record), -1, 2, 0, CONTROL_ATTRIBUTES, 0,
         now_ms, now_ms, producer_id, producer_epoch, -1, 1,
@@ -61,35 +52,24 @@ def marker_batch(
     return bytes(batch)
 
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = n = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        n |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return (n >> 1) ^ -(n & 1), pos
-
-
 def read_marker(records_prefix: bytes) -> tuple[int, int] | None:
     """(control type, coordinator epoch) from the first bytes of a control batch's records:
     ABORT, COMMIT or another Kafka control type (its epoch -1 if it carries none); None if
     they hold no control key."""
     try:
-        _, pos = _read_varint(records_prefix, 0)  # record length
+        _, pos = read_varint(records_prefix, 0)  # record length
         pos += 1  # attributes
         for _ in range(2):  # timestampDelta, offsetDelta
-            _, pos = _read_varint(records_prefix, pos)
-        key_length, pos = _read_varint(records_prefix, pos)
+            _, pos = read_varint(records_prefix, pos)
+        key_length, pos = read_varint(records_prefix, pos)
         if key_length < _KEY.size:
             return None
         _, kind = _KEY.unpack_from(records_prefix, pos)
         pos += key_length
-        value_length, pos = _read_varint(records_prefix, pos)
+        value_length, pos = read_varint(records_prefix, pos)
         epoch = -1
         if kind in (ABORT, COMMIT) and value_length >= _VALUE.size:
             epoch = _VALUE.unpack_from(records_prefix, pos)[1]
-    except (IndexError, struct.error):
+    except (IndexError, ValueError, struct.error):
         return None
     return int(kind), int(epoch)

@@ -325,16 +325,33 @@ class DataPlane:
 
     def read_committed(
         self, topic: Topic, index: int, offset: int, max_bytes: int
-    ) -> tuple[bytes, list[AbortedTxn]]:
+    ) -> tuple[bytes, list[AbortedTxn], int]:
         """Whole batches from `offset` below the last stable offset (as PartitionLog.read),
-        and the aborted transactions that overlap what was read (Kafka's read_committed)."""
+        the aborted transactions that overlap what was read (Kafka's read_committed), and
+        the offset after the last batch read (`offset` if none was)."""
         partition = topic.partitions[index]
         producers = self._producers.get((topic.topic_id, index))
         if producers is None:
-            return partition.read(offset, max_bytes), []
+            records, end = partition.read_until(offset, max_bytes, partition.log_end_offset)
+            return records, [], end
         lso = self.last_stable_offset(topic, index)
         records, end = partition.read_until(offset, max_bytes, lso)
-        return records, producers.aborted_between(offset, end) if records else []
+        return records, producers.aborted_between(offset, end) if records else [], end
+
+    def cleaner_facts(
+        self, topic: Topic, index: int, end: int
+    ) -> tuple[int, list[tuple[int, int, int]], dict[int, tuple[int, int]]]:
+        """What the log cleaner needs of a partition's transactions: its last stable offset,
+        the aborted transactions below `end` (producer id, first offset, marker offset) and
+        each producer's last batch (PartitionProducers.last_batches)."""
+        partition = topic.partitions[index]
+        producers = self._producers_of((topic.topic_id, index), partition)
+        aborted = producers.aborted_between(partition.log_start_offset, end)
+        return (
+            self.last_stable_offset(topic, index),
+            [(t.producer_id, t.first_offset, t.last_offset) for t in aborted],
+            producers.last_batches(),
+        )
 
     def producers(self, topic: Topic, index: int) -> list[tuple[int, ProducerEntry]]:
         """(producer id, its state) of each producer known in this partition (DescribeProducers);

@@ -11,12 +11,14 @@ the newest ("active") segment is appended to; when an append would push it past
 Index
 -----
 There are no index files: on open every segment's batch headers are scanned and an in-memory
-index is rebuilt. Per segment it is three parallel ``array('q')`` (24 bytes per batch): batch base
-offsets, file positions, and the *running maximum* of batch max-timestamps. Offsets are contiguous
-by construction (each batch takes ``lastOffsetDelta + 1`` offsets), so a batch's last offset is
-the next batch's base minus one and need not be stored. ``bisect`` on the base offsets finds the
-batch containing an offset; because the running maximum is non-decreasing, ``bisect`` on it finds
-the first batch whose max timestamp reaches a target (ListOffsets by timestamp).
+index is rebuilt. Per segment it is four parallel ``array('q')`` (32 bytes per batch): batch base
+offsets, the offsets that follow them, file positions, and the *running maximum* of batch
+max-timestamps. Appends give contiguous offsets (each batch takes ``lastOffsetDelta + 1``), but
+the log cleaner (log_cleaner.py) removes records and whole batches of a compacted topic, leaving
+gaps: a read from an offset in a gap starts at the next batch, and a segment may start after
+its base offset or be empty. ``bisect`` on the base offsets finds the batch holding an offset;
+because the running maximum is non-decreasing, ``bisect`` on it finds the first batch whose max
+timestamp reaches a target (ListOffsets by timestamp).
 
 Durability and recovery
 -----------------------
@@ -24,7 +26,7 @@ An append is one unbuffered ``os.write`` of all its batches, so once ``append`` 
 in the OS page cache and survives the death of the process (not of the machine: call ``flush``
 for that; rolled segments are fsynced). A crash can therefore only leave a torn tail on the active
 segment. On open, the last segment is also CRC-checked, and the log is cut at the first bad byte:
-truncated header or batch, CRC mismatch, or a base offset that does not continue the previous
+truncated header or batch, CRC mismatch, or a base offset below the end of the previous
 batch. Like Kafka, if the damage is found in an earlier segment everything after it is deleted.
 Recovery logs a warning and never raises for damaged data.
 
@@ -32,6 +34,9 @@ A failed write (a full disk: ENOSPC, EDQUOT; EIO) raises OSError and leaves the 
 the partial batch is cut off again. If even that fails, or an fsync fails (after which the
 kernel may have dropped dirty pages), the log refuses every later append with OSError until
 it is reopened, as Kafka takes a failed log dir offline; reads go on.
+
+The cleaner swaps its rewritten segments in with `replace_segments` (segment_swap.py makes
+the swap atomic on disk and finishes one a crash interrupted, at open).
 
 This module is synchronous and trio-free: it is driven from a single thread.
 """
@@ -59,12 +64,14 @@ from rafka_actors.storage.record_batch import (
 
 from .failures import detached
 from .fsutil import fsync_dir
+from .segment_swap import SUFFIX as _SUFFIX
+from .segment_swap import SegmentIndex, commit_swap, finish_swaps
+from .segment_swap import segment_name as _segment_name
 
 __all__ = ["PartitionLog"]
 
 log = logging.getLogger(__name__)
 
-_SUFFIX = ".log"
 _READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
 # Header tuple indices (see record_batch.BatchHeader).
@@ -75,10 +82,6 @@ _PRODUCER_ID_AT = 43
 _CONTROL_BIT = 0x20
 
 
-def _segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}{_SUFFIX}"
-
-
 class _Segment:
     """A segment file, its open descriptor and its in-memory batch index."""
 
@@ -87,6 +90,7 @@ class _Segment:
         "end_offset",
         "fd",
         "max_ts",
+        "next_offsets",
         "offsets",
         "path",
         "positions",
@@ -102,6 +106,7 @@ class _Segment:
 
     def reset_index(self) -> None:
         self.offsets = array("q")
+        self.next_offsets = array("q")  # the offset after each batch's last
         self.positions = array("q")
         self.max_ts = array("q")  # running maximum of the batches' maxTimestamp
         self.end_offset = self.base_offset  # next offset after this segment's last batch
@@ -109,6 +114,7 @@ class _Segment:
     def add(self, offset: int, position: int, max_ts: int, next_offset: int) -> None:
         running = self.max_ts
         self.offsets.append(offset)
+        self.next_offsets.append(next_offset)
         self.positions.append(position)
         running.append(max(running[-1], max_ts) if running else max_ts)
         self.end_offset = next_offset
@@ -118,10 +124,18 @@ class _Segment:
         i = bisect_left(self.offsets, offset)
         return self.positions[i] if i < len(self.positions) else self.size
 
-    def offset_at(self, position: int) -> int:
-        """Base offset of the batch that starts at ``position`` (the end offset at the end)."""
+    def offset_after(self, position: int) -> int:
+        """The offset after the last batch that ends at or before ``position`` (a batch
+        boundary; the segment's base offset if none does)."""
         i = bisect_left(self.positions, position)
-        return self.offsets[i] if i < len(self.offsets) else self.end_offset
+        return self.next_offsets[i - 1] if i else self.base_offset
+
+    def install(self, index: SegmentIndex) -> None:
+        """Take the index the cleaner computed for this (rewritten) file."""
+        self.reset_index()
+        for name in ("offsets", "next_offsets", "positions", "max_ts"):
+            getattr(self, name).frombytes(getattr(index, name))
+        self.end_offset = self.next_offsets[-1] if self.next_offsets else self.base_offset
 
     def batch_end(self, i: int) -> int:
         return self.positions[i + 1] if i + 1 < len(self.positions) else self.size
@@ -150,13 +164,14 @@ class _Segment:
         pos, end, expected = 0, len(view), self.base_offset
         while pos < end:
             try:
-                header = check_batch(view, pos, end, verify_crc=verify_crc)
+                header = check_batch(view, pos, end, verify_crc=verify_crc, cleaned=True)
             except InvalidRecordError as exc:
                 return pos, str(exc)
-            if header[_BASE] != expected:
-                return pos, f"batch at {pos} has base offset {header[_BASE]}, expected {expected}"
-            nxt = expected + header[_DELTA] + 1
-            self.add(expected, pos, header[_MAX_TS], nxt)
+            base = header[_BASE]
+            if base < expected:  # (above it: a gap the cleaner left)
+                return pos, f"batch at {pos} has base offset {base}, below {expected}"
+            nxt = base + header[_DELTA] + 1
+            self.add(base, pos, header[_MAX_TS], nxt)
             expected = nxt
             pos += BATCH_OVERHEAD + header[_LENGTH]
         return pos, None
@@ -199,17 +214,19 @@ def _discard(paths: Sequence[Path], reason: str) -> None:
 
 def _recover(directory: Path) -> list[_Segment]:
     """Open and index the segments, cutting the log at the first damaged byte."""
+    finish_swaps(directory)  # a cleaner's swap that a crash interrupted
     files = _list_segments(directory)
     segments: list[_Segment] = []
     for k, (base, path) in enumerate(files):
         is_last = k == len(files) - 1
-        if segments and base != segments[-1].end_offset:
-            _discard([p for _, p in files[k:]], f"base {base} != {segments[-1].end_offset}")
+        if segments and base < segments[-1].end_offset:
+            _discard([p for _, p in files[k:]], f"base {base} < {segments[-1].end_offset}")
             break
         seg = _Segment(path, base, _READ_FLAGS)
         valid, reason = seg.scan(verify_crc=is_last)
-        if reason is None and seg.size == 0 and not is_last:
+        if reason is None and seg.size == 0 and segments and not is_last:
             seg.close()  # a stray empty segment in the middle holds nothing: drop it
+            # (an empty first one keeps the log start where cleaning found it)
             path.unlink()
             continue
         segments.append(seg)
@@ -271,6 +288,10 @@ class PartitionLog:
         # a file of its own, as Kafka's log-start-offset checkpoint.
         self._start_floor = min(read_log_start(directory), self._end)
         self._failed: OSError | None = None  # set by a write or fsync that could not be undone
+        # Roll also when a batch is this much newer than the active segment's first (Kafka's
+        # time rule, which a compacted topic's max.compaction.lag.ms sets: the log cleaner
+        # only cleans sealed segments); None: by size only.
+        self.roll_after_ms: int | None = None
 
     @classmethod
     def open(cls, directory: Path, *, segment_bytes: int = 1 << 30) -> PartitionLog:
@@ -329,7 +350,7 @@ class PartitionLog:
             offset = nxt
             pos += BATCH_OVERHEAD + header[_LENGTH]
         seg = self._segments[-1]
-        if seg.size and seg.size + end > self._segment_bytes:
+        if seg.size and (seg.size + end > self._segment_bytes or self._roll_due(seg, entries)):
             seg = self._roll()
         self._write(seg, buf)
         for batch_offset, rel, max_ts, nxt in entries:
@@ -338,6 +359,13 @@ class PartitionLog:
         self._size += end
         self._end = offset
         return first
+
+    def _roll_due(self, seg: _Segment, entries: list[tuple[int, int, int, int]]) -> bool:
+        """Kafka's time rule: the batches' newest timestamp is more than `roll_after_ms`
+        past the active segment's first batch's."""
+        if self.roll_after_ms is None or not seg.max_ts or seg.max_ts[0] < 0:
+            return False
+        return max(e[2] for e in entries) - seg.max_ts[0] > self.roll_after_ms
 
     def _write(self, seg: _Segment, data: bytearray) -> None:
         view = memoryview(data)
@@ -385,14 +413,14 @@ class PartitionLog:
         if offset < self.log_start_offset:
             raise ValueError(f"offset {offset} < log start offset {self.log_start_offset}")
         stop_offset = min(stop_offset, self._end)
-        if offset >= stop_offset:
+        found = self._locate(offset) if offset < stop_offset else None
+        if found is None:
             return b"", offset
-        si = bisect_right(self._bases, offset) - 1
+        si, i = found
         seg = self._segments[si]
-        i = bisect_right(seg.offsets, offset) - 1
         chunks: list[bytes] = []
-        budget = max_bytes
-        while True:
+        budget, after = max_bytes, offset
+        while seg.offsets[i] < stop_offset:
             start = seg.positions[i]
             limit = seg.size
             if seg.end_offset > stop_offset:  # the stop is inside this segment
@@ -404,14 +432,36 @@ class PartitionLog:
                 stop = seg.batch_end(i)  # KIP-74: the first batch always goes out whole
             chunks.append(os.pread(seg.fd, stop - start, start))
             budget -= stop - start
-            si += 1
-            if stop < seg.size or budget <= 0 or si == len(self._segments):
+            after = seg.offset_after(stop)
+            nxt = self._next_nonempty(si + 1)
+            if stop < seg.size or budget <= 0 or nxt is None:
                 break
-            seg, i = self._segments[si], 0
-            if not seg.offsets:
-                break
+            si, seg, i = nxt, self._segments[nxt], 0
+        if not chunks:
+            return b"", offset
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        return data, seg.offset_at(stop)
+        return data, after
+
+    def _locate(self, offset: int) -> tuple[int, int] | None:
+        """(segment, batch) indexes of the first batch that holds an offset at or after
+        `offset` (the one holding it, or the next after a gap); None if there is none."""
+        si = max(bisect_right(self._bases, offset) - 1, 0)
+        seg = self._segments[si]
+        i = bisect_right(seg.offsets, offset) - 1
+        if i < 0 or seg.next_offsets[i] <= offset:
+            i += 1  # (a gap: the next batch starts above `offset`)
+        if i < len(seg.offsets):
+            return si, i
+        nxt = self._next_nonempty(si + 1)
+        return None if nxt is None else (nxt, 0)
+
+    def _next_nonempty(self, si: int) -> int | None:
+        """The index of the first segment from `si` on that holds a batch."""
+        while si < len(self._segments):
+            if self._segments[si].offsets:
+                return si
+            si += 1
+        return None
 
     def producer_batches(
         self, records_prefix: int, start_offset: int = 0
@@ -448,8 +498,7 @@ class PartitionLog:
             return None
         seg = self._segments[bisect_right(self._bases, end_offset - 1) - 1]
         i = bisect_right(seg.offsets, end_offset - 1) - 1
-        next_offset = seg.offsets[i + 1] if i + 1 < len(seg.offsets) else seg.end_offset
-        if i < 0 or next_offset != end_offset:
+        if i < 0 or seg.next_offsets[i] != end_offset:
             return None
         header = _HEADER.unpack(os.pread(seg.fd, HEADER_SIZE, seg.positions[i]))
         return int(header[4])
@@ -501,6 +550,11 @@ class PartitionLog:
             for s in self._segments
         ]
 
+    def first_batch_timestamps(self) -> list[int]:
+        """Each segment's first batch's max timestamp (-1 for an empty one), oldest first:
+        when its records began to wait for the cleaner (max.compaction.lag.ms)."""
+        return [s.max_ts[0] if s.max_ts else -1 for s in self._segments]
+
     def advance_log_start(self, offset: int) -> int:
         """Move the log start up to `offset` (at most the log end), durably before it returns,
         and delete the segments wholly below it; returns the new log start."""
@@ -510,7 +564,10 @@ class PartitionLog:
             return self.log_start_offset
         _write_start(self._dir, offset)
         self._start_floor = offset
-        below = sum(1 for s in self._segments if s.end_offset <= offset and s.size)
+        active = self._segments[-1]  # (an empty one holds nothing below; a cleaned one may)
+        below = sum(
+            1 for s in self._segments if s.end_offset <= offset and (s.size or s is not active)
+        )
         self.delete_oldest_segments(below)
         return self.log_start_offset
 
@@ -535,6 +592,40 @@ class PartitionLog:
         if doomed:
             fsync_dir(self._dir)
         return len(doomed)
+
+    # -- the log cleaner (log_cleaner.py rewrites segments, segment_swap.py swaps them) ------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def replace_segments(self, first: int, last: int, index: SegmentIndex) -> bool:
+        """Swap the cleaner's file for the sealed segments with base offsets `first` to
+        `last` in, on disk and in the index. False, changing nothing, if they are no longer
+        all here and sealed (retention or DeleteRecords took some, or the log was closed):
+        the caller then deletes the file. An OSError midway leaves the disk for the next
+        open to finish (segment_swap.py) and the log refusing appends, as a failed fsync."""
+        if self._closed or self._failed is not None:
+            return False
+        k, j = bisect_left(self._bases, first), bisect_left(self._bases, last)
+        if j >= len(self._bases) - 1 or self._bases[k] != first or self._bases[j] != last:
+            return False
+        try:
+            path = commit_swap(self._dir, first, last)
+            seg = _Segment(path, first, _READ_FLAGS)
+        except OSError as exc:
+            if (self._dir / _segment_name(first)).exists():  # the rename (the commit) failed
+                raise
+            self._failed = detached(exc)
+            raise
+        seg.install(index)
+        old, self._segments[k : j + 1] = self._segments[k : j + 1], [seg]
+        self._bases = [s.base_offset for s in self._segments]
+        for replaced in old:
+            replaced.close()
+            self._size -= replaced.size
+        self._size += seg.size
+        return True
 
     # -- lag (the metrics endpoint; the pipeline reads the same headers) -------------------
 

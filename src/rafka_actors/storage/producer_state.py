@@ -127,6 +127,19 @@ class PartitionProducers:
                 break  # every later transaction began at or after this LSO
         return found
 
+    def last_batches(self) -> dict[int, tuple[int, int]]:
+        """Producer id -> (last offset of its last data batch, -1 if it has none since its
+        epoch began; its epoch): the batches the log cleaner keeps (Kafka's
+        lastRecordsOfActiveProducers)."""
+        found = {}
+        for pid, entry in self.entries.items():
+            last = -1
+            if entry.batches:
+                first_seq, last_seq, first_offset = entry.batches[-1]
+                last = first_offset + (last_seq - first_seq) % (_MAX_SEQUENCE + 1)
+            found[pid] = (last, entry.epoch)
+        return found
+
     # -- produce ------------------------------------------------------------------------------
     def check(self, header: BatchHeader) -> AppendVerdict:
         """Kafka's checks of a client's batch from producer `header.producer_id` (>= 0)."""

@@ -129,14 +129,18 @@ def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     return BatchHeader._make(_HEADER.unpack_from(buf, pos))
 
 
-def check_batch(buf: Buffer, pos: int, end: int, *, verify_crc: bool = True) -> tuple[int, ...]:
+def check_batch(
+    buf: Buffer, pos: int, end: int, *, verify_crc: bool = True, cleaned: bool = False
+) -> tuple[int, ...]:
     """Validate the batch at ``buf[pos:]`` (which must not extend past ``end``).
 
     Returns the raw header tuple (field order as :class:`BatchHeader`). Checks, in order: enough
     bytes for the magic, magic == 2, a possible batchLength, the batch being whole, the CRC (if
     ``verify_crc``), then the counts: ``recordsCount >= 0`` and, as Kafka demands of client
     batches, ``lastOffsetDelta == recordsCount - 1`` (anything else would let a batch's records
-    overlap offsets the log assigns to the next batch).
+    overlap offsets the log assigns to the next batch). A batch the log cleaner rewrote
+    (``cleaned``: a stored one) keeps its offsets with fewer records, so there
+    ``recordsCount <= lastOffsetDelta + 1`` is enough.
     """
     if end - pos < _PREFIX_SIZE:
         raise InvalidRecordError(f"truncated batch at {pos}: {end - pos} bytes", corrupt=True)
@@ -160,7 +164,7 @@ def check_batch(buf: Buffer, pos: int, end: int, *, verify_crc: bool = True) -> 
     count, delta = header[12], header[6]
     if count < 0:
         raise InvalidRecordError(f"batch at {pos} has recordsCount {count}", corrupt=True)
-    if delta != count - 1:
+    if delta != count - 1 and not (cleaned and count <= delta + 1):
         raise InvalidRecordError(
             f"batch at {pos}: lastOffsetDelta {delta} inconsistent with {count} records",
             corrupt=False,

@@ -10,7 +10,12 @@ Kafka's rules (UnifiedLog.deleteOldSegments), checked every `log.retention.check
 
 Only a prefix of segments is ever deleted, whole segments only; the active segment too when it
 qualifies (the log rolls a new empty one first, so the log start becomes the log end). A
-segment with no record timestamp (empty) is never deleted by time.
+segment with no record timestamp (empty) is never deleted by time; an empty one the log
+cleaner left goes with the segment after it, never alone (it holds the log start).
+
+Time and size apply only to topics whose `cleanup.policy` has `delete`, as in Kafka; a
+compacted topic (`compact` alone) or one with no policy keeps its segments (the log cleaner
+of log_cleaner.py removes records from a compacted one).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from .partition_log import PartitionLog
-from .topic_configs import effective_long
+from .topic_configs import cleanup_policies, effective_long
 from .topics import Topic
 
 if TYPE_CHECKING:
@@ -43,11 +48,14 @@ def deletable_prefix(
     segments: list[tuple[int, int, int, int]], log_start: int, policy: RetentionPolicy, now_ms: int
 ) -> int:
     """How many of the oldest segments (`PartitionLog.segment_stats`) may go."""
-    count = 0
+    count = empties = 0
     over = sum(size for _, _, size, _ in segments) - policy.retention_bytes
-    for _base, end, size, largest_ts in segments:
+    for k, (_base, end, size, largest_ts) in enumerate(segments):
         if size == 0:
-            break  # an empty (active) segment holds nothing to delete
+            if k == len(segments) - 1:
+                break  # an empty (active) segment holds nothing to delete
+            empties += 1  # (cleaned empty: it goes if the next one does)
+            continue
         by_start = end <= log_start
         by_time = policy.retention_ms >= 0 and largest_ts >= 0
         by_time = by_time and now_ms - largest_ts > policy.retention_ms
@@ -55,7 +63,8 @@ def deletable_prefix(
         if not (by_start or by_time or by_size):
             break
         over -= size
-        count += 1
+        count += empties + 1
+        empties = 0
     return count
 
 
@@ -65,18 +74,28 @@ def enforce(partition: PartitionLog, policy: RetentionPolicy, now_ms: int) -> in
     return partition.delete_oldest_segments(count) if count else 0
 
 
-def policy_of(topic: Topic, default_ms: int, default_bytes: int) -> RetentionPolicy:
+def policy_of(
+    topic: Topic, default_ms: int, default_bytes: int, default_policy: str = "delete"
+) -> RetentionPolicy:
+    if "delete" not in cleanup_policies(topic.configs, default_policy):
+        return RetentionPolicy(-1, -1)  # (the log start still applies)
     return RetentionPolicy(
         effective_long(topic.configs, "retention.ms", default_ms),
         effective_long(topic.configs, "retention.bytes", default_bytes),
     )
 
 
-def enforce_all(topics: Iterable[Topic], default_ms: int, default_bytes: int, now_ms: int) -> int:
+def enforce_all(
+    topics: Iterable[Topic],
+    default_ms: int,
+    default_bytes: int,
+    now_ms: int,
+    default_policy: str = "delete",
+) -> int:
     """One retention pass over the topics; returns how many segments went."""
     deleted = 0
     for topic in topics:
-        policy = policy_of(topic, default_ms, default_bytes)
+        policy = policy_of(topic, default_ms, default_bytes, default_policy)
         for index, partition in enumerate(topic.partitions):
             try:
                 went = enforce(partition, policy, now_ms)
@@ -96,7 +115,11 @@ def enforce_all(topics: Iterable[Topic], default_ms: int, default_bytes: int, no
 
 
 async def retain_periodically(
-    data: DataPlane, interval_ms: int, default_ms: int, default_bytes: int
+    data: DataPlane,
+    interval_ms: int,
+    default_ms: int,
+    default_bytes: int,
+    default_policy: str = "delete",
 ) -> None:
     """Kafka's retention check (`log.retention.check.interval.ms`), over every org's topics;
     run in the broker's services nursery, which owns (and at shutdown cancels) it."""
@@ -105,6 +128,7 @@ async def retain_periodically(
         now_ms = int(time.time() * 1000)
         for org_id in data.orgs():
             try:
-                enforce_all(data.topics_for(org_id), default_ms, default_bytes, now_ms)
+                topics = data.topics_for(org_id)
+                enforce_all(topics, default_ms, default_bytes, now_ms, default_policy)
             except Exception:  # a bug here must not stop the broker; the next pass retries
                 log.exception("retention pass over org %d failed", org_id)

@@ -35,10 +35,12 @@ from ...storage.topic_configs import (
     SOURCE_STATIC_BROKER,
     SOURCE_TOPIC,
     TOPIC_CONFIGS,
+    TYPE_DOUBLE,
     TYPE_INT,
     TYPE_LIST,
     TYPE_STRING,
     InvalidConfig,
+    check_compaction_lags,
     validate_topic_config,
 )
 from ...storage.topics import InvalidTopicName, Topic, validate_topic_name
@@ -52,7 +54,7 @@ DESCRIBE_KEY, ALTER_KEY, INCREMENTAL_KEY = 32, 33, 44
 TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _SENSITIVE = frozenset({"ssl_key_password"})
-_BROKER_TYPES = {"int": TYPE_INT, "bool": 1}  # else STRING
+_BROKER_TYPES = {"int": TYPE_INT, "bool": 1, "float": TYPE_DOUBLE}  # else STRING
 
 
 class Refused(Exception):
@@ -182,8 +184,8 @@ def _group_store(ctx: BrokerContext) -> Any:
 def broker_setting(config: BrokerConfig, key: str) -> tuple[str | None, int]:
     """A broker setting's value as Kafka prints it, and its source (the default, or set)."""
     name = field_name(key)
-    if name not in FIELDS:  # a Kafka setting we do not have, fixed here (log.cleanup.policy)
-        return "delete", SOURCE_DEFAULT
+    if name not in FIELDS:  # a Kafka setting we do not have
+        return None, SOURCE_DEFAULT
     value = getattr(config, name)
     default = FIELDS[name].default
     text = str(value).lower() if isinstance(value, bool) else str(value)
@@ -298,12 +300,16 @@ def _alter_one(
         )
     if kind == TOPIC:
         topic = _topic(ctx, conn, name)
-        wanted = _changed(topic.configs, resource.configs, incremental, TOPIC_CONFIGS)
+        defaults = {
+            n: broker_setting(ctx.config, d.broker_key)[0] for n, d in TOPIC_CONFIGS.items()
+        }
+        wanted = _changed(topic.configs, resource.configs, incremental, defaults)
         given = {c.name for c in resource.configs}
         try:
             checked = {
                 n: validate_topic_config(n, v) if n in given else v for n, v in wanted.items()
             }
+            check_compaction_lags(checked)
         except InvalidConfig as exc:
             raise Refused(ErrorCode.invalid_config, str(exc)) from None
         if not validate_only:
@@ -354,10 +360,14 @@ def _group_limits(
 
 
 def _changed(
-    current: Mapping[str, str], changes: Any, incremental: bool, definitions: Any
+    current: Mapping[str, str],
+    changes: Any,
+    incremental: bool,
+    defaults: Mapping[str, str | None] | None,
 ) -> dict[str, str]:
     """The resource's configs after the request: replaced by those given (AlterConfigs), or
-    each set, deleted, appended to or subtracted from (IncrementalAlterConfigs)."""
+    each set, deleted, appended to or subtracted from (IncrementalAlterConfigs; a list config
+    not set on the resource starts from its default, as in Kafka)."""
     if not incremental:
         return {c.name: c.value for c in changes if c.value is not None}
     result = dict(current)
@@ -368,14 +378,15 @@ def _changed(
         elif operation == DELETE:
             result.pop(change.name, None)
         elif operation in (APPEND, SUBTRACT):
-            definition = definitions.get(change.name) if definitions else None
+            definition = TOPIC_CONFIGS.get(change.name) if defaults is not None else None
             if definition is None or definition.kind != TYPE_LIST:
                 verb = "append" if operation == APPEND else "subtract"
                 raise Refused(
                     ErrorCode.invalid_config,
                     f"Config value {verb} is not allowed for config key: {change.name}",
                 )
-            items = [p for p in result.get(change.name, "delete").split(",") if p]
+            start = result.get(change.name, (defaults or {}).get(change.name) or "")
+            items = [p for p in start.split(",") if p]
             given = [p.strip() for p in (change.value or "").split(",") if p.strip()]
             if operation == APPEND:
                 items += [p for p in given if p not in items]

@@ -15,17 +15,25 @@ answer when WRITE is denied).
 
 A partition whose disk refuses the write (full, or failing) gets KAFKA_STORAGE_ERROR, as Kafka
 answers for a log dir that failed; it is retriable, and the other partitions are unaffected.
+
+A compacted topic (`cleanup.policy` with `compact`) refuses a batch holding records without a
+key, as Kafka's LogValidator does: INVALID_RECORD for the whole partition, with one record
+error (KIP-467) per keyless record and Kafka's error message; nothing of it is stored. A
+client fails those records with INVALID_RECORD and the batch's others with a retriable error
+of its own (librdkafka's _INVALID_DIFFERENT_RECORD).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
 
 from ...storage.failures import StorageError
+from ...storage.keyed_records import keyless_records
 from ...storage.record_batch import InvalidRecordError, parse_header, split_batches
-from ...storage.topic_configs import effective_long
+from ...storage.topic_configs import cleanup_policies, effective_long
+from ...storage.topics import Topic
 from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
 
@@ -57,45 +65,93 @@ def _produce_partition(
     data: Any,
     acks_ok: bool,
 ) -> Any:
-    code, base_offset, log_start, message = _append(ctx, conn, name, data, acks_ok)
+    answer = _append(ctx, conn, name, data, acks_ok)
     return make(
         mod.PartitionProduceResponse,
         index=data.index,
-        error_code=code,
-        base_offset=base_offset,
+        error_code=answer.code,
+        base_offset=answer.base_offset,
         log_append_time=None,
-        log_start_offset=log_start,
-        record_errors=(),
-        error_message=message or None,
+        log_start_offset=answer.log_start,
+        record_errors=tuple(
+            make(mod.BatchIndexAndErrorMessage, batch_index=i, batch_index_error_message=m)
+            for i, m in answer.record_errors
+        ),
+        error_message=answer.message or None,
     )
+
+
+RecordErrors = tuple[tuple[int, str], ...]
+
+
+class _Answer(NamedTuple):
+    code: ErrorCode
+    base_offset: int = -1
+    log_start: int = -1
+    message: str = ""
+    record_errors: RecordErrors = ()
 
 
 def _append(
     ctx: BrokerContext, conn: ConnectionInfo, name: str, data: Any, acks_ok: bool
-) -> tuple[ErrorCode, int, int, str]:
+) -> _Answer:
     if not conn.may_use_topic(name):
-        return ErrorCode.topic_authorization_failed, -1, -1, ""
+        return _Answer(ErrorCode.topic_authorization_failed)
     if not acks_ok:
-        return ErrorCode.invalid_required_acks, -1, -1, ""
+        return _Answer(ErrorCode.invalid_required_acks)
     topic = ctx.data.topics_for(conn.org_id).by_name(name)
     if topic is None or not 0 <= data.index < len(topic.partitions):
-        return ErrorCode.unknown_topic_or_partition, -1, -1, ""
+        return _Answer(ErrorCode.unknown_topic_or_partition)
     log_start = topic.partitions[data.index].log_start_offset
     if not data.records:
-        return ErrorCode.invalid_record, -1, log_start, ""
+        return _Answer(ErrorCode.invalid_record, -1, log_start)
     try:
         batches = split_batches(data.records)
     except InvalidRecordError as exc:
         code = ErrorCode.corrupt_message if exc.corrupt else ErrorCode.invalid_record
-        return code, -1, log_start, ""
+        return _Answer(code, -1, log_start)
     max_bytes = effective_long(topic.configs, "max.message.bytes", ctx.config.message_max_bytes)
+    records = 0
     for batch in batches:
         if len(batch) > max_bytes:
-            return ErrorCode.message_too_large, -1, log_start, ""
-        if parse_header(batch).is_control:
-            return ErrorCode.invalid_record, -1, log_start, "clients may not write control batches"
+            return _Answer(ErrorCode.message_too_large, -1, log_start)
+        header = parse_header(batch)
+        if header.is_control:
+            why = "clients may not write control batches"
+            return _Answer(ErrorCode.invalid_record, -1, log_start, why)
+        records += header.records_count
+    if "compact" in cleanup_policies(topic.configs, ctx.config.log_cleanup_policy):
+        try:
+            refused = _keyless(topic, data.index, batches)
+        except ValueError as exc:
+            return _Answer(ErrorCode.corrupt_message, -1, log_start, str(exc))
+        if refused:
+            return _Answer(ErrorCode.invalid_record, -1, log_start, _summary(refused), refused)
     try:
         result = ctx.data.append(topic, data.index, batches)
     except StorageError:  # (not bound: see storage/failures.py)
-        return ErrorCode.kafka_storage_error, -1, log_start, ""
-    return result.error, result.base_offset, log_start, result.message
+        return _Answer(ErrorCode.kafka_storage_error, -1, log_start)
+    if ctx.metrics is not None and result.error is ErrorCode.none:
+        ctx.metrics.traffic.produced(conn.org_id, name, len(data.records), records)
+    return _Answer(result.error, result.base_offset, log_start, result.message)
+
+
+def _keyless(topic: Topic, index: int, batches: list[memoryview]) -> RecordErrors:
+    """The record errors of the first batch with records that have no key (Kafka stops at
+    the first batch it refuses)."""
+    why = (
+        f"Compacted topic cannot accept message without key in topic partition {topic.name}-{index}"
+    )
+    for batch in batches:
+        found = keyless_records(batch)
+        if found:
+            return tuple((i, why) for i in found)
+    return ()
+
+
+def _summary(errors: RecordErrors) -> str:
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    return (
+        f"One or more records have been rejected due to {len(errors)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]"
+    )

@@ -18,7 +18,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...group_common.ops import TopicsChangedOp
-from ...storage.topic_configs import TOPIC_CONFIGS, InvalidConfig, validate_topic_config
+from ...storage.topic_configs import (
+    TOPIC_CONFIGS,
+    InvalidConfig,
+    check_compaction_lags,
+    validate_topic_config,
+)
 from ...storage.topics import (
     InvalidTopicName,
     TopicExists,
@@ -109,12 +114,17 @@ def _check_create(
     for assignment in wanted.assignments:
         if tuple(assignment.broker_ids) != (ctx.node_id,):
             return ErrorCode.invalid_replica_assignment, "Replicas must be this broker alone."
+    checked: dict[str, str] = {}
     for config in wanted.configs:  # the configs honoured here are checked as Kafka does
         if config.name in TOPIC_CONFIGS and config.value is not None:
             try:
-                validate_topic_config(config.name, config.value)
+                checked[config.name] = validate_topic_config(config.name, config.value)
             except InvalidConfig as exc:
                 return ErrorCode.invalid_config, str(exc)
+    try:
+        check_compaction_lags(checked)
+    except InvalidConfig as exc:
+        return ErrorCode.invalid_config, str(exc)
     return ErrorCode.none, None
 
 
