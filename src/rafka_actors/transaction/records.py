@@ -64,15 +64,12 @@ def transaction_of(record: TransactionRecord) -> Transaction:
         record.producer_epoch,
         record.last_producer_epoch,
         record.timeout_ms,
-        _STATES.get(record.state) or TxnState(record.state),  # (an enum call costs 8 times)
+        TxnState(record.state),
         frozenset([(topic, p) for topic, parts in record.partitions for p in parts]),
         frozenset(record.groups),
         record.start_ms,
         record.update_ms,
     )
-
-
-_STATES = {state.value: state for state in TxnState}
 
 
 def apply(txn: Transaction | None, record: Record) -> Transaction | None:
