@@ -200,8 +200,9 @@ async def test_the_live_metric_agrees_with_the_pipeline(
     from prometheus_client.core import Metric
 
     from rafka_actors.actors.registry import GroupRegistry
-    from rafka_actors.broker import group_config, open_coordinator_log
+    from rafka_actors.broker import group_config
     from rafka_actors.config import BrokerConfig
+    from rafka_actors.data_dir import open_coordinator_log
     from rafka_actors.metrics.collector import BrokerCollector
     from rafka_actors.metrics.instruments import BrokerMetrics, LabelPolicy
     from rafka_actors.storage.data_plane import DataPlane

@@ -12,8 +12,8 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.broker import _open_data_plane
 from rafka_actors.config import BrokerConfig
+from rafka_actors.data_dir import _open_data_plane
 from rafka_actors.storage.control_batches import marker_batch, read_marker
 from rafka_actors.storage.data_plane import DataPlane
 from rafka_actors.storage.partition_log import PartitionLog

@@ -54,7 +54,13 @@ from ..classic_group.state import ClassicGroup
 from ..coordinator import machine
 from ..coordinator.machine import AnyGroup
 from ..group_common import group_configs, ops
-from ..group_common.effects import GroupConfig, MemberFenced, RebalanceCompleted, TargetAssigned
+from ..group_common.effects import (
+    GroupConfig,
+    MemberFenced,
+    MemberRemoved,
+    RebalanceCompleted,
+    TargetAssigned,
+)
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey, mint_group_uuid, rrl
 from ..storage.coordinator_log import CoordinatorLog
@@ -421,11 +427,18 @@ class GroupActor:
                 )
         elif isinstance(event, MemberFenced):
             log.info(
-                "group %s: member %s fenced (%s); group epoch %d",
+                "group %s: member %s %s; group epoch %d",
                 self._name(),
                 event.member_id,
-                event.reason,
+                _departure(event.member_id, event.reason),
                 event.group_epoch,
+            )
+        elif isinstance(event, MemberRemoved):
+            log.info(
+                "group %s: member %s %s",
+                self._name(),
+                event.member_id,
+                _departure(event.member_id, event.why, "removed"),
             )
         elif isinstance(event, RebalanceCompleted):
             with telemetry.span_in(
@@ -444,3 +457,11 @@ class GroupActor:
                     event.members,
                     event.leader_id,
                 )
+
+
+def _departure(member_id: str, reason: str, dropped: str = "fenced") -> str:
+    """How a member went, for the log line that names it already: "left", or "fenced
+    (session timeout)". The reason is also stored in the group's record (and read by the
+    metrics), where it names the member itself: "member X left"."""
+    why = reason.removeprefix(f"member {member_id} ").removeprefix("the member ")
+    return "left" if why == "left" else f"{dropped} ({why})"

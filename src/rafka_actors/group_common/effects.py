@@ -46,6 +46,7 @@ class GroupConfig:
     share_delivery_count_limit: int = 5
     share_partition_max_record_locks: int = 2000
     share_auto_offset_reset: str = "latest"
+    share_isolation_level: str = "read_uncommitted"  # a group config only, as in Kafka
     # online migration between the protocols (coordinator/migration.py): Kafka's
     # group.consumer.migration.policy, one of MIGRATION_POLICIES
     consumer_migration_policy: str = "bidirectional"
@@ -89,6 +90,15 @@ class MemberFenced:
     # its going left only classic members, and the policy lets the group become a classic
     # group: the coordinator converts it (coordinator/migration.py), so no epoch was bumped
     downgrade: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRemoved:
+    """A classic group's member was removed: it left, or was dropped (a timeout, an admin)."""
+
+    group_id: str
+    member_id: str
+    why: str  # "left", "session timeout", ... (as the group's next record has it)
 
 
 def _no_apply(group: Any, record: Record) -> Any:
