@@ -326,8 +326,10 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         current = self.generation()
         generation = current - int(stale) if g is not None else 1
         state = g.state if g is not None else None
+        offset = next(self.offsets)
+        committed = (offset, offset % 3 - 1, f"at {offset}")  # offset, leader epoch, metadata
         response = self.h.commit(
-            {("topic", 0): next(self.offsets)},
+            [("topic", 0, *committed)],
             member_id=member_id,
             generation=generation,
             instance_id=instance,
@@ -337,6 +339,11 @@ class ClassicGroupMachine(RuleBasedStateMachine):
             for pid, offsets in self.pending.items():
                 if ("topic", 0) in offsets:
                     self.superseded[pid].add(("topic", 0))
+            # what OffsetFetch answers is what the commit's record applied
+            ((*_, offset_row, epoch_row, metadata_row, error),) = self.h.fetch(
+                [("topic", 0)]
+            ).offsets
+            assert (offset_row, epoch_row, metadata_row, error) == (*committed, ErrorCode.none)
         if known and generation < current:
             assert result[2] == ErrorCode.illegal_generation, response
         elif known:
