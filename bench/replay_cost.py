@@ -35,16 +35,11 @@ from typing import Any
 from rafka_actors import gc_policy
 from rafka_actors.actors.stored_groups import stored_group, stored_membership
 from rafka_actors.classic_group.records import GroupMetadataRecord
+from rafka_actors.consumer_group.ops import ConsumerGroupHeartbeatOp
 from rafka_actors.coordinator import machine
 from rafka_actors.coordinator.latest import LatestRecords
 from rafka_actors.group_common.effects import GroupConfig
-from rafka_actors.group_common.ops import (
-    ConsumerGroupHeartbeatOp,
-    JoinGroupOp,
-    OffsetCommitOp,
-    SyncGroupOp,
-    TimerFired,
-)
+from rafka_actors.group_common.ops import JoinGroupOp, OffsetCommitOp, SyncGroupOp, TimerFired
 from rafka_actors.group_common.records import OffsetCommitRecord, Record
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 from rafka_actors.ids import GroupKey

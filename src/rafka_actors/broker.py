@@ -39,7 +39,7 @@ import trio
 from tricycle import open_service_nursery
 
 from . import log_budget
-from .actors.registry import GroupRegistry
+from .actors.group_registry import GroupRegistry
 from .actors.txn_markers import MarkerWriter
 from .actors.txn_registry import TransactionRegistry
 from .auth.users import UsersFileError, UserStore
@@ -215,7 +215,10 @@ def _resume_transactions(
 ) -> TransactionRegistry:
     transactions = TransactionRegistry(
         services,
-        TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
+        TxnConfig(
+            max_timeout_ms=config.transaction_max_timeout_ms,
+            transaction_version=config.transaction_version,
+        ),
         storage.txn_log,
         MarkerWriter(storage.data, registry.ask),
         storage.data.producer_ids.allocate,

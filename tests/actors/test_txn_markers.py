@@ -9,7 +9,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.actors.txn_markers import MarkerWriter
-from rafka_actors.group_common.ops import TxnMarkerOp, TxnMarkerOpResp
+from rafka_actors.group_common.ops import (
+    TxnMarkerOp,
+    TxnMarkerOpResp,
+)
 from rafka_actors.ids import GroupKey
 from rafka_actors.transaction.state import Markers
 
@@ -27,6 +30,7 @@ class DataPlaneStandIn:
         committed: bool,
         partitions: Iterable[tuple[str, int]],
         coordinator_epoch: int = 0,
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], int]:
         wanted = list(partitions)
         self.calls.append((org_id, producer_id, producer_epoch, committed, wanted))

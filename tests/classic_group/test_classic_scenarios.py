@@ -18,7 +18,10 @@ from rafka_actors.classic_group.records import GroupMetadataRecord
 from rafka_actors.classic_group.state import GroupState
 from rafka_actors.coordinator import machine
 from rafka_actors.coordinator.apply import replay
-from rafka_actors.group_common.ops import JoinGroupOpResp, SyncGroupOpResp
+from rafka_actors.group_common.ops import (
+    JoinGroupOpResp,
+    SyncGroupOpResp,
+)
 from rafka_actors.group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 
 from .harness import (

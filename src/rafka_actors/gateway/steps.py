@@ -1,16 +1,18 @@
 """What a handler's answer waits for: the steps the connection takes on a handler's behalf.
 
-API handlers (apis/) are plain functions, sans-IO: a request in, and out either the response or
-a step naming what must happen first, with `then`, the plain function that takes the step's
-outcome to the response (or to the next step). Only the connection (connection.py) takes
-steps, with `settle`; a handler never awaits, so each is testable by calling it and looking at
-what it returned, and the group APIs' only way to a group is `Ask`: an op in a group's mailbox
-(actors/registry.py), its answer back.
+API handlers (apis/) are plain functions: a request in, and out either the response or a step
+naming what must happen first, with `then`, the plain function that takes the step's outcome
+to the response (or to the next step). Only the connection (connection.py) takes steps, with
+`settle`; a handler never awaits, so each is testable by calling it and looking at what it
+returned, and the group APIs' only way to a group is `Ask`: an op in a group's mailbox
+(actors/actor_registry.py), its answer back. A handler is sans-IO unless it says otherwise
+(`@file_io`, context.py): Produce appends to a partition log and Fetch reads one on the event
+loop, through the data plane, where the page cache makes that quick.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +100,18 @@ class InWorkerThread(Step):
 
     async def take(self, ctx: BrokerContext) -> Any:
         return self.then(await trio.to_thread.run_sync(self.work, limiter=self.limiter))
+
+
+@dataclass(frozen=True, slots=True)
+class Awaited(Step):
+    """Await `call(ctx)` (a data-plane write that waits for its fsync); `then` gets what it
+    returns."""
+
+    call: Callable[[BrokerContext], Awaitable[Any]]
+    then: Callable[[Any], Any]
+
+    async def take(self, ctx: BrokerContext) -> Any:
+        return self.then(await self.call(ctx))
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,14 +3,18 @@
 Each client API is one op; the gateway maps its answer to the response of the client's version
 (including the PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH downgrade of old versions, which is
 the wire's business, not the machine's). `TxnTimerFired` and `MarkersWritten` come from the
-actor itself.
+actor itself. Each op knows its error reply (`error_reply`), as the group ops do.
+
+`version` is the client's transaction version (state.TV_LEGACY or state.TV_2), which Kafka
+reads off the request's version: EndTxn v5, and the adds a Produce v12 or TxnOffsetCommit v5
+makes on the client's behalf (AddPartitionsToTxn v4+, which only brokers send), are v2.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
+from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TV_LEGACY, TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +22,9 @@ class InitProducerIdOp:
     timeout_ms: int
     producer_id: int = NO_PRODUCER_ID  # v3+: the producer's current id and epoch, if any
     producer_epoch: int = NO_PRODUCER_EPOCH
+
+    def error_reply(self, code: int, message: str | None = None) -> InitProducerIdResp:
+        return InitProducerIdResp(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +39,10 @@ class AddPartitionsOp:
     producer_id: int
     producer_epoch: int
     partitions: frozenset[TopicPartition]
+    version: int = TV_LEGACY
+
+    def error_reply(self, code: int, message: str | None = None) -> TxnResp:
+        return TxnResp(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +50,10 @@ class AddOffsetsOp:
     producer_id: int
     producer_epoch: int
     group_id: str
+    version: int = TV_LEGACY
+
+    def error_reply(self, code: int, message: str | None = None) -> TxnResp:
+        return TxnResp(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +61,20 @@ class EndTxnOp:
     producer_id: int
     producer_epoch: int
     committed: bool
+    version: int = TV_LEGACY
+
+    def error_reply(self, code: int, message: str | None = None) -> TxnResp:
+        return TxnResp(code)
 
 
 @dataclass(frozen=True, slots=True)
 class TxnResp:
-    """The answer of AddPartitions, AddOffsets and EndTxn: one error code."""
+    """The answer of AddPartitions, AddOffsets and EndTxn: one error code; a v2 EndTxn that
+    succeeds also names the producer id and epoch of the next transaction (EndTxn v5)."""
 
     error_code: int
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +84,9 @@ class ExpireTxnOp:
 
     expiration_ms: int
 
+    def error_reply(self, code: int, message: str | None = None) -> ExpireTxnResp:
+        return ExpireTxnResp(False)  # not expired
+
 
 @dataclass(frozen=True, slots=True)
 class ExpireTxnResp:
@@ -70,7 +95,10 @@ class ExpireTxnResp:
 
 @dataclass(frozen=True, slots=True)
 class TxnTimerFired:
-    pass
+    """The actor's own command: the open transaction's timeout may have passed."""
+
+    def error_reply(self, code: int, message: str | None = None) -> None:
+        return None  # the actor's own: nobody waits for an answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +107,6 @@ class MarkersWritten:
 
     producer_id: int
     producer_epoch: int
+
+    def error_reply(self, code: int, message: str | None = None) -> None:
+        return None  # the actor's own: nobody waits for an answer
