@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.consumer_group.ops import ConsumerGroupDescribeOp
 from rafka_actors.consumer_group.state import ConsumerGroupState, MemberState
 from rafka_actors.group_common.effects import GroupConfig
-from rafka_actors.group_common.ops import ConsumerGroupDescribeOp
 
 from .harness import CONFIG, GROUP_ID, REBALANCE_TIMEOUT_MS, ConsumerHarness, durable_view
 
