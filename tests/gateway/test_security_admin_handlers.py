@@ -246,9 +246,14 @@ def upsertion(name: str, password: str, iterations: int = 5000) -> Any:
 def test_only_an_org_admin_may_describe_or_alter(ctx: BrokerContext) -> None:
     names = (nested(DESCRIBE_SCRAM, 0, "UserName", name="a"),)
     described = call(ctx, LIMITED, DESCRIBE_SCRAM, 0, users=names)
-    assert described.error_code == ErrorCode.cluster_authorization_failed
+    # in each user's entry, not at the top (which aborts librdkafka clients)
+    assert described.error_code == ErrorCode.none
     assert [(r.user, r.error_code) for r in described.results] == [
         ("a", ErrorCode.cluster_authorization_failed)
+    ]
+    everyone = call(ctx, LIMITED, DESCRIBE_SCRAM, 0, users=None)
+    assert [(r.user, r.error_code) for r in everyone.results] == [
+        ("", ErrorCode.cluster_authorization_failed)
     ]
     altered = call(ctx, LIMITED, ALTER_SCRAM, 0, deletions=(), upsertions=(upsertion("b", "p"),))
     assert [(r.user, r.error_code) for r in altered.results] == [
@@ -300,4 +305,6 @@ async def test_a_users_file_that_cannot_be_read_changes_nothing(
     assert "not valid JSON" in caplog.text
     names = (nested(DESCRIBE_SCRAM, 0, "UserName", name="x"),)
     described = await call(ctx, None, DESCRIBE_SCRAM, 0, users=names).take(ctx)
-    assert described.error_code == ErrorCode.unknown_server_error
+    assert [(r.user, r.error_code) for r in described.results] == [
+        ("x", ErrorCode.unknown_server_error)
+    ]

@@ -11,6 +11,7 @@ from ..context import Api
 from . import (
     acls,
     api_versions,
+    client_quotas,
     configs,
     consumer_groups,
     describe_producers,
@@ -73,6 +74,7 @@ API_TABLE: dict[int, Api] = {
         Api(42, "DeleteGroups", 0, 2, group_admin.delete_groups, G + "delete"),
         Api(44, "IncrementalAlterConfigs", 0, 1, configs.incremental_alter_configs),
         Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete, G + "offset-delete"),
+        Api(48, "DescribeClientQuotas", 0, 1, client_quotas.describe_client_quotas),
         Api(
             50,
             "DescribeUserScramCredentials",

@@ -3,7 +3,8 @@
 Kafka asks for DESCRIBE, resp. ALTER, on the cluster; here an org admin has them (a user
 without prefixes, or anyone on a listener without SASL, who is org 0: auth/acl_operations.py),
 and manages its own org's users only (auth/scram_admin.py). Anyone else gets
-CLUSTER_AUTHORIZATION_FAILED, in every user's entry as Kafka's getErrorResponse answers.
+CLUSTER_AUTHORIZATION_FAILED in every user's entry (Kafka sets it as the top-level error of a
+Describe too, which aborts librdkafka clients: see `failed`).
 
 The file is read, and changed, in a worker thread (gateway/users_file.py); a change is written
 before it is answered and checked by every login after it. A file that can't be read or written
@@ -81,8 +82,13 @@ def describe_user_scram_credentials(
     names = None if request.users is None else [u.name for u in request.users]
 
     def failed(code: ErrorCode, message: str) -> Any:
-        results = tuple(_described(mod, Outcome(name, code, message)) for name in names or ())
-        return _describe_response(mod, results, code, message)
+        # In each user's entry (all users: one entry, named ""), not as the top-level error
+        # Kafka sets too: librdkafka (to 2.16 at least) frees that error's message, which it
+        # never allocated, and aborts the client's process.
+        each = names or [""]
+        return _describe_response(
+            mod, tuple(_described(mod, Outcome(n, code, message)) for n in each)
+        )
 
     if not conn.may_on_cluster(AclOperation.DESCRIBE):
         return failed(ErrorCode.cluster_authorization_failed, NOT_AUTHORIZED)
@@ -107,14 +113,12 @@ def _described(mod: Any, outcome: Outcome) -> Any:
     )
 
 
-def _describe_response(
-    mod: Any, results: tuple[Any, ...], code: ErrorCode = ErrorCode.none, message: str = ""
-) -> Any:
+def _describe_response(mod: Any, results: tuple[Any, ...]) -> Any:
     return make(
         mod.DescribeUserScramCredentialsResponse,
         throttle_time=NO_THROTTLE,
-        error_code=code,
-        error_message=message,
+        error_code=ErrorCode.none,
+        error_message="",  # Kafka's default
         results=results,
     )
 
