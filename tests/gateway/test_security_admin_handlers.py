@@ -308,3 +308,39 @@ async def test_a_users_file_that_cannot_be_read_changes_nothing(
     assert [(r.user, r.error_code) for r in described.results] == [
         ("x", ErrorCode.unknown_server_error)
     ]
+
+
+# -- DescribeClientQuotas -------------------------------------------------------------------
+def component(entity_type: str, match_type: int, match: str | None) -> Any:
+    return nested(
+        48, 1, "ComponentData", entity_type=entity_type, match_type=match_type, match=match
+    )
+
+
+def test_no_client_quota_is_described_for_a_valid_filter(ctx: BrokerContext) -> None:
+    for components in ((), (component("user", 0, "alice"), component("client-id", 1, None))):
+        response = call(ctx, LIMITED, 48, 1, components=components, strict=False)
+        assert (response.error_code, response.entries) == (ErrorCode.none, ())
+
+
+@pytest.mark.parametrize(
+    ("components", "code", "message"),
+    [
+        ([("", 2, None)], ErrorCode.invalid_request, "Invalid empty entity type."),
+        ([("user", 2, None), ("user", 1, None)], ErrorCode.invalid_request, "more than once"),
+        ([("group", 2, None)], ErrorCode.unsupported_version, "Unsupported entity type group"),
+        ([("user", 0, None)], ErrorCode.invalid_request, "MATCH_TYPE_EXACT"),
+        ([("user", 1, "a")], ErrorCode.invalid_request, "MATCH_TYPE_DEFAULT"),
+        ([("user", 2, "a")], ErrorCode.invalid_request, "MATCH_TYPE_SPECIFIED"),
+        ([("user", 7, None)], ErrorCode.invalid_request, "Unknown match type 7"),
+        ([("ip", 2, None), ("user", 2, None)], ErrorCode.invalid_request, "IP filter"),
+    ],
+)
+def test_a_bad_quota_filter_is_refused_as_kafka_refuses_it(
+    ctx: BrokerContext, components: list[tuple[str, int, str | None]], code: ErrorCode, message: str
+) -> None:
+    response = call(
+        ctx, None, 48, 1, components=tuple(component(*c) for c in components), strict=False
+    )
+    assert response.error_code == code and message in response.error_message
+    assert response.entries is None
