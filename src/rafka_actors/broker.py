@@ -1,13 +1,27 @@
-"""The broker's composition root: open the logs, bind the listener, serve, shut down cleanly.
+"""The broker's composition root: check, bind, lock, read, write, serve, shut down cleanly.
 
 `run_broker` wires storage (partition logs, the coordinator and transaction logs), the
 registries of actors, the metrics and the gateway, each in the nursery that owns it.
 
-Start-up order matters: every log is recovered before the listener accepts anything, and
-`listening on HOST:PORT` is logged only once connections can be served (`task_status.started`
-carries the bound address, so `--listen 127.0.0.1:0` works for tests). Shutdown is the reverse:
-cancelling the broker cancels the listener and every connection (an in-flight request's
-connection is closed unanswered, which clients retry), then the logs are flushed and closed.
+Start-up order matters, so that a start that is refused changes nothing on disk (refusals.py)
+and one broker only ever writes a data dir:
+
+1. the settings are checked, and the files they name (TLS, users) must be readable;
+2. every listener is bound (the clients' and the metrics'), which may be refused;
+3. the data dir is locked (storage/data_dir_lock.py), as Kafka locks its log dirs;
+4. everything stored is read and checked, writing nothing (data_dir.py): the partition
+   logs, the coordinator and transaction logs (replayed), the group configs and pending
+   topic deletions, the users file. What recovery must write (a torn tail to cut, leftovers
+   to remove, ...) is held in a `StartupWrites`, and ``on_checked`` is called: only a write
+   the disk refuses can stop the start now;
+5. the held writes are made, then the rest of start-up writes (the SASL secret);
+6. the actors resume and the listener serves: `listening on HOST:PORT` is logged only once
+   connections can be served (`task_status.started` carries the bound address, so
+   `--listen 127.0.0.1:0` works for tests).
+
+Shutdown is the reverse: cancelling the broker cancels the listener and every connection (an
+in-flight request's connection is closed unanswered, which clients retry), then the logs are
+flushed and closed, then the lock is released.
 """
 
 from __future__ import annotations
@@ -15,8 +29,11 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import trio
 from tricycle import open_service_nursery
@@ -27,21 +44,18 @@ from .actors.txn_markers import MarkerWriter
 from .actors.txn_registry import TransactionRegistry
 from .auth.users import UsersFileError, UserStore
 from .config import BrokerConfig, ConfigError, consumer_assignors, sasl_mechanisms
+from .data_dir import DataDir
 from .gateway.apis import API_TABLE
 from .gateway.context import BrokerContext, SaslSetup
 from .gateway.limits import ConnectionLimits
 from .gateway.server import bound_address, open_listeners, serve_client
 from .group_common.effects import GroupConfig
 from .group_common.ops import TopicsChangedOp
-from .metrics.setup import start_metrics
-from .refusals import CorruptLog, MissingFile, unusable_data_dir
+from .metrics.setup import MetricsEndpoint, bind_metrics, start_metrics
+from .refusals import MissingFile
 from .storage.cleaner_service import CleanerDefaults, LogCleanerService
-from .storage.coordinator_segments import CorruptCoordinatorLog
 from .storage.data_plane import DataPlane
 from .storage.disk_space import DiskSpace
-from .storage.durable_log import DurableCoordinatorLog
-from .storage.fsutil import DamagedFile
-from .storage.group_configs import GroupConfigStore
 from .storage.retention import retain_periodically
 from .storage.topic_deletions import Deletion, PendingTopicDeletions
 from .transaction.state import TxnConfig
@@ -66,168 +80,154 @@ def cleaner_defaults(config: BrokerConfig) -> CleanerDefaults:
 async def run_broker(
     config: BrokerConfig,
     *,
+    on_checked: Callable[[], None] | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
+    """Serve until cancelled; a StartupRefusal (or ConfigError) if it cannot start, having
+    written nothing. ``on_checked`` is called once every check has passed (only a write the
+    disk refuses can stop the start after it)."""
     _check_named_files(config)
-    # Every log is recovered (the coordinator log replayed) before anything is accepted.
-    data = _open_data_plane(config)
-    try:
-        coordinator = open_coordinator_log(config)
-        txn_log = open_coordinator_log(config, name="transactions")
-        group_configs, topic_deletions = _open_admin_state(config)
-        sasl = sasl_setup(config)
+    async with AsyncExitStack() as stack:
         listeners = await open_listeners(config)
-        host, port = bound_address(listeners[0])
-        # Shutdown runs inside out: the gateway stops first, then the actors answer what they
-        # still hold, then the coordinator log flushes and closes, then the partition logs.
-        async with open_service_nursery() as storage:
-            await storage.start(coordinator.run)
-            await storage.start(txn_log.run)
-            async with open_service_nursery() as services:
-                services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
-                services.start_soon(
-                    retain_periodically,
-                    data,
-                    config.log_retention_check_interval_ms,
-                    config.log_retention_ms,
-                    config.log_retention_bytes,
-                    config.log_cleanup_policy,
-                )
-                if config.log_cleaner_enable:
-                    services.start_soon(LogCleanerService(data, cleaner_defaults(config)).run)
-                services.start_soon(
-                    data.expire_producers_periodically,
-                    config.producer_id_expiration_ms,
-                    config.producer_id_expiration_check_interval_ms,
-                )
-                services.start_soon(log_budget.flush_forever)  # counts of ended intervals
-                disk_space = DiskSpace(config.data_dir, config.log_dir_free_space_warning_bytes)
-                services.start_soon(disk_space.run)
-                registry = GroupRegistry(
-                    services,
-                    group_config(config),
-                    coordinator,
-                    topics=data.image_of,
-                    passivate_after_s=config.group_passivation_idle_ms / 1000,
-                    commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
-                    group_overrides=lambda key: group_configs.get(key.org_id, key.group_id).items(),
-                )
-                metrics = await start_metrics(config, services, registry, coordinator, data)
-                services.start_soon(
-                    registry.expire_offsets_periodically,
-                    config.offsets_retention_check_interval_ms,
-                    config.offsets_retention_minutes * 60_000,
-                )
-                for deletion in topic_deletions.pending():  # a visit cut short: finish it
-                    services.start_soon(_finish_topic_deletion, registry, topic_deletions, deletion)
-                resumed = registry.resume()
-                log.info(
-                    "coordinator log replayed: %d groups, %d with members",
-                    len(coordinator.keys()),
-                    resumed,
-                )
-                transactions = TransactionRegistry(
-                    services,
-                    TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
-                    txn_log,
-                    MarkerWriter(data, registry.ask),
-                    data.producer_ids.allocate,
-                    commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
-                )
-                services.start_soon(
-                    transactions.expire_periodically,
-                    config.transaction_remove_expired_transaction_cleanup_interval_ms,
-                    config.transactional_id_expiration_ms,
-                )
-                resumed_txns = transactions.resume()
-                log.info("transaction log replayed: %d open transactions resumed", resumed_txns)
-                ctx = BrokerContext(
-                    config=config,
-                    data=data,
-                    advertised_host=config.kafka_client_host or host,
-                    advertised_port=config.kafka_client_port or port,
-                    apis=API_TABLE,
-                    groups=registry,
-                    transactions=transactions,
-                    limits=ConnectionLimits(
-                        config.max_connections,
-                        config.max_connections_per_ip,
-                        config.max_connections_per_user,
-                    ),
-                    sasl=sasl,
-                    group_configs=group_configs,
-                    topic_deletions=topic_deletions,
-                    metrics=metrics,
-                    disk_space=disk_space,
-                )
-                async with trio.open_nursery() as gateway:
-                    serve = partial(trio.serve_listeners, partial(serve_client, ctx), listeners)
-                    await gateway.start(serve)
-                    log.info(
-                        "listening on %s:%d (%s)", host, port, config.listener_security_protocol
-                    )
-                    task_status.started((host, port))
-    finally:
-        data.close()
-        log.info("logs flushed and closed")
+        for listener in listeners:
+            stack.push_async_callback(trio.aclose_forcefully, listener)
+        metrics_endpoint = await bind_metrics(config)
+        if metrics_endpoint is not None:
+            stack.push_async_callback(trio.aclose_forcefully, metrics_endpoint.listener)
+        storage = DataDir.open(config)
+        stack.callback(storage.close)
+        users = load_users(config)
+        if on_checked is not None:
+            on_checked()
+        storage.write()
+        sasl = sasl_setup(config, users)
+        await _serve(config, storage, sasl, listeners, metrics_endpoint, task_status)
 
 
-def _open_data_plane(config: BrokerConfig) -> DataPlane:
-    try:
-        data = DataPlane.open(config.data_dir, segment_bytes=config.log_segment_bytes)
-        # markers as durable as the coordinator's Complete record, no more (storage/data_plane.py)
-        data.fsync_markers = config.coordinator_log_fsync == "always"
-        return data
-    except OSError as exc:
-        raise unusable_data_dir(config.data_dir, exc) from exc
+async def _serve(
+    config: BrokerConfig,
+    storage: DataDir,
+    sasl: SaslSetup | None,
+    listeners: list[trio.abc.Listener[Any]],
+    metrics_endpoint: MetricsEndpoint | None,
+    task_status: trio.TaskStatus[tuple[str, int]],
+) -> None:
+    data, coordinator, txn_log = storage.data, storage.coordinator, storage.txn_log
+    host, port = bound_address(listeners[0])
+    # Shutdown runs inside out: the gateway stops first, then the actors answer what they
+    # still hold, then the coordinator log flushes and closes, then the partition logs.
+    async with open_service_nursery() as storage_nursery:
+        await storage_nursery.start(coordinator.run)
+        await storage_nursery.start(txn_log.run)
+        async with open_service_nursery() as services:
+            disk_space = _start_data_services(config, data, services)
+            registry = GroupRegistry(
+                services,
+                group_config(config),
+                coordinator,
+                topics=data.image_of,
+                passivate_after_s=config.group_passivation_idle_ms / 1000,
+                commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
+                group_overrides=lambda key: storage.group_configs.get(
+                    key.org_id, key.group_id
+                ).items(),
+            )
+            metrics = await start_metrics(
+                config, services, registry, coordinator, data, metrics_endpoint
+            )
+            _resume_groups(config, services, registry, storage)
+            transactions = _resume_transactions(config, services, storage, registry)
+            ctx = BrokerContext(
+                config=config,
+                data=data,
+                advertised_host=config.kafka_client_host or host,
+                advertised_port=config.kafka_client_port or port,
+                apis=API_TABLE,
+                groups=registry,
+                transactions=transactions,
+                limits=ConnectionLimits(
+                    config.max_connections,
+                    config.max_connections_per_ip,
+                    config.max_connections_per_user,
+                ),
+                sasl=sasl,
+                group_configs=storage.group_configs,
+                topic_deletions=storage.topic_deletions,
+                metrics=metrics,
+                disk_space=disk_space,
+            )
+            async with trio.open_nursery() as gateway:
+                serve = partial(trio.serve_listeners, partial(serve_client, ctx), listeners)
+                await gateway.start(serve)
+                log.info("listening on %s:%d (%s)", host, port, config.listener_security_protocol)
+                task_status.started((host, port))
 
 
-def _open_admin_state(config: BrokerConfig) -> tuple[GroupConfigStore, PendingTopicDeletions]:
-    """The dynamic group configs and the unfinished topic deletions (issue 45); a damaged
-    file refuses to start, naming it (refusals.py)."""
-    try:
-        return GroupConfigStore.open(config.data_dir), PendingTopicDeletions.open(config.data_dir)
-    except DamagedFile as exc:
-        raise CorruptLog(
-            str(exc), f"restore {exc.path.name} from a backup, or fix its JSON by hand"
-        ) from exc
-    except OSError as exc:
-        raise unusable_data_dir(config.data_dir, exc) from exc
-
-
-def open_coordinator_log(config: BrokerConfig, name: str = "coordinator") -> DurableCoordinatorLog:
-    """The groups' log ("coordinator") or the transaction log ("transactions"), replayed; a
-    damaged one or an unusable directory refuses to start (refusals.py)."""
-    try:
-        return _open_coordinator_log(config, name)
-    except CorruptCoordinatorLog as exc:
-        raise CorruptLog(
-            f"the {name} log is damaged: {exc}",
-            "restore the data dir from a backup; or start once with "
-            "-o coordinator.log.skip.corruption=true to skip the damaged bytes, which loses the "
-            + (
-                "group records and committed offsets stored in them (a warning names those groups)"
-                if name == "coordinator"
-                else "transaction states stored in them (a warning names those ids)"
-            ),
-        ) from exc
-    except OSError as exc:
-        raise unusable_data_dir(config.data_dir, exc) from exc
-
-
-def _open_coordinator_log(config: BrokerConfig, name: str) -> DurableCoordinatorLog:
-    return DurableCoordinatorLog.open(
-        config.data_dir,
-        fsync_policy=config.coordinator_log_fsync,
-        fsync_interval_ms=config.coordinator_log_fsync_interval_ms,
-        segment_bytes=config.coordinator_log_segment_bytes,
-        preallocate_bytes=config.coordinator_log_preallocate_bytes,
-        compaction_interval_ms=config.coordinator_log_compaction_interval_ms,
-        tombstone_retention_ms=config.coordinator_log_tombstone_retention_ms,
-        skip_corruption=config.coordinator_log_skip_corruption,
-        name=name,
-        bulk=name == "coordinator",  # the transaction log holds no offsets to take in bulk
+def _start_data_services(
+    config: BrokerConfig, data: DataPlane, services: trio.Nursery
+) -> DiskSpace:
+    """The partition logs' timers (flush, retention, the log cleaner, producer expiry) and
+    the free-space watch, which it returns."""
+    services.start_soon(_flush_periodically, data, config.log_flush_interval_ms)
+    services.start_soon(
+        retain_periodically,
+        data,
+        config.log_retention_check_interval_ms,
+        config.log_retention_ms,
+        config.log_retention_bytes,
+        config.log_cleanup_policy,
     )
+    if config.log_cleaner_enable:
+        services.start_soon(LogCleanerService(data, cleaner_defaults(config)).run)
+    services.start_soon(
+        data.expire_producers_periodically,
+        config.producer_id_expiration_ms,
+        config.producer_id_expiration_check_interval_ms,
+    )
+    services.start_soon(log_budget.flush_forever)  # counts of ended intervals
+    disk_space = DiskSpace(config.data_dir, config.log_dir_free_space_warning_bytes)
+    services.start_soon(disk_space.run)
+    return disk_space
+
+
+def _resume_groups(
+    config: BrokerConfig, services: trio.Nursery, registry: GroupRegistry, storage: DataDir
+) -> None:
+    services.start_soon(
+        registry.expire_offsets_periodically,
+        config.offsets_retention_check_interval_ms,
+        config.offsets_retention_minutes * 60_000,
+    )
+    pending = storage.topic_deletions
+    for deletion in pending.pending():  # a visit cut short: finish it
+        services.start_soon(_finish_topic_deletion, registry, pending, deletion)
+    resumed = registry.resume()
+    log.info(
+        "coordinator log replayed: %d groups, %d with members",
+        len(storage.coordinator.keys()),
+        resumed,
+    )
+
+
+def _resume_transactions(
+    config: BrokerConfig, services: trio.Nursery, storage: DataDir, registry: GroupRegistry
+) -> TransactionRegistry:
+    transactions = TransactionRegistry(
+        services,
+        TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
+        storage.txn_log,
+        MarkerWriter(storage.data, registry.ask),
+        storage.data.producer_ids.allocate,
+        commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
+    )
+    services.start_soon(
+        transactions.expire_periodically,
+        config.transaction_remove_expired_transaction_cleanup_interval_ms,
+        config.transactional_id_expiration_ms,
+    )
+    resumed_txns = transactions.resume()
+    log.info("transaction log replayed: %d open transactions resumed", resumed_txns)
+    return transactions
 
 
 def group_config(config: BrokerConfig) -> GroupConfig:
@@ -278,8 +278,8 @@ def _readable(path: str, key: str) -> None:
         ) from exc
 
 
-def sasl_setup(config: BrokerConfig) -> SaslSetup | None:
-    """The users and secrets a SASL listener needs, read once at start-up."""
+def load_users(config: BrokerConfig) -> UserStore | None:
+    """The users a SASL listener admits, read once at start-up (None: no SASL)."""
     if not config.sasl_enabled:
         return None
     try:
@@ -287,6 +287,14 @@ def sasl_setup(config: BrokerConfig) -> SaslSetup | None:
     except UsersFileError as exc:
         raise ConfigError(f"sasl.users.file: {exc}") from exc
     log.info("SASL users: %d from %s", len(users.users), config.users_file)
+    return users
+
+
+def sasl_setup(config: BrokerConfig, users: UserStore | None) -> SaslSetup | None:
+    """What a SASL listener needs: the users, and the data dir's secret (written the first
+    time, so only once the start can no longer be refused)."""
+    if users is None:
+        return None
     return SaslSetup(
         mechanisms=sasl_mechanisms(config),
         users=users,

@@ -13,7 +13,10 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
+from functools import partial
 from importlib import metadata
+from logging.handlers import MemoryHandler
 from pathlib import Path
 
 # kio imports Hypothesis when it is installed (dev installs), and importing Hypothesis runs
@@ -26,7 +29,7 @@ import trio
 from . import gc_policy
 from .config import ConfigError, describe_settings, load_config
 from .otel_env import configure_tracing
-from .refusals import refusal_in, unusable_data_dir
+from .refusals import refusal_in
 
 log = logging.getLogger("rafka_actors")
 
@@ -122,14 +125,15 @@ def _overrides(args: argparse.Namespace) -> dict[str, str]:
     return values
 
 
-async def _serve_until_signalled(config_args: argparse.Namespace) -> None:
+async def _serve_until_signalled(
+    config_args: argparse.Namespace, on_checked: Callable[[], None]
+) -> None:
     from .broker import run_broker
 
     config = load_config(config_file=config_args.config, overrides=_overrides(config_args))
-    _check_data_dir(config.data_dir)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
-            await nursery.start(run_broker, config)
+            await nursery.start(partial(run_broker, config, on_checked=on_checked))
             gc_policy.serving()
             async for signum in signals:
                 log.info("received %s, shutting down", signal.Signals(signum).name)
@@ -137,46 +141,74 @@ async def _serve_until_signalled(config_args: argparse.Namespace) -> None:
                 break
 
 
-def _check_data_dir(data_dir: Path) -> None:
-    """The data dir must be a directory we can create, list and write in: refused up front,
-    in one line, rather than by whichever file the logs open first."""
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class _StartupLog:
+    """The log lines of a start-up, held until it can no longer be refused, so that a
+    refusal's line is the first one the operator sees (the held ones follow it)."""
+
+    def __init__(self, level: str) -> None:
+        self.stream = logging.StreamHandler(sys.stderr)
+        self.stream.setFormatter(logging.Formatter(LOG_FORMAT))
+        # flushed early only if a start-up logs more than this many lines
+        self.held: MemoryHandler | None = MemoryHandler(
+            10_000, flushLevel=logging.CRITICAL + 1, target=self.stream
+        )
+        root = logging.getLogger()
+        root.setLevel(level.upper())
+        root.addHandler(self.held)
+
+    def release(self, first: Callable[[], None] | None = None) -> None:
+        """Log from now on as it comes, after ``first`` and then the lines held."""
+        if self.held is None:
+            return
+        root = logging.getLogger()
+        root.addHandler(self.stream)
+        root.removeHandler(self.held)
+        if first is not None:
+            first()
+        self.held.close()  # flushes what it held
+        self.held = None
+
+    def close(self) -> None:
+        self.release()
+        logging.getLogger().removeHandler(self.stream)  # `main` may run again in-process
+
+
+def _serve(args: argparse.Namespace) -> int:
+    startup_log = _StartupLog(args.log_level)
+    stop_tracing = configure_tracing(os.environ)
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        probe = data_dir / ".rafka-write-check"
-        probe.write_bytes(b"")
-        probe.unlink()
-        os.listdir(data_dir)
-    except OSError as exc:
-        raise unusable_data_dir(data_dir, exc) from exc
+        gc_policy.starting()
+        trio.run(_serve_until_signalled, args, startup_log.release)
+    except BaseException as exc:
+        refusal = refusal_in(exc)
+        if refusal is None:
+            startup_log.release()
+            raise
+        # one line, the first: what, where, what to do (refusals.py); the traceback if asked
+        traceback = exc if args.debug else None
+        startup_log.release(
+            first=lambda: log.error("cannot start: %s", refusal, exc_info=traceback)
+        )
+        return refusal.exit_status
+    finally:
+        if stop_tracing is not None:
+            stop_tracing()  # flushes the spans still queued
+        startup_log.close()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(args, "log_level", "WARNING").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
     if args.command == "serve":
         if args.help_config:
             for key, default, doc in describe_settings():
                 print(f"{key:40} {default:24} {doc}")
             return 0
-        stop_tracing = configure_tracing(os.environ)
-        try:
-            gc_policy.starting()
-            trio.run(_serve_until_signalled, args)
-        except BaseException as exc:
-            refusal = refusal_in(exc)
-            if refusal is None:
-                raise
-            # one line: what, where, what to do (refusals.py); the traceback only if asked
-            log.error("cannot start: %s", refusal, exc_info=exc if args.debug else None)
-            return refusal.exit_status
-        finally:
-            if stop_tracing is not None:
-                stop_tracing()  # flushes the spans still queued
-        return 0
+        return _serve(args)
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT, stream=sys.stderr)
     run = getattr(args, "run", None)
     return int(run(args)) if run is not None else 1
 

@@ -6,7 +6,9 @@ underscores (`num_partitions` <-> `num.partitions`). Values are layered, later w
 1. the defaults below (Kafka's own defaults unless a comment says why not);
 2. a config file in Java-properties form (`key=value`, `#` comments), as Kafka's server.properties;
 3. environment variables `RAFKA_<KEY>` with dots as underscores, upper case
-   (`RAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0`);
+   (`RAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0`); one that names no setting but is close to
+   one is refused with a "did you mean", as a misspelled key or flag is (`RAFKA_NUM_PARTITONS`);
+   other `RAFKA_` variables (a test's or a tool's) are left alone;
 4. command-line flags (`--listen`, `--data-dir`, `--override key=value`).
 
 `RAFKA_KAFKA_CLIENT_HOST` / `RAFKA_KAFKA_CLIENT_PORT` set the advertised endpoint (the address
@@ -363,10 +365,20 @@ def _apply(values: dict[str, Any], source: Mapping[str, Any], origin: str) -> No
 
 def _from_env(environ: Mapping[str, str]) -> dict[str, str]:
     found = {}
-    for name in FIELDS:
-        env_name = ENV_PREFIX + name.upper()
-        if env_name in environ:
-            found[name] = environ[env_name]
+    for env_name, value in environ.items():
+        if not env_name.startswith(ENV_PREFIX):
+            continue
+        name = env_name.removeprefix(ENV_PREFIX).lower()
+        if name in FIELDS:
+            found[name] = value
+            continue
+        close = difflib.get_close_matches(name, FIELDS, n=1)
+        if close:  # a typo must not pass for a default silently; others are not ours
+            suggestion = ENV_PREFIX + close[0].upper()
+            raise ConfigError(
+                f"unknown setting {env_name!r} from environment (did you mean {suggestion}, "
+                f"that is {kafka_key(close[0])}?)"
+            )
     return found
 
 

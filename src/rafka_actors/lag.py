@@ -5,9 +5,22 @@ first record the group has not consumed. Its "append time" is its batch's max ti
 partition index's, pipeline/partition_index.py), read from the batch's 61-byte header. A group
 that has consumed everything (committed offset at the log end) has no such record: its time
 lag is 0.
+
+"Now", for lag in seconds and for Burrow's STOP rule, is the wall clock when the figures are
+computed (`wall_clock_ms`), as in Burrow: the scrape, for the broker's metrics; the job's start,
+for the pipeline (which can be told another moment, e.g. the newest time in a copied data
+dir: `pipeline lag --now`). So the two agree on a live broker's data dir.
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def wall_clock_ms(clock: Callable[[], float] = time.time) -> int:
+    """Now, in epoch milliseconds, from a clock in seconds (the wall clock, or a test's)."""
+    return int(clock() * 1000)
 
 
 def lag_records(log_end_offset: int, committed: int) -> int:

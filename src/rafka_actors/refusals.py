@@ -1,19 +1,22 @@
 """Start-up refusals: a mistake the operator can fix, said in one line, with its own exit status.
 
 `rafka-actors serve` refuses to start on a bad setting, a missing file, a data dir it cannot
-use, an address it cannot listen on, or a damaged coordinator log. Each is one log line
-naming what is wrong, where, and what to do, and a distinct exit status (sysexits.h's, so a
-supervisor can tell them apart: systemd's RestartPreventExitStatus, for one), with no
-traceback unless `--debug` is given. Anything else that ends start-up is a bug: exit 1, with
-its traceback.
+use or that another broker holds, an address it cannot listen on, or a damaged log. Each is
+one log line, the first it prints, naming what is wrong, where, and what to do, and a
+distinct exit status (sysexits.h's, so a supervisor can tell them apart: systemd's
+RestartPreventExitStatus, for one), with no traceback unless `--debug` is given. Anything
+else that ends start-up is a bug: exit 1, with its traceback.
 
 | status | refusal |
 |---|---|
 | 78 (EX_CONFIG) | a setting: unknown key, bad value, inconsistent values |
 | 66 (EX_NOINPUT) | a file named is missing: TLS certificate or key, users file, --config |
 | 73 (EX_CANTCREAT) | the data dir cannot be created, read or written |
+| 75 (EX_TEMPFAIL) | another broker holds the data dir's lock (storage/data_dir_lock.py) |
 | 69 (EX_UNAVAILABLE) | the listen address is taken, or not ours to bind |
-| 65 (EX_DATAERR) | the coordinator log is damaged |
+| 65 (EX_DATAERR) | a log or state file is damaged |
+
+A refused start changes nothing in the data dir (broker.py says in which order it starts).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ __all__ = [
     "BadSetting",
     "CannotListen",
     "CorruptLog",
+    "DataDirLocked",
     "MissingFile",
     "StartupRefusal",
     "UnusableDataDir",
@@ -59,6 +63,13 @@ class MissingFile(StartupRefusal):
 
 class UnusableDataDir(StartupRefusal):
     exit_status = 73
+
+
+class DataDirLocked(StartupRefusal):
+    """Another broker holds the data dir: retrying once it has stopped is right, hence
+    EX_TEMPFAIL rather than a configuration error."""
+
+    exit_status = 75
 
 
 class CannotListen(StartupRefusal):

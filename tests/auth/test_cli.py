@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,48 @@ def test_transactional_id_prefixes_are_written_and_optional_when_read(
     del document["users"]["alice"]["transactional_id_prefixes"]
     path.write_text(json.dumps(document))
     assert UserStore.load(path).users["alice"].may_use_transactional_id("other")
+
+
+def test_the_file_defaults_to_the_one_the_broker_reads(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without --file: <data.dir>/users.json, data.dir as `serve` finds it (./rafka-data,
+    --data-dir, RAFKA_DATA_DIR, --config), or sasl.users.file."""
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("RAFKA_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setattr("sys.stdin", io.StringIO("pw\n"))
+    assert main(["users", "add", "alice", "--org", "1", "--iterations", "4096"]) == 0
+    assert set(UserStore.load(tmp_path / "rafka-data" / "users.json").users) == {"alice"}
+    assert "rafka-data/users.json" in capsys.readouterr().out
+
+    assert main(["users", "list"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[0] == "alice"
+
+    monkeypatch.setenv("RAFKA_DATA_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("pw\n"))
+    assert main(["users", "add", "bob", "--org", "2", "--iterations", "4096"]) == 0
+    assert set(UserStore.load(tmp_path / "elsewhere" / "users.json").users) == {"bob"}
+    monkeypatch.delenv("RAFKA_DATA_DIR")
+
+    chosen = tmp_path / "chosen.json"
+    properties = tmp_path / "server.properties"
+    properties.write_text(f"sasl.users.file={chosen}\n")
+    monkeypatch.setattr("sys.stdin", io.StringIO("pw\n"))
+    assert main(["users", "add", "carol", "--org", "3", "--config", str(properties)]) == 0
+    assert set(UserStore.load(chosen).users) == {"carol"}
+    assert main(["users", "list", "--data-dir", str(tmp_path / "elsewhere")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].split()[0] == "bob"
+
+
+def test_no_users_file_is_an_error_not_an_empty_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.json"
+    assert main(["users", "list", "--file", str(missing)]) == 1
+    assert f"no users file at {missing}" in capsys.readouterr().err
+    assert main(["users", "remove", "alice", "--data-dir", str(tmp_path)]) == 1
+    assert f"no users file at {tmp_path / 'users.json'}" in capsys.readouterr().err
+    assert not missing.exists() and not (tmp_path / "users.json").exists()

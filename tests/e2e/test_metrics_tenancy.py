@@ -1,6 +1,6 @@
 """Under tenancy the metrics say whose they are: a SASL user of org 7 connects and produces,
-a wrong password fails; the endpoint shows org 7's connection and requests, and counts the
-failed login."""
+a wrong password fails; the endpoint shows org 7's connection, requests and produced records,
+and counts the failed login."""
 
 from __future__ import annotations
 
@@ -58,7 +58,13 @@ def test_series_carry_the_org_and_failed_logins_are_counted(broker_factory, tmp_
     produced = [
         labels
         for n, labels, v in samples
-        if n == "rafka_request_duration_seconds_count" and labels["api"] == "Produce" and v
+        if n == "rafka_request_duration_seconds_count" and labels["api"] == "produce" and v
     ]
     assert produced and {labels["org"] for labels in produced} == {"7"}
+    records = {
+        (labels["org"], labels["topic"]): v
+        for n, labels, v in samples
+        if n == "rafka_topic_produced_records_total"
+    }
+    assert records == {("7", "dora-topic"): 1}  # the topic's counters are its org's
     producer.flush(1)

@@ -166,4 +166,5 @@ def test_the_operator_sees_one_line_and_no_traceback(tmp_path: Path) -> None:
     assert done.returncode == 65, done.stderr
     errors = [line for line in done.stderr.splitlines() if " ERROR " in line]
     assert len(errors) == 1 and "coordinator.log.skip.corruption" in errors[0]
+    assert done.stderr.splitlines()[0] == errors[0]  # the first line printed (issue 51)
     assert "Traceback" not in done.stderr

@@ -318,3 +318,32 @@ def test_a_rebalance_during_a_transaction_refuses_the_old_members_offsets(
     producer.commit_transaction(WAIT)
     for consumer in (first, second):
         consumer.close()
+
+
+def test_the_cli_shows_the_coordinator_with_the_other_tools_headers(broker: BrokerProcess) -> None:
+    """Issue 51: CamelCase headers, unlike every other tool, and no coordinator column,
+    which kafka-transactions.sh prints (first in `describe`, second in `list`)."""
+    producer = confluent_producer(broker, "listed")
+    producer.init_transactions(WAIT)
+    done = cli(broker, "list")
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split() == ["TRANSACTIONAL-ID", "COORDINATOR", "PRODUCER-ID", "TRANSACTION-STATE"]
+    (row,) = [r.split() for r in rows if r.split()[0] == "listed"]
+    assert (row[1], row[3]) == ("0", "Empty")  # node.id 0 coordinates every id here
+    done = cli(broker, "describe", "listed")
+    assert done.returncode == 0, done.stderr
+    header, row_text = done.stdout.splitlines()
+    assert header.split() == [
+        "COORDINATOR",
+        "TRANSACTIONAL-ID",
+        "PRODUCER-ID",
+        "PRODUCER-EPOCH",
+        "TRANSACTION-STATE",
+        "TRANSACTION-TIMEOUT-MS",
+        "CURRENT-TRANSACTION-START-TIME-MS",
+        "TRANSACTION-DURATION-MS",
+        "TOPIC-PARTITIONS",
+    ]
+    assert row_text.split()[:2] == ["0", "listed"]
+    assert described(broker, "listed")["coordinator"] == 0

@@ -32,9 +32,11 @@ def report(
     spark: SparkSession, scenario: tuple[Path, Scenario], tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, LagReport]:
     from rafka_actors.pipeline.job import run_lag_job
+    from rafka_actors.pipeline.lag import NEWEST
 
     out = tmp_path_factory.mktemp("out")
-    return out, run_lag_job(spark, scenario[0], out)
+    # judged as of when the synthetic data dir was "written" (its statuses are written so)
+    return out, run_lag_job(spark, scenario[0], out, now_ms=NEWEST)
 
 
 def parquet(spark: SparkSession, path: Path) -> list[dict[str, Any]]:
@@ -149,9 +151,9 @@ def test_chart_is_a_png(report: tuple[Path, LagReport]) -> None:
 def test_allowed_lag_counts_small_lags_as_caught_up(
     spark: SparkSession, scenario: tuple[Path, Scenario]
 ) -> None:
-    from rafka_actors.pipeline.lag import LagSettings, compute_lag
+    from rafka_actors.pipeline.lag import NEWEST, LagSettings, compute_lag
 
-    result = compute_lag(spark, scenario[0], LagSettings(allowed_lag=2))
+    result = compute_lag(spark, scenario[0], LagSettings(allowed_lag=2), now_ms=NEWEST)
     statuses = {r["group_id"]: r["status"] for r in result.group_status.collect()}
     assert statuses["quit"] == "OK"  # always 2 behind: caught up, as far as we care
     assert statuses["rewound"] == statuses["stuck"] == "ERR"  # never fewer than 3 behind
@@ -160,11 +162,12 @@ def test_allowed_lag_counts_small_lags_as_caught_up(
 def test_min_distance_and_window_narrow_what_is_judged(
     spark: SparkSession, scenario: tuple[Path, Scenario]
 ) -> None:
-    from rafka_actors.pipeline.lag import LagSettings, compute_lag
+    from rafka_actors.pipeline.lag import NEWEST, LagSettings, compute_lag
 
     # commits 10 s apart, min distance 15 s: kept at 0, 20, ..., 80 s with the offsets of the
     # commits at 10, 30, ..., 90 s; a window of 3 keeps the last three
-    result = compute_lag(spark, scenario[0], LagSettings(window=3, min_distance_ms=15_000))
+    settings = LagSettings(window=3, min_distance_ms=15_000)
+    result = compute_lag(spark, scenario[0], settings, now_ms=NEWEST)
     rows = {r["group_id"]: r for r in result.partition_status.collect() if r["partition"] == 1}
     slow = rows["slow"]
     assert (slow["commits"], slow["start_offset"], slow["end_offset"]) == (3, 30, 50)
@@ -174,9 +177,10 @@ def test_min_distance_and_window_narrow_what_is_judged(
 
 def test_an_empty_data_dir_gives_empty_outputs(spark: SparkSession, tmp_path: Path) -> None:
     from rafka_actors.pipeline.job import run_lag_job
+    from rafka_actors.pipeline.lag import NEWEST
 
     (tmp_path / "data" / "topics").mkdir(parents=True)
-    report = run_lag_job(spark, tmp_path / "data", tmp_path / "out")
+    report = run_lag_job(spark, tmp_path / "data", tmp_path / "out", now_ms=NEWEST)
     assert report.groups == [] and report.result.now_ms == 0
     assert spark.read.parquet(str(tmp_path / "out" / "lag")).count() == 0
     assert (tmp_path / "out" / "lag.png").read_bytes()[:4] == b"\x89PNG"
@@ -196,8 +200,9 @@ async def test_the_live_metric_agrees_with_the_pipeline(
     from prometheus_client.core import Metric
 
     from rafka_actors.actors.registry import GroupRegistry
-    from rafka_actors.broker import group_config, open_coordinator_log
+    from rafka_actors.broker import group_config
     from rafka_actors.config import BrokerConfig
+    from rafka_actors.data_dir import open_coordinator_log
     from rafka_actors.metrics.collector import BrokerCollector
     from rafka_actors.metrics.instruments import BrokerMetrics, LabelPolicy
     from rafka_actors.storage.data_plane import DataPlane

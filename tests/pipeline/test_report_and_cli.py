@@ -30,8 +30,9 @@ def test_summary_says_how_many_more_are_in_the_output() -> None:
         "org_id": 0, "group_id": "g", "status": "OK", "partitions": 1, "partitions_not_ok": 0,
         "total_lag": 0, "max_lag": 0, "max_lag_topic": "t", "max_lag_partition": 0,
     }  # fmt: skip
-    text = summary([group], [], now=datetime(2024, 1, 2, 3, 4, 5, 6_000), groups_total=3)
-    assert text.splitlines()[0].startswith("now = 2024-01-02 03:04:05.006 UTC (the newest ")
+    now = datetime(2024, 1, 2, 3, 4, 5, 6_000)
+    text = summary([group], [], now=now, groups_total=3)
+    assert text.splitlines()[0] == "now = 2024-01-02 03:04:05.006 UTC (the wall clock)"
     assert "... and 2 more groups (see group_status/)" in text
     assert "partitions not OK" not in text
 
@@ -51,6 +52,7 @@ def test_importing_the_cli_does_not_import_spark() -> None:
         (["--window", "0"], "--window must be at least 1"),
         (["--allowed-lag", "-1"], "can't be negative"),
         (["--conf", "nonsense"], "--conf wants KEY=VALUE"),
+        (["--now", "yesterday"], "--now wants wall, newest, epoch ms or an ISO time"),
     ],
 )
 def test_bad_arguments_exit_2_before_spark_starts(
@@ -75,9 +77,9 @@ def test_pipeline_lag_runs_and_prints_the_summary(
     burrow_scenario(tmp_path / "data")
     out = tmp_path / "out"
     argv = ["pipeline", "lag", "--data-dir", str(tmp_path / "data"), "--out", str(out)]
-    assert main([*argv, "--master", "local[2]", "--window", "5"]) == 0
+    assert main([*argv, "--master", "local[2]", "--window", "5", "--now", "newest"]) == 0
     text = capsys.readouterr().out
-    assert "now = 2023-11-14 22:14:55.000 UTC" in text
+    assert "now = 2023-11-14 22:14:55.000 UTC (the newest commit or batch in the data dir)" in text
     assert f"chart:   {out / 'lag.png'}" in text
     assert (out / "group_status").is_dir() and (out / "lag.png").is_file()
     # the shared session was already running: the command used it and left it running

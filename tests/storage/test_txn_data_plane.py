@@ -12,8 +12,8 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.broker import _open_data_plane
 from rafka_actors.config import BrokerConfig
+from rafka_actors.data_dir import _open_data_plane
 from rafka_actors.storage.control_batches import marker_batch, read_marker
 from rafka_actors.storage.data_plane import DataPlane
 from rafka_actors.storage.partition_log import PartitionLog
@@ -67,11 +67,11 @@ def test_read_committed_stops_at_the_lso_and_lists_aborted_transactions(tmp_path
     codes = trio.run(data.write_txn_markers, 0, 1, 0, False, [("t", 0), ("nope", 0), ("t", 7)])
     assert codes == {("t", 0): 0, ("nope", 0): 3, ("t", 7): 3}
     assert data.last_stable_offset(topic, 0) == 2  # pid 2 is still open
-    records, aborted = data.read_committed(topic, 0, 0, 1 << 20)
+    records, aborted, _ = data.read_committed(topic, 0, 0, 1 << 20)
     assert values(records) == [b"1-0", b"1-1"] and aborted == [AbortedTxn(1, 0, 4, 2)]
     assert trio.run(data.write_txn_markers, 0, 2, 0, True, [("t", 0)]) == {("t", 0): 0}
     assert data.last_stable_offset(topic, 0) == 6 == topic.partitions[0].log_end_offset
-    records, aborted = data.read_committed(topic, 0, 2, 1 << 20)
+    records, aborted, _ = data.read_committed(topic, 0, 2, 1 << 20)
     assert values(records)[:2] == [b"2-0", b"2-1"] and aborted == [AbortedTxn(1, 0, 4, 2)]
     assert data.read_committed(topic, 0, 5, 1 << 20)[1] == []  # past the aborted one
     # A repeated marker of an ended transaction writes nothing.
@@ -247,7 +247,7 @@ def test_the_lso_never_falls_below_the_log_start(tmp_path: Path) -> None:
     assert data.last_stable_offset(topic, 0) == 0
     topic.partitions[0].advance_log_start(2)  # DeleteRecords past the open transaction
     assert data.last_stable_offset(topic, 0) == 2
-    records, aborted = data.read_committed(topic, 0, 2, 1 << 20)
+    records, aborted, _ = data.read_committed(topic, 0, 2, 1 << 20)
     assert values(records) == [] and aborted == []  # the LSO is the log start: nothing yet
     data.close()
 

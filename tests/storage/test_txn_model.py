@@ -115,7 +115,7 @@ def test_read_committed_matches_the_model_and_survives_reopening(
             got: list[bytes] = []
             offset = 0
             while True:  # reads of any size: the aborted list must be right for every range
-                blob, aborted = plane.read_committed(t, 0, offset, fetch_bytes)
+                blob, aborted, _ = plane.read_committed(t, 0, offset, fetch_bytes)
                 if not blob:
                     return got
                 got += committed_view(blob, [(a.producer_id, a.first_offset) for a in aborted])

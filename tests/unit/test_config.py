@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from rafka_actors.broker import group_config, open_coordinator_log
+from rafka_actors.broker import group_config
 from rafka_actors.config import BrokerConfig, ConfigError, load_config, parse_properties
+from rafka_actors.data_dir import open_coordinator_log
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.records import OffsetCommitRecord
 from rafka_actors.ids import GroupKey
@@ -73,6 +74,17 @@ def test_unknown_keys_are_refused_with_a_hint() -> None:
         load_config(environ={}, overrides={"no.such.key": "1"})
     with pytest.raises(ConfigError, match=r"did you mean group\.min\.session\.timeout\.ms\?"):
         load_config(environ={}, overrides={"group.min.sesion.timeout.ms": "1"})
+
+
+def test_a_misspelled_environment_variable_is_refused_with_a_hint() -> None:
+    """Issue 51: RAFKA_NUM_PARTITONS=3 was silently ignored, where a misspelled flag or key
+    gets a "did you mean"; RAFKA_ variables close to no setting (a test's, a tool's) are not
+    the broker's and stay ignored."""
+    hint = r"'RAFKA_NUM_PARTITONS' from environment \(did you mean RAFKA_NUM_PARTITIONS"
+    with pytest.raises(ConfigError, match=hint):
+        load_config(environ={"RAFKA_NUM_PARTITONS": "3"})
+    config = load_config(environ={"RAFKA_FUZZ_EXAMPLES": "10", "RAFKA_NUM_PARTITIONS": "3"})
+    assert config.num_partitions == 3
 
 
 def test_properties_parser_rejects_junk() -> None:

@@ -42,11 +42,11 @@ def test_partition_log_gives_the_append_time_of_the_batch_holding_an_offset(
 
 
 def test_rebalance_causes_are_a_few_words_without_member_ids() -> None:
-    assert cause_label("member rdkafka-1234 joined") == "member joined"
-    assert cause_label("member consumer-7 left") == "member left"
-    assert cause_label("members left: a, b") == "member left"
-    assert cause_label("member m1 session timeout") == "session timeout"
-    assert cause_label("members did not sync in time") == "sync timeout"
+    assert cause_label("member rdkafka-1234 joined") == "member_joined"
+    assert cause_label("member consumer-7 left") == "member_left"
+    assert cause_label("members left: a, b") == "member_left"
+    assert cause_label("member m1 session timeout") == "session_timeout"
+    assert cause_label("members did not sync in time") == "sync_timeout"
     assert cause_label("") == "unknown"
     assert cause_label("something new") == "other"
 
@@ -69,7 +69,7 @@ def test_label_policy_filters_groups_and_caps_them_counting_what_it_drops() -> N
     assert 'group="app-1"' in text and 'group="app-2"' in text
     assert 'group="app-3"' not in text and "app-secret" not in text and "other" not in text
     assert 'rafka_metrics_series_dropped_total{kind="group"} 1.0' in text
-    assert 'cause="member joined",group="app-1",org="0",type="classic"} 2.0' in text
+    assert 'cause="member_joined",group="app-1",org="0",type="classic"} 2.0' in text
 
 
 def test_loop_histogram_counts_a_value_on_a_bound_in_that_bucket() -> None:
@@ -122,7 +122,7 @@ async def test_the_endpoint_serves_get_metrics_only() -> None:
         await nursery.start(serve_metrics, metrics, listener)
         text = await ask(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         assert text.startswith(b"HTTP/1.1 200 OK")
-        assert b'rafka_request_duration_seconds_count{api="OffsetCommit",org="3"} 1.0' in text
+        assert b'rafka_request_duration_seconds_count{api="offset_commit",org="3"} 1.0' in text
         open_metrics = await ask(
             b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n"
         )

@@ -46,6 +46,7 @@ from typing import Any, Final
 
 import trio
 from kio.schema.errors import ErrorCode
+from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from .. import telemetry
@@ -53,7 +54,13 @@ from ..classic_group.state import ClassicGroup
 from ..coordinator import machine
 from ..coordinator.machine import AnyGroup
 from ..group_common import group_configs, ops
-from ..group_common.effects import GroupConfig, MemberFenced, RebalanceCompleted, TargetAssigned
+from ..group_common.effects import (
+    GroupConfig,
+    MemberFenced,
+    MemberRemoved,
+    RebalanceCompleted,
+    TargetAssigned,
+)
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey, mint_group_uuid, rrl
 from ..storage.coordinator_log import CoordinatorLog
@@ -80,6 +87,9 @@ DEFAULT_COMMIT_TIMEOUT_S: Final = 5.0  # Kafka's offsets.commit.timeout.ms
 class Envelope:
     op: Any
     reply: ReplyTo
+    # the sender's OpenTelemetry context: the op's spans are children of its request's span
+    # (telemetry.py), not of whatever request started the actor's task
+    context: Context | None = None
 
 
 def answer_queued_and_close(
@@ -120,6 +130,10 @@ _SPANS: Final = {
     ops.ShareSessionOp: "rafka.broker.group.share-session",
     ops.ShareAcquireOp: "rafka.broker.group.share-acquire",
 }
+
+
+def _cgp_id(group: AnyGroup) -> str:
+    return "" if group is None else group.cgp_id
 
 
 class GroupActor:
@@ -224,21 +238,28 @@ class GroupActor:
         group = self.group
         records: list[Any] = []
         replies: list[tuple[int, Any]] = []
-        events: list[Any] = []
+        events: list[tuple[Any, Context | None]] = []  # (event, the span it happened in)
+        causes: list[Context | None] = []  # each op's request (None: the timer)
         op: Any = None
         try:
             if timer_due:  # due timers go first
                 due = machine.next_deadline(group)
                 if due is not None and now >= due - 1:  # (clock rounding: not early)
                     op = ops.TimerFired()
-                    group = self._handle(group, op, -1, max(now, due), records, replies, events)
+                    causes.append(None)
+                    group = self._handle(
+                        group, op, -1, max(now, due), records, replies, events, None
+                    )
                 else:
                     self._deadline = due
             for envelope, token in zip(envelopes, tokens, strict=True):
                 op = envelope.op
-                group = self._handle(group, op, token, now, records, replies, events)
+                causes.append(envelope.context)
+                group = self._handle(
+                    group, op, token, now, records, replies, events, envelope.context
+                )
             if records:
-                await self._store(records)
+                await self._store(records, causes, group)
         except CoordinatorLogError as exc:  # the disk refused: Kafka's KAFKA_STORAGE_ERROR
             STORAGE_LOG.log("group %s: %s; restarting from its log", self._name(), exc)
             self._recover(now, ErrorCode.not_coordinator)
@@ -272,7 +293,8 @@ class GroupActor:
         now: int,
         records: list[Any],
         replies: list[tuple[int, Any]],
-        events: list[Any],
+        events: list[tuple[Any, Context | None]],
+        parent: Context | None,
     ) -> AnyGroup:
         if type(op) is ops.GroupConfigOp:  # issue 45: applies from the next step on
             self.config = group_configs.effective(self._base_config, op.overrides)
@@ -280,7 +302,7 @@ class GroupActor:
             return group
         # read only to create the group, so minted only for a step that may create it
         creates = group is None and machine.creates_group(op)
-        with self._span(op, group) as span:
+        with self._span(op, group, parent) as span:
             result = machine.handle(
                 group,
                 op,
@@ -295,11 +317,26 @@ class GroupActor:
         self._deadline = machine.deadline_after(result, op, self._deadline)
         records += result.records
         replies += result.replies
-        events += result.events
+        if result.events:
+            events += [(event, telemetry.context_of(span)) for event in result.events]
         return result.group
 
-    async def _store(self, records: list[Any]) -> None:
-        with trio.move_on_after(self._commit_timeout_s) as scope:
+    async def _store(
+        self, records: list[Any], causes: list[Context | None], group: AnyGroup
+    ) -> None:
+        """Append the batch's records: one span, under the one request the batch serves or
+        linked to each of them (telemetry.batch_span)."""
+        span = telemetry.NOT_TRACING
+        if telemetry.tracing():
+            span = telemetry.batch_span(
+                "rafka.broker.coordinator.append",
+                causes,
+                group_id=self.key.group_id,
+                org_id=self.key.org_id,
+                records=len(records),
+                **{CGP_ID_ATTRIBUTE: _cgp_id(group), RRL_ATTRIBUTE: self.rrl},
+            )
+        with span, trio.move_on_after(self._commit_timeout_s) as scope:
             await self.log.append(self.key, records)
         if scope.cancelled_caught:
             raise StoreTimedOut(f"coordinator log append took over {self._commit_timeout_s:g}s")
@@ -309,7 +346,7 @@ class GroupActor:
         group: AnyGroup,
         stored: bool,
         replies: list[tuple[int, Any]],
-        events: list[Any],
+        events: list[tuple[Any, Context | None]],
     ) -> None:
         """The batch's records are stored: take its group, publish, answer."""
         self.group = group
@@ -321,8 +358,8 @@ class GroupActor:
             self._publish(self.key, snapshot)
         for token, response in replies:
             self._send(token, response)
-        for event in events:
-            self._trace(event)
+        for event, parent in events:
+            self._trace(event, parent)
 
     def _recover(self, now: int, code: ErrorCode) -> None:
         """A bug, or records that could not be stored: nothing of this batch may be
@@ -354,21 +391,26 @@ class GroupActor:
             self._inbox, lambda op: error_response(op, ErrorCode.coordinator_not_available)
         )
 
-    def _span(self, op: Any, group: AnyGroup) -> AbstractContextManager[Span]:
-        """The op's span, naming the group as the batch has it so far."""
+    def _span(
+        self, op: Any, group: AnyGroup, parent: Context | None
+    ) -> AbstractContextManager[Span]:
+        """The op's span, under its request's, naming the group as the batch has it so far."""
         if not telemetry.tracing():
             return telemetry.NOT_TRACING
-        return telemetry.span(
+        return telemetry.span_in(
+            parent,
             _SPANS.get(type(op), "rafka.broker.group.timer"),
             group_id=self.key.group_id,
             org_id=self.key.org_id,
-            **{CGP_ID_ATTRIBUTE: "" if group is None else group.cgp_id, RRL_ATTRIBUTE: self.rrl},
+            **{CGP_ID_ATTRIBUTE: _cgp_id(group), RRL_ATTRIBUTE: self.rrl},
         )
 
-    def _trace(self, event: Any) -> None:
+    def _trace(self, event: Any, parent: Context | None) -> None:
+        """Log a stored event; its span is a child of the op's span it happened in."""
         identity = {CGP_ID_ATTRIBUTE: self.cgp_id, RRL_ATTRIBUTE: self.rrl}
         if isinstance(event, TargetAssigned):
-            with telemetry.span(
+            with telemetry.span_in(
+                parent,
                 "rafka.broker.coordinator.target-assignment",
                 group_id=event.group_id,
                 assignment_epoch=event.assignment_epoch,
@@ -385,14 +427,22 @@ class GroupActor:
                 )
         elif isinstance(event, MemberFenced):
             log.info(
-                "group %s: member %s fenced (%s); group epoch %d",
+                "group %s: member %s %s; group epoch %d",
                 self._name(),
                 event.member_id,
-                event.reason,
+                _departure(event.member_id, event.reason),
                 event.group_epoch,
             )
+        elif isinstance(event, MemberRemoved):
+            log.info(
+                "group %s: member %s %s",
+                self._name(),
+                event.member_id,
+                _departure(event.member_id, event.why, "removed"),
+            )
         elif isinstance(event, RebalanceCompleted):
-            with telemetry.span(
+            with telemetry.span_in(
+                parent,
                 "rafka.broker.coordinator.rebalance-complete",
                 group_id=event.group_id,
                 generation_id=event.generation,
@@ -407,3 +457,11 @@ class GroupActor:
                     event.members,
                     event.leader_id,
                 )
+
+
+def _departure(member_id: str, reason: str, dropped: str = "fenced") -> str:
+    """How a member went, for the log line that names it already: "left", or "fenced
+    (session timeout)". The reason is also stored in the group's record (and read by the
+    metrics), where it names the member itself: "member X left"."""
+    why = reason.removeprefix(f"member {member_id} ").removeprefix("the member ")
+    return "left" if why == "left" else f"{dropped} ({why})"

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import trio
 
+from .. import telemetry
 from ..coordinator.machine import AnyGroup
 from ..group_common import group_configs
 from ..group_common.effects import GroupConfig
@@ -106,7 +107,7 @@ class GroupRegistry:
                 await trio.lowlevel.checkpoint()
                 return answer
         reply = ReplySlot()
-        envelope = Envelope(op, reply)
+        envelope = Envelope(op, reply, telemetry.current_context())
         while True:
             actor = self._running.get(key) or self._start(key)
             try:

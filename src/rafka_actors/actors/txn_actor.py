@@ -28,6 +28,7 @@ from typing import Any, Final
 import trio
 from kio.schema.errors import ErrorCode
 
+from .. import telemetry
 from ..group_common.records import Record
 from ..ids import GroupKey
 from ..storage.coordinator_log import CoordinatorLog
@@ -251,7 +252,10 @@ class TransactionActor:
         delay = 0.05
         while True:
             try:
-                failed = await self._markers.write(self.key.org_id, markers)
+                # the markers' spans start their own traces: this task's context is a copy of
+                # whichever request started the actor
+                with telemetry.detached():
+                    failed = await self._markers.write(self.key.org_id, markers)
             except Exception as exc:  # a bug or a closed log: retried like a marker error
                 log.exception("transactional id %s: writing markers failed", self._name())
                 failed = [repr(exc)]

@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from .. import telemetry
 from ..storage.coordinator_log import CoordinatorLog
 from ..transaction.ops import ExpireTxnOp
 from ..transaction.records import replay
@@ -60,7 +61,7 @@ class TransactionRegistry:
     async def ask(self, key: TxnKey, op: Any) -> Any:
         """The answer of the transactional id's actor to `op`."""
         reply = ReplySlot()
-        envelope = Envelope(op, reply)
+        envelope = Envelope(op, reply, telemetry.current_context())
         while True:
             actor = self._running.get(key) or self._start(key)
             try:

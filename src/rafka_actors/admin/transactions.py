@@ -1,10 +1,14 @@
 """`rafka-actors transactions`: the operator's transaction tools, like kafka-transactions.sh.
 
-  list                     every transactional id: producer id and state
-  describe TXN_ID          producer id and epoch, state, timeout, start, duration, partitions
+  list                     every transactional id: coordinator, producer id and state
+  describe TXN_ID          coordinator, producer id and epoch, state, timeout, start,
+                           duration, partitions
   abort TXN_ID             abort the id's open transaction and fence its producer
 
-`list` and `describe` are ListTransactions v1 and DescribeTransactions v0. `abort` does what
+The columns are kafka-transactions.sh's, in its order, with headers spelled as the other
+tools spell theirs (TRANSACTIONAL-ID, not TransactionalId). `list` and `describe` are
+ListTransactions v1 and DescribeTransactions v0; COORDINATOR is the transaction
+coordinator's node id, from FindCoordinator (v4, every id at once). `abort` does what
 Kafka's `force-terminate` does: an InitProducerId for the transactional id, which bumps its
 epoch (so the producer is fenced) and aborts the open transaction; the coordinator answers
 CONCURRENT_TRANSACTIONS until the abort's markers are written, so it is retried until then.
@@ -23,16 +27,18 @@ from typing import Any
 
 from kio.schema.describe_transactions.v0 import request as describe_request
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v4 import request as find_request
 from kio.schema.init_producer_id.v4 import request as init_request
 from kio.schema.list_transactions.v1 import request as list_request
 from kio.schema.types import ProducerId, TransactionalId
-from kio.static.primitive import i16, i32Timedelta, i64
+from kio.static.primitive import i8, i16, i32Timedelta, i64
 
 from . import render
 from .cli import _common_options, _runner
 from .client import BrokerError, KafkaClient
 
 ABORT_RETRY_S = 0.1
+TRANSACTION_KEY = 1  # FindCoordinator's key type of a transactional id
 
 
 @dataclass(frozen=True)
@@ -40,10 +46,12 @@ class TransactionListing:
     transactional_id: str
     producer_id: int
     state: str
+    coordinator: int | None = None  # the node id; None: not known
 
 
 @dataclass(frozen=True)
 class TransactionDescription:
+    coordinator: int | None
     transactional_id: str
     producer_id: int
     producer_epoch: int
@@ -99,13 +107,34 @@ def list_transactions(client: KafkaClient, states: list[str]) -> list[Transactio
             "listing transactions",
             f"unknown states: {', '.join(response.unknown_state_filters)}",
         )
-    return sorted(
-        (
-            TransactionListing(t.transactional_id, t.producer_id, t.transaction_state)
-            for t in response.transaction_states
-        ),
-        key=lambda t: t.transactional_id,
+    found = sorted(response.transaction_states, key=lambda t: t.transactional_id)
+    coordinators = transaction_coordinators(client, [t.transactional_id for t in found])
+    return [
+        TransactionListing(
+            t.transactional_id,
+            t.producer_id,
+            t.transaction_state,
+            coordinators.get(t.transactional_id),
+        )
+        for t in found
+    ]
+
+
+def transaction_coordinators(
+    client: KafkaClient, transactional_ids: list[str]
+) -> dict[str, int | None]:
+    """Each id's transaction coordinator (node id; None where the broker answered an error)."""
+    if not transactional_ids:
+        return {}
+    response = client.call(
+        find_request.FindCoordinatorRequest(
+            key_type=i8(TRANSACTION_KEY), coordinator_keys=tuple(transactional_ids)
+        )
     )
+    return {
+        c.key: int(c.node_id) if c.error_code == ErrorCode.none else None
+        for c in response.coordinators
+    }
 
 
 def describe_transaction(client: KafkaClient, transactional_id: str) -> TransactionDescription:
@@ -120,6 +149,7 @@ def describe_transaction(client: KafkaClient, transactional_id: str) -> Transact
     start_ms = round(state.transaction_start_time.timestamp() * 1000)
     open_ = state.transaction_state in ("Ongoing", "PrepareCommit", "PrepareAbort")
     return TransactionDescription(
+        transaction_coordinators(client, [transactional_id]).get(transactional_id),
         transactional_id,
         state.producer_id,
         state.producer_epoch,
@@ -169,8 +199,9 @@ def _list(client: KafkaClient, args: argparse.Namespace) -> int:
     if args.output == "json":
         print(render.as_json([asdict(t) for t in listed]))
     else:
-        rows = [(t.transactional_id, t.producer_id, t.state) for t in listed]
-        print(render.table(("TransactionalId", "ProducerId", "TransactionState"), rows))
+        rows = [(t.transactional_id, t.coordinator, t.producer_id, t.state) for t in listed]
+        headers = ("TRANSACTIONAL-ID", "COORDINATOR", "PRODUCER-ID", "TRANSACTION-STATE")
+        print(render.table(headers, rows))
     return 0
 
 
@@ -180,16 +211,18 @@ def _print_description(description: TransactionDescription, output: str) -> None
         return
     d = description
     headers = (
-        "TransactionalId",
-        "ProducerId",
-        "ProducerEpoch",
-        "TransactionState",
-        "TransactionTimeoutMs",
-        "CurrentTransactionStartTimeMs",
-        "TransactionDurationMs",
-        "TopicPartitions",
+        "COORDINATOR",
+        "TRANSACTIONAL-ID",
+        "PRODUCER-ID",
+        "PRODUCER-EPOCH",
+        "TRANSACTION-STATE",
+        "TRANSACTION-TIMEOUT-MS",
+        "CURRENT-TRANSACTION-START-TIME-MS",
+        "TRANSACTION-DURATION-MS",
+        "TOPIC-PARTITIONS",
     )
     row = (
+        d.coordinator,
         d.transactional_id,
         d.producer_id,
         d.producer_epoch,

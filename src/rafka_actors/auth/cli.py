@@ -6,10 +6,13 @@
   list                                                                  users, orgs, prefixes
   remove NAME                                                           delete a user
 
-Every subcommand takes `--file PATH`. Without `--password`, the password is read from standard
-input (one line) when it is not a terminal, else prompted for twice without echo. Only salted
-SCRAM credentials are written, never the password; `list` never prints them.
-Exit status: 0 done; 1 no such user (remove); 2 a usage error or an unusable file.
+Every subcommand works on the file the broker reads: `sasl.users.file`, else
+`<data.dir>/users.json`, found as `serve` finds them (`--config FILE`, the `RAFKA_*`
+environment, `--data-dir DIR`: default ./rafka-data/users.json); `--file PATH` names another.
+Without `--password`, the password is read from standard input (one line) when it is not a
+terminal, else prompted for twice without echo. Only salted SCRAM credentials are written,
+never the password; `list` never prints them. Exit status: 0 done; 1 no such user (remove)
+or no users file (list, remove); 2 a usage error or an unusable file.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..config import ConfigError, load_config
 from .scram import DEFAULT_ITERATIONS, MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, derive_credential
 from .users import User, UsersFileError, UserStore, check_name, check_prefixes
 
@@ -40,7 +44,11 @@ def register(subparsers: Any) -> None:
     )
     commands = parser.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--file", type=Path, required=True, help="the credentials file (JSON)")
+    common.add_argument(
+        "--file", type=Path, help="the credentials file (default: the one the broker reads)"
+    )
+    common.add_argument("--data-dir", type=Path, metavar="DIR", help="the broker's data dir")
+    common.add_argument("--config", type=Path, metavar="FILE", help="the broker's properties")
 
     add = commands.add_parser("add", parents=[common], help="add or replace a user")
     add.add_argument("name")
@@ -63,9 +71,24 @@ def register(subparsers: Any) -> None:
     remove.set_defaults(run=_remove)
 
 
-def _error(message: str) -> int:
+def _error(message: str, status: int = 2) -> int:
     print(f"rafka-actors users: {message}", file=sys.stderr)
-    return 2
+    return status
+
+
+def users_file(args: argparse.Namespace) -> Path:
+    """`--file`, else the file the broker reads with the same settings (config.py)."""
+    if args.file is not None:
+        return Path(args.file)
+    overrides = {} if args.data_dir is None else {"data.dir": str(args.data_dir)}
+    try:
+        return load_config(config_file=args.config, overrides=overrides).users_file
+    except ConfigError as exc:
+        raise UsersFileError(f"cannot tell which users file the broker reads: {exc}") from exc
+
+
+def _no_file(path: Path) -> int:
+    return _error(f"no users file at {path} (add a user first, or give --file)", 1)
 
 
 def _read_password(args: argparse.Namespace) -> str:
@@ -89,7 +112,8 @@ def _add(args: argparse.Namespace) -> int:
             raise UsersFileError("--org must be >= 0")
         if not MIN_ITERATIONS <= args.iterations <= MAX_ITERATIONS:
             raise UsersFileError(f"--iterations must be in [{MIN_ITERATIONS}, {MAX_ITERATIONS}]")
-        store = UserStore.load_or_empty(args.file)
+        path = users_file(args)
+        store = UserStore.load_or_empty(path)
         password = _read_password(args)
         if not password:
             raise UsersFileError("refusing an empty password")
@@ -108,14 +132,21 @@ def _add(args: argparse.Namespace) -> int:
         credentials,
         transactional_id_prefixes=txn_prefixes,
     )
-    store.with_user(user).save(args.file)
-    print(f"{'updated' if existed else 'added'} user {args.name} (org {args.org})")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # a data dir no broker made yet
+        store.with_user(user).save(path)
+    except OSError as exc:
+        return _error(f"cannot write {path}: {exc.strerror or exc}")
+    print(f"{'updated' if existed else 'added'} user {args.name} (org {args.org}) in {path}")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
     try:
-        store = UserStore.load_or_empty(args.file)
+        path = users_file(args)
+        if not path.exists():
+            return _no_file(path)
+        store = UserStore.load(path)
     except UsersFileError as exc:
         return _error(str(exc))
     rows = [("USER", "ORG", "MECHANISMS", "GROUP-PREFIXES", "TOPIC-PREFIXES")]
@@ -140,12 +171,14 @@ def _list(args: argparse.Namespace) -> int:
 
 def _remove(args: argparse.Namespace) -> int:
     try:
-        store = UserStore.load_or_empty(args.file)
+        path = users_file(args)
+        if not path.exists():
+            return _no_file(path)
+        store = UserStore.load(path)
     except UsersFileError as exc:
         return _error(str(exc))
     if store.get(args.name) is None:
-        print(f"rafka-actors users: no user {args.name!r} in {args.file}", file=sys.stderr)
-        return 1
-    store.without(args.name).save(args.file)
+        return _error(f"no user {args.name!r} in {path}", 1)
+    store.without(args.name).save(path)
     print(f"removed user {args.name}")
     return 0

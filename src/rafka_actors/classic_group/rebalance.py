@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from ..group_common.effects import Effects, RebalanceCompleted
+from ..group_common.effects import Effects, MemberRemoved, RebalanceCompleted
 from ..group_common.ops import JoinGroupOpResp, SyncGroupOpResp
 from .records import store_group
 from .state import ClassicGroup, GroupState, Member
@@ -56,6 +56,7 @@ def drop_member(group: ClassicGroup, member: Member, fx: Effects, why: str) -> N
     member.awaiting_sync = None
     group.remove(member.member_id)
     group.depart(member.member_id, why)
+    fx.events.append(MemberRemoved(group.group_id, member.member_id, why))
 
 
 def reschedule_heartbeat(member: Member, fx: Effects, timeout_ms: int | None = None) -> None:

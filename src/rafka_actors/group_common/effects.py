@@ -83,6 +83,15 @@ class MemberFenced:
     downgrade: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class MemberRemoved:
+    """A classic group's member was removed: it left, or was dropped (a timeout, an admin)."""
+
+    group_id: str
+    member_id: str
+    why: str  # "left", "session timeout", ... (as the group's next record has it)
+
+
 @dataclass(slots=True)
 class Effects:
     now: int

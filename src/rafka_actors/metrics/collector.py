@@ -3,13 +3,17 @@
 Groups are read from their snapshots (actors/snapshot.py: what each actor published after its
 records were stored, or what the log says of a group without an actor), never from a live
 group. Log ends and append times come from the partition logs' in-memory index and one
-61-byte header read per lagging partition (storage/partition_log.py).
+61-byte header read per lagging partition (storage/partition_log.py). A partition's own
+gauges (`rafka_partition_log_end_offset`) are one series per partition, whatever number of
+groups read it; a group's gauges per partition carry the group.
 
 The live Burrow status runs the pipeline's evaluator (pipeline/burrow.py) over a window of the
 latest `metrics.burrow.window` commits per partition, kept here: each scrape adds the
 partition's committed offset if it was committed since the last one, with the lag it had then
 (the log end as of the commit time, from the index, as the pipeline computes it). Commits
-between two scrapes collapse into the latest, as Burrow's min-distance does.
+between two scrapes collapse into the latest, as Burrow's min-distance does. "Now", for lag in
+seconds and for Burrow's STOP rule, is the wall clock at the scrape (lag.wall_clock_ms), as
+the pipeline's is at the job's start.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 from collections import Counter as Tally
 from collections import deque
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
@@ -25,12 +30,49 @@ from prometheus_client.registry import Collector
 
 from ..actors.registry import GroupRegistry
 from ..ids import GroupKey
-from ..lag import lag_ms, lag_records
+from ..lag import lag_ms, lag_records, wall_clock_ms
 from ..pipeline.burrow import Commit, Status, evaluate, group_status
 from ..storage.data_plane import DataPlane
+from ..storage.disk_space import free_bytes
 from .instruments import BrokerMetrics
+from .labels import snake_case
 
 PartitionId = tuple[GroupKey, str, int]
+BURROW_HELP = (
+    "Burrow's group status over the live window, as a code: 1 ok, 2 warn, 3 err "
+    "(the worst partition; stop, stall and rewind count as err)"
+)
+
+
+class _Families:
+    """The gauge families of one scrape."""
+
+    def __init__(self) -> None:
+        g = ["org", "group", "type"]
+        p = ["org", "group", "topic", "partition"]
+        gauge = GaugeMetricFamily
+        self.state = gauge("rafka_group_state", "1 for the group's state", labels=[*g, "state"])
+        self.members = gauge("rafka_group_members", "Members of the group", labels=g)
+        self.generation = gauge(
+            "rafka_group_generation", "Classic: generation; consumer: group epoch", labels=g
+        )
+        self.burrow = gauge("rafka_group_burrow_status", BURROW_HELP, labels=g)
+        self.committed = gauge("rafka_group_committed_offset", "Committed offset", labels=p)
+        self.lag = gauge("rafka_group_lag_records", "Log end minus committed", labels=p)
+        self.lag_s = gauge(
+            "rafka_group_lag_seconds",
+            "Now minus the append time of the record at the committed offset (0: caught up)",
+            labels=p,
+        )
+        self.log_end = gauge(
+            "rafka_partition_log_end_offset",
+            "Log-end offset (the high watermark)",
+            labels=["org", "topic", "partition"],
+        )
+
+    def __iter__(self) -> Iterator[GaugeMetricFamily]:
+        yield from (self.state, self.members, self.generation, self.burrow)
+        yield from (self.committed, self.lag, self.lag_s, self.log_end)
 
 
 class BrokerCollector(Collector):
@@ -42,43 +84,29 @@ class BrokerCollector(Collector):
         window: int,
         *,
         clock: Callable[[], float] = time.time,
+        data_dir: Path | None = None,
     ) -> None:
-        self._clock = clock  # wall-clock seconds: "now" of lag in seconds and Burrow's STOP
+        self._clock = clock  # wall-clock seconds (lag.wall_clock_ms)
         self._metrics = metrics
         self._groups = groups
         self._data = data
         self._window = max(1, window)
+        self._data_dir = data_dir  # for its free bytes
         self._commits: dict[PartitionId, deque[Commit]] = {}
 
     def collect(self) -> Iterator[Any]:
-        now_ms = int(self._clock() * 1000)
+        families = _Families()
+        self._collect_groups(families, wall_clock_ms(self._clock))
+        self._collect_partitions(families.log_end)
+        yield from families
+        yield self._connections()
+        if self._data_dir is not None:
+            yield self._free_bytes(self._data_dir)
+
+    def _collect_groups(self, families: _Families, now_ms: int) -> None:
         policy = self._metrics.policy
-        g = ["org", "group", "type"]
-        p = ["org", "group", "topic", "partition"]
-        state = GaugeMetricFamily(
-            "rafka_group_state", "1 for the group's state", labels=[*g, "state"]
-        )
-        members = GaugeMetricFamily("rafka_group_members", "Members of the group", labels=g)
-        generation = GaugeMetricFamily(
-            "rafka_group_generation", "Classic: generation; consumer: group epoch", labels=g
-        )
-        burrow = GaugeMetricFamily(
-            "rafka_group_burrow_status",
-            "Burrow's group status over the live window: 1 OK, 2 WARN, 3 ERR",
-            labels=[*g, "status"],
-        )
-        committed = GaugeMetricFamily("rafka_group_committed_offset", "Committed offset", labels=p)
-        log_end = GaugeMetricFamily("rafka_partition_log_end_offset", "Log-end offset", labels=p)
-        lag = GaugeMetricFamily("rafka_group_lag_records", "Log end minus committed", labels=p)
-        lag_s = GaugeMetricFamily(
-            "rafka_group_lag_seconds",
-            "Now minus the append time of the record at the committed offset (0: caught up)",
-            labels=p,
-        )
-        series = 0
-        dropped = 0
+        series = dropped = groups_dropped = 0
         seen: set[PartitionId] = set()
-        groups_dropped = 0
 
         def wanted(key: GroupKey) -> bool:  # before a group is read from the log
             nonlocal groups_dropped
@@ -94,9 +122,9 @@ class BrokerCollector(Collector):
             if summary is None:
                 continue
             labels = [str(key.org_id), key.group_id, summary.group_type]
-            state.add_metric([*labels, summary.state], 1)
-            members.add_metric(labels, summary.members)
-            generation.add_metric(labels, summary.generation)
+            families.state.add_metric([*labels, snake_case(summary.state)], 1)
+            families.members.add_metric(labels, summary.members)
+            families.generation.add_metric(labels, summary.generation)
             statuses: list[Status] = []
             topics = self._data.topics_for(key.org_id)
             for (topic_name, index), offset in sorted(snapshot.offsets.items()):
@@ -109,28 +137,53 @@ class BrokerCollector(Collector):
                     dropped += 1
                     continue
                 series += 1
-                plog = topic.partitions[index]
-                end = plog.log_end_offset
-                at = max(offset.offset, plog.log_start_offset)
-                plabels = [str(key.org_id), key.group_id, topic_name, str(index)]
-                committed.add_metric(plabels, offset.offset)
-                log_end.add_metric(plabels, end)
-                lag.add_metric(plabels, lag_records(end, offset.offset))
-                appended = plog.batch_max_timestamp(at) if at < end else None
-                lag_s.add_metric(plabels, lag_ms(now_ms, end, at, appended) / 1000)
                 pid = (key, topic_name, index)
                 seen.add(pid)
-                window = self._window_of(pid, offset.commit_timestamp_ms, offset.offset, plog)
-                statuses.append(evaluate(window, now_ms=now_ms, log_end_offset=end).status)
+                statuses.append(
+                    self._partition(families, pid, offset, topic.partitions[index], now_ms)
+                )
             if statuses:
-                worst = group_status(statuses)
-                burrow.add_metric([*labels, worst.name], int(worst))
+                families.burrow.add_metric(labels, int(group_status(statuses)))
         for gone in self._commits.keys() - seen:
             del self._commits[gone]
         if dropped:
             self._metrics.dropped.labels("partition").inc(dropped)
         if groups_dropped:
             self._metrics.dropped.labels("group").inc(groups_dropped)
+
+    def _partition(
+        self, families: _Families, pid: PartitionId, offset: Any, plog: Any, now_ms: int
+    ) -> Status:
+        """One group's gauges of one partition; its Burrow status."""
+        key, topic_name, index = pid
+        end = plog.log_end_offset
+        at = max(offset.offset, plog.log_start_offset)
+        labels = [str(key.org_id), key.group_id, topic_name, str(index)]
+        families.committed.add_metric(labels, offset.offset)
+        families.lag.add_metric(labels, lag_records(end, offset.offset))
+        appended = plog.batch_max_timestamp(at) if at < end else None
+        families.lag_s.add_metric(labels, lag_ms(now_ms, end, at, appended) / 1000)
+        window = self._window_of(pid, offset.commit_timestamp_ms, offset.offset, plog)
+        return evaluate(window, now_ms=now_ms, log_end_offset=end).status
+
+    def _collect_partitions(self, log_end: GaugeMetricFamily) -> None:
+        """Each partition's log end, once (not per group), under the same label policy."""
+        policy = self._metrics.policy
+        series = dropped = 0
+        for org_id in self._data.orgs():
+            for topic in self._data.topics_for(org_id):
+                if not policy.admits_topic(topic.name):
+                    continue
+                for index, plog in enumerate(topic.partitions):
+                    if series >= policy.max_series:
+                        dropped += 1
+                        continue
+                    series += 1
+                    log_end.add_metric([str(org_id), topic.name, str(index)], plog.log_end_offset)
+        if dropped:
+            self._metrics.dropped.labels("topic_partition").inc(dropped)
+
+    def _connections(self) -> GaugeMetricFamily:
         connections = GaugeMetricFamily(
             "rafka_connections", "Open client connections, by organisation", labels=["org"]
         )
@@ -139,8 +192,18 @@ class BrokerCollector(Collector):
             by_org.setdefault(org_id, 0)
         for org_id, count in sorted(by_org.items()):
             connections.add_metric([str(org_id)], count)
-        yield from (state, members, generation, burrow, committed, log_end, lag, lag_s)
-        yield connections
+        return connections
+
+    @staticmethod
+    def _free_bytes(data_dir: Path) -> GaugeMetricFamily:
+        family = GaugeMetricFamily(
+            "rafka_data_dir_free_bytes",
+            "Bytes free for the broker on the data dir's file system (as df shows them)",
+        )
+        free = free_bytes(data_dir)
+        if free is not None:
+            family.add_metric([], free)
+        return family
 
     def _window_of(self, pid: PartitionId, time_ms: int, offset: int, plog: Any) -> deque[Commit]:
         window = self._commits.get(pid)

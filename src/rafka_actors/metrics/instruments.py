@@ -1,8 +1,10 @@
-"""The counters and histograms of the broker, and the label policy that bounds them.
+"""The counters and histograms of the broker, and prometheus-client's process, platform and
+garbage-collector collectors (`process_*`, `python_info`, `python_gc_*`).
 
 The request path pays one histogram observation per request: a dict lookup, a bisect over
 the buckets and two additions (histograms.py; prometheus-client's own Histogram costs five
-times as much). Rebalances are counted from what a group's actor stored (its records,
+times as much); a Produce or Fetch also a dict lookup and two additions per topic-partition
+(traffic.py). Rebalances are counted from what a group's actor stored (its records,
 as the rebalance-history pipeline reads them), after the batch, never on the gateway's guess.
 
 Cardinality: a group or topic gets series only if it matches `metrics.*.allow` (when set) and
@@ -13,19 +15,26 @@ for the per-group counters) get series: what is left out is counted in
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Final
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 
 from ..classic_group.records import GroupMetadataRecord
 from ..consumer_group.records import ConsumerGroupMetadataRecord
 from ..ids import GroupKey
 from ..share_group.records import ShareGroupMetadataRecord
 from .histograms import Buckets, LoopHistogram
+from .labels import LabelPolicy, cause_label, snake_case
+from .traffic import TopicTraffic
 
 # Request latency: 50 us .. 10 s (a long poll's Fetch waits up to its max wait).
 REQUEST_BUCKETS: Final = (
@@ -38,66 +47,6 @@ LOG_BUCKETS: Final = (
 )  # fmt: skip
 REBALANCE_BUCKETS: Final = (0.01, 0.05, 0.1, 0.5, 1.0, 3.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 
-# A rebalance's reason names members; its cause label must not (bounded label values).
-_CAUSES: Final = (
-    (re.compile(r"member \S+ joined|static member rejoined.*"), "member joined"),
-    (re.compile(r"members? .*left.*|member \S+ left"), "member left"),
-    (re.compile(r".*session timeout.*"), "session timeout"),
-    (re.compile(r".*rebalance timeout.*|.*did not rejoin in time.*"), "rebalance timeout"),
-    (re.compile(r".*did not sync.*"), "sync timeout"),
-    (re.compile(r"leader rejoined|member rejoined"), "member rejoined"),
-    (re.compile(r".*subscription.*|.*metadata changed.*|.*protocols changed.*"), "subscription"),
-    (re.compile(r".*topics changed.*|.*topic.*"), "topic metadata"),
-)
-
-
-def cause_label(reason: str) -> str:
-    """The kind of a rebalance's reason, one of a few fixed words."""
-    for pattern, cause in _CAUSES:
-        if pattern.fullmatch(reason):
-            return cause
-    return "other" if reason else "unknown"
-
-
-def _pattern(text: str) -> re.Pattern[str] | None:
-    return re.compile(text) if text else None
-
-
-@dataclass(frozen=True, slots=True)
-class LabelPolicy:
-    group_allow: re.Pattern[str] | None = None
-    group_deny: re.Pattern[str] | None = None
-    topic_allow: re.Pattern[str] | None = None
-    topic_deny: re.Pattern[str] | None = None
-    max_series: int = 10_000
-
-    @classmethod
-    def of(
-        cls, group_allow: str, group_deny: str, topic_allow: str, topic_deny: str, cap: int
-    ) -> LabelPolicy:
-        try:
-            return cls(
-                _pattern(group_allow),
-                _pattern(group_deny),
-                _pattern(topic_allow),
-                _pattern(topic_deny),
-                cap,
-            )
-        except re.error as exc:
-            raise ValueError(f"metrics label pattern {exc.pattern!r}: {exc}") from exc
-
-    def admits_group(self, group_id: str) -> bool:
-        return _admits(group_id, self.group_allow, self.group_deny)
-
-    def admits_topic(self, topic: str) -> bool:
-        return _admits(topic, self.topic_allow, self.topic_deny)
-
-
-def _admits(name: str, allow: re.Pattern[str] | None, deny: re.Pattern[str] | None) -> bool:
-    if allow is not None and not allow.fullmatch(name):
-        return False
-    return deny is None or not deny.fullmatch(name)
-
 
 class BrokerMetrics:
     """Every instrument of one broker, in its own registry (two brokers in one process, as
@@ -107,6 +56,9 @@ class BrokerMetrics:
         self.policy = policy
         self.registry = CollectorRegistry(auto_describe=False)
         r = self.registry
+        ProcessCollector(registry=r)  # process_cpu_seconds_total, ..._resident_memory_bytes
+        PlatformCollector(registry=r)  # python_info
+        GCCollector(registry=r)  # python_gc_*
         self.request_seconds = LoopHistogram(
             "rafka_request_duration_seconds",
             "Time from a request's decoding to its response, by API",
@@ -155,6 +107,8 @@ class BrokerMetrics:
             ["kind"],
             registry=r,
         )
+        self.traffic = TopicTraffic(policy, self.dropped)  # (setup.py: which topics exist)
+        r.register(self.traffic)
         self._request_series: dict[tuple[int, int], Buckets] = {}
         self._labelled_groups: set[GroupKey] = set()
         self.connections: dict[int, Any] = {}  # id -> ConnectionInfo of each open connection
@@ -165,9 +119,12 @@ class BrokerMetrics:
         """One request answered: a dict lookup and a bucket count."""
         series = self._request_series.get((api_key, org_id))
         if series is None:
-            series = self.request_seconds.series(str(org_id), api_name)
+            series = self.request_seconds.series(str(org_id), snake_case(api_name))
             self._request_series[(api_key, org_id)] = series
         series.observe(seconds)
+
+    def auth_failed(self, mechanism: str | None) -> None:
+        self.auth_failures.labels(snake_case(mechanism or "")).inc()
 
     # -- the actors -----------------------------------------------------------------------
 

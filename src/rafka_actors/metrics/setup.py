@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import trio
 
@@ -40,14 +41,17 @@ def metrics_address(config: BrokerConfig, environ: Mapping[str, str]) -> tuple[s
     return None
 
 
-async def start_metrics(
-    config: BrokerConfig,
-    nursery: trio.Nursery,
-    groups: GroupRegistry,
-    coordinator: DurableCoordinatorLog,
-    data: DataPlane,
-) -> BrokerMetrics | None:
-    """Build the instruments, hook them to the actors and the log, and serve them."""
+@dataclass(frozen=True, slots=True)
+class MetricsEndpoint:
+    """The metrics settings checked and their listener bound, before the data dir is read."""
+
+    policy: LabelPolicy
+    listener: trio.SocketListener
+
+
+async def bind_metrics(config: BrokerConfig) -> MetricsEndpoint | None:
+    """Check the metrics settings and bind the endpoint (None: metrics are off). The broker
+    binds every listener before it touches the data dir (broker.py)."""
     address = metrics_address(config, os.environ)
     if address is None:
         return None
@@ -61,10 +65,6 @@ async def start_metrics(
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    metrics = BrokerMetrics(policy)
-    metrics.registry.register(BrokerCollector(metrics, groups, data, config.metrics_burrow_window))
-    groups.on_stored = metrics.settled
-    coordinator.timed = metrics.log_timed
     host, port = address
     try:
         listener = await open_metrics_listener(host, port)
@@ -73,7 +73,30 @@ async def start_metrics(
             f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}",
             "stop whatever listens there (ss -ltnp shows it) or choose another metrics.listen",
         ) from exc
-    bound_host, bound_port = listener.socket.getsockname()[:2]
-    await nursery.start(serve_metrics, metrics, listener)
+    return MetricsEndpoint(policy, listener)
+
+
+async def start_metrics(
+    config: BrokerConfig,
+    nursery: trio.Nursery,
+    groups: GroupRegistry,
+    coordinator: DurableCoordinatorLog,
+    data: DataPlane,
+    endpoint: MetricsEndpoint | None,
+) -> BrokerMetrics | None:
+    """Build the instruments, hook them to the actors and the log, and serve them on the
+    endpoint `bind_metrics` bound."""
+    if endpoint is None:
+        return None
+    metrics = BrokerMetrics(endpoint.policy)
+    collector = BrokerCollector(
+        metrics, groups, data, config.metrics_burrow_window, data_dir=config.data_dir
+    )
+    metrics.registry.register(collector)
+    metrics.traffic.exists = lambda org_id, name: data.topics_for(org_id).by_name(name) is not None
+    groups.on_stored = metrics.settled
+    coordinator.timed = metrics.log_timed
+    bound_host, bound_port = endpoint.listener.socket.getsockname()[:2]
+    await nursery.start(serve_metrics, metrics, endpoint.listener)
     log.info("metrics on http://%s:%d/metrics", bound_host, bound_port)
     return metrics

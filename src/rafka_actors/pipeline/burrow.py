@@ -9,8 +9,8 @@ minus the last committed offset:
    is OK (the consumer caught up at least once): no other rule is looked at.
 2. REWIND if the committed offset ever went backwards between two commits of the window.
 3. STOP if the time since the last commit is longer than the window spans (last commit time
-   minus first): the consumer stopped committing. "Now" is the caller's; the pipeline uses the
-   newest timestamp in the data dir, so an old data dir is judged as of when it was written.
+   minus first): the consumer stopped committing. "Now" is the caller's: the wall clock, for
+   the broker's metrics and by default for the pipeline (rafka_actors/lag.py), as in Burrow.
 4. STALL if the committed offset never moved across the window (while there is lag).
 5. WARN if the offsets move but the lag never decreased between two commits: the consumer is
    falling behind.

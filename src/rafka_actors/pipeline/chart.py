@@ -4,7 +4,9 @@ and in seconds on the right, one line per partition.
 Pure drawing over plain data (no Spark): the job collects the lag rows of the few groups it
 shows and hands them here. matplotlib runs on its Agg backend (a file, no display). Lag is
 drawn as a step line, since it holds from one commit to the next; a group with many partitions
-shows its ``max_lines`` most lagging ones, so a panel stays readable.
+shows its ``max_lines`` most lagging ones, so a panel stays readable. A partition has one
+colour in both panels of its group (each panel drawing its own worst partitions would take
+matplotlib's colours in its own order, and the same colour would mean two partitions).
 
 Sparse data must read well too: one commit alone would get matplotlib's default span of
 years on the x-axis, and a caught-up group a y-axis of fractions of a record. So the time axis
@@ -22,8 +24,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
-__all__ = ["GroupSeries", "draw_lag_chart"]
+__all__ = ["GroupSeries", "draw_lag_chart", "lag_figure"]
 
 
 @dataclass(slots=True)
@@ -54,6 +57,19 @@ def draw_lag_chart(
     ``now`` (the moment the statuses were judged at) is drawn as a dashed line, so that a
     consumer that stopped committing shows the gap.
     """
+    from matplotlib import pyplot as plt
+
+    fig = lag_figure(groups, now=now, max_lines=max_lines)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, format="png", dpi=100)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def lag_figure(groups: Sequence[GroupSeries], *, now: datetime | None, max_lines: int) -> Figure:
+    """The chart's figure (on the Agg backend), which the caller closes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -61,25 +77,41 @@ def draw_lag_chart(
 
     panels = max(1, len(groups))
     fig, axes = plt.subplots(panels, 2, figsize=(14, 3.2 * panels), squeeze=False)
-    try:
-        if not groups:
-            axes[0][0].text(0.5, 0.5, "no commits in this data dir", ha="center", va="center")
-            axes[0][0].set_axis_off()
-            axes[0][1].set_axis_off()
-        for row, group in zip(axes, groups, strict=False):
-            bounds = _time_bounds(group, now)
-            _panel(row[0], group, group.lines, max_lines, now, bounds, records=True)
-            _panel(row[1], group, group.time_lines, max_lines, now, bounds, records=False)
-        fig.suptitle(
-            "consumer lag over time at each commit: records behind the log end, and the age "
-            "of the record at the committed offset"
-        )
-        fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, format="png", dpi=100)
-    finally:
-        plt.close(fig)
-    return path
+    if not groups:
+        axes[0][0].text(0.5, 0.5, "no commits in this data dir", ha="center", va="center")
+        axes[0][0].set_axis_off()
+        axes[0][1].set_axis_off()
+    for row, group in zip(axes, groups, strict=False):
+        bounds = _time_bounds(group, now)
+        colours = _colours(group, max_lines)
+        _panel(row[0], group, group.lines, max_lines, now, bounds, colours, records=True)
+        _panel(row[1], group, group.time_lines, max_lines, now, bounds, colours, records=False)
+    fig.suptitle(
+        "consumer lag over time at each commit: records behind the log end, and the age "
+        "of the record at the committed offset"
+    )
+    fig.tight_layout()
+    return fig
+
+
+def _worst(
+    lines: Mapping[tuple[str, int], Sequence[tuple[datetime, float]]],
+) -> list[tuple[tuple[str, int], Sequence[tuple[datetime, float]]]]:
+    return sorted(lines.items(), key=lambda item: -max(lag for _, lag in item[1]))
+
+
+def _colours(group: GroupSeries, max_lines: int) -> dict[tuple[str, int], str]:
+    """One colour per partition drawn in either panel: the records panel's first, in its
+    order, then the seconds panel's others."""
+    drawn: dict[tuple[str, int], None] = {}
+    for lines in (group.lines, group.time_lines):
+        drawn.update((tp, None) for tp, _ in _worst(lines)[:max_lines])
+    palette = "tab10" if len(drawn) <= 10 else "tab20"
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    cmap = colormaps[palette]
+    return {tp: to_hex(cmap(i % cmap.N)) for i, tp in enumerate(drawn)}
 
 
 def _time_bounds(group: GroupSeries, now: datetime | None) -> tuple[float, float]:
@@ -105,13 +137,14 @@ def _panel(
     max_lines: int,
     now: datetime | None,
     bounds: tuple[float, float],
+    colours: Mapping[tuple[str, int], str],
     *,
     records: bool,
 ) -> None:
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
     from matplotlib.ticker import MaxNLocator
 
-    worst = sorted(lines.items(), key=lambda item: -max(lag for _, lag in item[1]))
+    worst = _worst(lines)
     top = 0.0
     for (topic, partition), points in worst[:max_lines]:
         ordered = sorted(points)
@@ -122,6 +155,7 @@ def _panel(
             where="post",
             marker=".",
             label=f"{topic}-{partition}",
+            color=colours[(topic, partition)],
         )
     hidden = len(worst) - max_lines
     title = f"org {group.org_id} / {group.group_id}: {group.status}"

@@ -1,7 +1,8 @@
 """`rafka-actors pipeline JOB ...`: the analytics jobs on Spark, over a broker's data dir.
 
     rafka-actors pipeline lag --data-dir D --out OUT [--master URL] [--window 10]
-                              [--min-distance-ms N] [--allowed-lag N] [--conf KEY=VALUE]
+                              [--min-distance-ms N] [--allowed-lag N] [--now WHEN]
+                              [--conf KEY=VALUE]
     rafka-actors pipeline rebalances --data-dir D --out OUT [--master URL] [--conf KEY=VALUE]
 
 Importing this module is cheap (the `rafka-actors` command imports it to build its parser):
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["register"]
 
@@ -52,6 +54,14 @@ def register(commands: Any) -> None:
         metavar="N",
         help="a lag of at most N records counts as caught up (default 0, as in Burrow)",
     )
+    lag.add_argument(
+        "--now",
+        default="wall",
+        metavar="WHEN",
+        help="the moment to judge at: wall (default: the wall clock, as the broker's metrics "
+        "judge), newest (the newest commit or batch in the data dir: for a copy taken "
+        "earlier), or a time (epoch ms, or ISO 8601, UTC unless it says)",
+    )
     lag.set_defaults(run=_run_lag)
     rebalances = jobs.add_parser(
         "rebalances",
@@ -88,12 +98,35 @@ def _conf(items: list[str]) -> dict[str, str]:
     return conf
 
 
+def now_ms(when: str) -> int | Literal["newest"] | None:
+    """`--now`'s moment: None (the wall clock), "newest", or epoch ms; ValueError if unreadable."""
+    if when == "wall":
+        return None
+    if when == "newest":
+        return "newest"
+    if when.isdigit():
+        return int(when)
+    try:
+        moment = datetime.fromisoformat(when)
+    except ValueError:
+        raise ValueError(
+            f"--now wants wall, newest, epoch ms or an ISO time, got {when!r}"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
 def _check(args: argparse.Namespace) -> str | None:
     """Why the arguments can't run, if they can't."""
     if getattr(args, "window", 1) < 1:
         return "--window must be at least 1"
     if getattr(args, "min_distance_ms", 0) < 0 or getattr(args, "allowed_lag", 0) < 0:
         return "--min-distance-ms and --allowed-lag can't be negative"
+    try:
+        now_ms(getattr(args, "now", "wall"))
+    except ValueError as exc:
+        return str(exc)
     data_dir: Path = args.data_dir
     if not (data_dir / "coordinator").is_dir() and not (data_dir / "topics").is_dir():
         return f"{data_dir} is not a data dir (it has neither coordinator/ nor topics/)"
@@ -129,7 +162,9 @@ def _run_lag(args: argparse.Namespace) -> int:
     running = SparkSession.getActiveSession()  # e.g. a notebook's or a test's: reuse, keep
     spark = build_session(args.master, app_name="rafka-actors pipeline lag", conf=conf)
     try:
-        report = run_lag_job(spark, args.data_dir.resolve(), args.out.resolve(), settings)
+        report = run_lag_job(
+            spark, args.data_dir.resolve(), args.out.resolve(), settings, now_ms=now_ms(args.now)
+        )
     finally:
         if running is None:
             spark.stop()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -37,11 +37,12 @@ def run_lag_job(
     out: str | Path,
     settings: LagSettings | None = None,
     *,
-    now_ms: int | None = None,
+    now_ms: int | Literal["newest"] | None = None,
     shown: int = 50,
     charted: int = 4,
 ) -> LagReport:
-    """Run the lag job over ``data_dir``; Parquet under ``out``, the chart at ``out/lag.png``."""
+    """Run the lag job over ``data_dir`` as of ``now_ms`` (lag.compute_lag); Parquet under
+    ``out``, the chart at ``out/lag.png``."""
     result = compute_lag(spark, data_dir, settings, now_ms=now_ms)
     write_parquet(result, out)
     worst_groups = result.group_status.orderBy(
@@ -56,6 +57,7 @@ def run_lag_job(
         groups,
         partitions,
         now=at(result.now_ms),
+        now_is=result.now_is,
         groups_total=result.group_status.count(),
         partitions_total=not_ok.count(),
     )

@@ -27,9 +27,11 @@ commits are needed, not just the last ``window``: min-distance collapsing runs f
 ``group_status``: per group the worst partition status (STOP, STALL, REWIND as ERR), with its
 partition count, how many are not OK, total and max current lag.
 
-"Now", for Burrow's STOP rule, is the newest timestamp in the data dir: the latest commit time
-or batch append time, whichever is later (`LagResult.now_ms`), so that a data dir copied off a
-broker is judged as of when it was written, not as of when the job runs.
+"Now", for Burrow's STOP rule and the current lag in seconds, is the wall clock at the job's
+start (`LagResult.now_ms`), as for the broker's live metrics (rafka_actors/lag.py) and in
+Burrow: on a live broker's data dir the two agree. A data dir copied off a broker can be judged
+as of when it was written instead: ``now_ms=NEWEST`` takes the newest timestamp in it (the
+latest commit time or batch append time, whichever is later), or any epoch ms.
 """
 
 from __future__ import annotations
@@ -37,17 +39,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ..lag import lag_ms
+from ..lag import lag_ms, wall_clock_ms
 from .burrow import Status, evaluate
 from .partition_index import LOG_START_SCHEMA, log_start_floors
 from .sources import COORDINATOR_LOG, PARTITION_INDEX, register
 
 __all__ = [
+    "NEWEST",
     "LagResult",
     "LagSettings",
     "compute_lag",
@@ -60,6 +63,7 @@ __all__ = [
     "write_parquet",
 ]
 
+NEWEST: Final = "newest"  # "now" is the newest commit or batch time in the data dir
 PARTITION_KEY = ("org_id", "group_id", "topic", "partition")
 GROUP_KEY = ("org_id", "group_id")
 TOPIC_PARTITION = ("org_id", "topic", "partition")  # a partition log: topics are per org
@@ -87,6 +91,7 @@ class LagResult:
     partition_status: DataFrame
     group_status: DataFrame
     now_ms: int
+    now_is: str = "the wall clock"  # where "now" came from, as the summary says it
 
 
 def read_commits(spark: SparkSession, data_dir: str | Path) -> DataFrame:
@@ -104,17 +109,24 @@ def compute_lag(
     data_dir: str | Path,
     settings: LagSettings | None = None,
     *,
-    now_ms: int | None = None,
+    now_ms: int | Literal["newest"] | None = None,
 ) -> LagResult:
-    """The whole job over one data dir (``now_ms`` overrides the newest timestamp)."""
+    """The whole job over one data dir, judged as of ``now_ms``: the wall clock (None), the
+    newest timestamp in the data dir (NEWEST), or the epoch ms given."""
     settings = settings or LagSettings()
+    started = wall_clock_ms()
     commits = read_commits(spark, data_dir).cache()
     index = read_index(spark, data_dir).cache()
-    now = newest_time_ms(commits, index) if now_ms is None else now_ms
+    if isinstance(now_ms, int):
+        now, now_is = now_ms, "given"
+    elif now_ms == NEWEST:
+        now, now_is = newest_time_ms(commits, index), "the newest commit or batch in the data dir"
+    else:
+        now, now_is = started, "the wall clock"
     lag = lag_history(commits, index).cache()
     floors = spark.createDataFrame(log_start_floors(data_dir), LOG_START_SCHEMA)
     statuses = partition_statuses(lag, commits, index, now, settings, floors).cache()
-    return LagResult(lag, statuses, group_statuses(statuses), now)
+    return LagResult(lag, statuses, group_statuses(statuses), now, now_is)
 
 
 def newest_time_ms(commits: DataFrame, index: DataFrame) -> int:

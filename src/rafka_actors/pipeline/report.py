@@ -64,6 +64,7 @@ def summary(
     partitions: Sequence[Row],
     *,
     now: datetime,
+    now_is: str = "the wall clock",
     groups_total: int | None = None,
     partitions_total: int | None = None,
 ) -> str:
@@ -72,7 +73,7 @@ def summary(
     The job passes the first rows of each (worst first) with the full counts, to say how many
     more are in the Parquet output.
     """
-    lines = [f"now = {_text(now)} UTC (the newest commit or batch in the data dir)", ""]
+    lines = [f"now = {_text(now)} UTC ({now_is})", ""]
     shown = [
         {**g, "max_lag_at": _at(g), "max_time_lag_s": _seconds(g.get("max_time_lag_ms"))}
         for g in groups

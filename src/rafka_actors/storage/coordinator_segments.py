@@ -38,7 +38,10 @@ other damage means acknowledged data was hurt, and `CorruptCoordinatorLog` names
 byte; with ``skip_corruption`` the damaged bytes are skipped instead (up to the next good frame),
 with a warning naming what they held (the groups and offsets, as far as the damaged frames still
 decode). Other exceptions from ``decode`` (a record from a newer broker) are fatal.
-Leftover ``*.compacting`` files of an interrupted compaction are deleted.
+Leftover ``*.compacting`` files of an interrupted compaction are deleted. `open` only reads:
+cutting the tail, deleting the leftovers, creating a first segment and opening the active one
+for appends are handed to a `StartupWrites` (startup_writes.py), which the broker applies once
+every log checked out; the log takes appends once they are made.
 
 Replay in bulk: given a `Bulk` (a regular expression for payloads the caller can take in bulk,
 and where to send runs of them), `open` splits each segment, a few MB at a time, with one
@@ -100,6 +103,7 @@ from typing import Any, Generic, TypeVar
 from crc32c import crc32c
 
 from .fsutil import fsync_dir
+from .startup_writes import StartupWrites
 
 __all__ = [
     "DEFAULT_PREALLOCATE_BYTES",
@@ -308,16 +312,52 @@ class _Walk(Generic[T]):
         return "; ".join(names)
 
 
-def _list_segments(directory: Path) -> list[tuple[int, Path]]:
-    found = []
+def _list_segments(directory: Path) -> tuple[list[tuple[int, Path]], list[Path]]:
+    """The segments, in order, and the outputs of an interrupted compaction."""
+    found, leftovers = [], []
     for path in directory.iterdir():
         stem = path.name.removesuffix(SUFFIX)
         if path.name.endswith(SUFFIX) and len(stem) == 20 and stem.isdigit():
             found.append((int(stem), path))
         elif path.name.endswith(TEMP_SUFFIX):
-            log.info("%s: removing the output of an interrupted compaction", path)
-            path.unlink()
-    return sorted(found)
+            leftovers.append(path)
+    return sorted(found), leftovers
+
+
+@dataclass(frozen=True, slots=True)
+class _Recovery:
+    """What `open` found to write before the log takes appends."""
+
+    leftovers: list[Path]  # outputs of an interrupted compaction, to delete
+    create: bool  # no segment yet: create the first
+    torn_at: int | None  # where to cut the active segment
+    torn_reason: str  # "unwritten": only preallocated zeros are cut
+
+
+def _recover(recovery: _Recovery, directory: Path, active: Path) -> None:
+    for path in recovery.leftovers:
+        log.info("%s: removing the output of an interrupted compaction", path)
+        path.unlink(missing_ok=True)
+    if recovery.create:
+        created = not directory.is_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(active, _CREATE_FLAGS, 0o644))
+        fsync_dir(directory)
+        if created:
+            fsync_dir(directory.parent)
+    if recovery.torn_at is not None:
+        dropped = active.stat().st_size - recovery.torn_at
+        if recovery.torn_reason == "unwritten":
+            log.debug("%s: dropping %d bytes of unused preallocated space", active, dropped)
+        else:
+            log.warning(
+                "%s: torn or corrupt tail at byte %d, truncating (%d bytes dropped): %s",
+                active,
+                recovery.torn_at,
+                dropped,
+                recovery.torn_reason,
+            )
+        os.truncate(active, recovery.torn_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,8 +489,9 @@ def _replay_segment(
     skip: bool,
     bulk: Bulk | None = None,
     describe: Callable[[T], str] | None = None,
-) -> int:
-    """Apply a segment's entries; cut a torn tail off the last one. Returns the entry count."""
+) -> tuple[int, int | None, str]:
+    """Apply a segment's entries (reading only). Returns the entry count and, for the last
+    segment, where its torn tail starts (None: none) and why ("unwritten": zeros only)."""
     data, start, count = path.read_bytes(), 0, 0
     if bulk is not None:
         fast = _BulkWalk(bulk, decode, apply)
@@ -459,20 +500,7 @@ def _replay_segment(
     for _, _, value in walk:
         apply(value)
         count += 1
-    if walk.torn_at is not None:
-        dropped = len(walk.data) - walk.torn_at
-        if walk.unwritten:
-            log.debug("%s: dropping %d bytes of unused preallocated space", path, dropped)
-        else:
-            log.warning(
-                "%s: torn or corrupt tail at byte %d, truncating (%d bytes dropped): %s",
-                path,
-                walk.torn_at,
-                dropped,
-                walk.reason,
-            )
-        os.truncate(path, walk.torn_at)
-    return count
+    return count, walk.torn_at, "unwritten" if walk.unwritten else walk.reason
 
 
 class CoordinatorSegments:
@@ -497,7 +525,7 @@ class CoordinatorSegments:
         self._compacting = threading.Lock()
         self._sealed = sealed
         self._active = active
-        self._fd = os.open(active.path, _WRITE_FLAGS)
+        self._fd = -1  # opened by `_start_writing`, once recovery's writes are made
         self._file_size = active.size  # beyond the frames: preallocated, unwritten space
         self._next_sequence = active.first_sequence + active_entries
         self._failed: BaseException | None = None
@@ -517,25 +545,27 @@ class CoordinatorSegments:
         bulk: Bulk | None = None,
         preallocate_bytes: int = DEFAULT_PREALLOCATE_BYTES,
         describe: Callable[[T], str] | None = None,
+        writes: StartupWrites | None = None,
     ) -> CoordinatorSegments:
         """Open (creating if needed) the log in ``directory``, replaying it into ``apply``
         (and ``bulk.apply_run``, for the payloads it recognises). ``describe`` names what a
-        decoded entry holds, for the warning about damaged bytes skipped."""
-        directory.mkdir(parents=True, exist_ok=True)
-        files = _list_segments(directory)
-        if not files:
-            path = directory / _segment_name(0)
-            os.close(os.open(path, _CREATE_FLAGS, 0o644))
-            fsync_dir(directory)
-            files = [(0, path)]
-        segments, count = [], 0
+        decoded entry holds, for the warning about damaged bytes skipped. Reads only: the
+        writes recovery needs, and opening the log for appends, go to ``writes`` (made at
+        once if None)."""
+        files, leftovers = _list_segments(directory) if directory.is_dir() else ([], [])
+        segments: list[_Segment] = []
+        count, torn_at, why = 0, None, ""
         for i, (first, path) in enumerate(files):
             last = i == len(files) - 1
-            count = _replay_segment(
+            count, torn_at, why = _replay_segment(
                 path, decode, apply, last=last, skip=skip_corruption, bulk=bulk, describe=describe
             )
             segments.append(_segment_on_disk(first, path))
-        return cls(
+        if torn_at is not None:
+            segments[-1].size = torn_at  # as it will be once cut
+        if not segments:
+            segments.append(_Segment(0, directory / _segment_name(0), 0))
+        opened = cls(
             directory,
             segments,
             count,
@@ -543,6 +573,16 @@ class CoordinatorSegments:
             skip_corruption=skip_corruption,
             preallocate_bytes=preallocate_bytes,
         )
+        recovery = _Recovery(leftovers, not files, torn_at, why)
+        (writes or StartupWrites.now()).add(lambda: opened._start_writing(recovery))
+        return opened
+
+    def _start_writing(self, recovery: _Recovery) -> None:
+        """Make recovery's writes and open the active segment for appends."""
+        if self._closed:
+            return
+        _recover(recovery, self._dir, self._active.path)
+        self._fd = os.open(self._active.path, _WRITE_FLAGS)
 
     # -- state ----------------------------------------------------------------------------
 
@@ -667,12 +707,17 @@ class CoordinatorSegments:
     def _check_usable(self) -> None:
         if self._closed:
             raise CoordinatorLogError(f"coordinator log {self._dir} is closed")
+        if self._fd < 0:
+            raise CoordinatorLogError(f"coordinator log {self._dir} is not open for appends yet")
         if self._failed is not None:
             raise CoordinatorLogFailed(f"coordinator log {self._dir} failed") from self._failed
 
     def close(self) -> None:
         """fsync (unless failed) and release the active segment. Idempotent."""
         if self._closed:
+            return
+        if self._fd < 0:  # never opened for appends: nothing was written
+            self._closed = True
             return
         try:
             if self._failed is None:

@@ -45,6 +45,7 @@ from .producer_ids import ProducerIdAllocator
 from .producer_recovery import rebuild_producers, write_snapshot
 from .producer_state import AbortedTxn, PartitionProducers, ProducerEntry
 from .record_batch import parse_header
+from .startup_writes import StartupWrites
 from .topics import Topic, TopicStore, stored_orgs, topics_dir
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ class DataPlane:
         producer_ids: ProducerIdAllocator,
         *,
         segment_bytes: int,
+        writes: StartupWrites | None = None,
     ) -> None:
         self._data_dir = data_dir
         self._segment_bytes = segment_bytes
@@ -106,7 +108,9 @@ class DataPlane:
             for topic in self._stores[org_id]:
                 for index, partition in enumerate(topic.partitions):
                     key = (topic.topic_id, index)
-                    self._producers[key], self._snapshot_ends[key] = rebuild_producers(partition)
+                    self._producers[key], self._snapshot_ends[key] = rebuild_producers(
+                        partition, writes
+                    )
                     replayed += self._snapshot_ends[key] < partition.log_end_offset
         if self._producers:
             log.info(
@@ -117,13 +121,19 @@ class DataPlane:
             )
 
     @classmethod
-    def open(cls, data_dir: Path, *, segment_bytes: int) -> DataPlane:
+    def open(
+        cls, data_dir: Path, *, segment_bytes: int, writes: StartupWrites | None = None
+    ) -> DataPlane:
+        """Every org's topics and their producer state, as stored. Reads only: recovery's
+        writes go to ``writes`` (made at once if None: startup_writes.py)."""
         stores = {
-            org_id: TopicStore.open(data_dir, segment_bytes=segment_bytes, org_id=org_id)
+            org_id: TopicStore.open(
+                data_dir, segment_bytes=segment_bytes, org_id=org_id, writes=writes
+            )
             for org_id in (0, *stored_orgs(data_dir))
         }
         allocator = ProducerIdAllocator(data_dir / "producer-ids")
-        return cls(data_dir, stores, allocator, segment_bytes=segment_bytes)
+        return cls(data_dir, stores, allocator, segment_bytes=segment_bytes, writes=writes)
 
     # -- topics ---------------------------------------------------------------------------
     def topics_for(self, org_id: int) -> TopicStore:
@@ -325,16 +335,18 @@ class DataPlane:
 
     def read_committed(
         self, topic: Topic, index: int, offset: int, max_bytes: int
-    ) -> tuple[bytes, list[AbortedTxn]]:
+    ) -> tuple[bytes, list[AbortedTxn], int]:
         """Whole batches from `offset` below the last stable offset (as PartitionLog.read),
-        and the aborted transactions that overlap what was read (Kafka's read_committed)."""
+        the aborted transactions that overlap what was read (Kafka's read_committed), and
+        the offset after the last batch read (`offset` if none was)."""
         partition = topic.partitions[index]
         producers = self._producers.get((topic.topic_id, index))
         if producers is None:
-            return partition.read(offset, max_bytes), []
+            records, end = partition.read_until(offset, max_bytes, partition.log_end_offset)
+            return records, [], end
         lso = self.last_stable_offset(topic, index)
         records, end = partition.read_until(offset, max_bytes, lso)
-        return records, producers.aborted_between(offset, end) if records else []
+        return records, producers.aborted_between(offset, end) if records else [], end
 
     def cleaner_facts(
         self, topic: Topic, index: int, end: int
@@ -384,10 +396,11 @@ class DataPlane:
             except OSError as exc:  # the partition refuses appends from now on
                 STORAGE_LOG.log("fsync of %s failed: %s", partition.directory, reason(exc))
 
-    def close(self) -> None:
-        """Snapshot the producer state that changed (the next start-up replays nothing),
-        then flush and close every partition log."""
-        for store in self._stores.values():
+    def close(self, *, snapshots: bool = True) -> None:
+        """Snapshot the producer state that changed (the next start-up replays nothing;
+        not after a refused start, which writes nothing), then flush and close every
+        partition log."""
+        for store in self._stores.values() if snapshots else ():
             for topic in store:
                 for index, partition in enumerate(topic.partitions):
                     self._snapshot(topic, index, partition)

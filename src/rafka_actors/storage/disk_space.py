@@ -28,6 +28,16 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
 
 
+def free_bytes(path: Path) -> int | None:
+    """Bytes available to the broker's user on `path`'s file system; None if unreadable."""
+    try:
+        stat = os.statvfs(path)
+    except OSError as exc:
+        log.debug("cannot read the free space of %s: %s", path, exc)
+        return None
+    return stat.f_bavail * stat.f_frsize
+
+
 class DiskSpace:
     def __init__(self, data_dir: Path, warn_below_bytes: int) -> None:
         self.data_dir = data_dir
@@ -37,12 +47,9 @@ class DiskSpace:
 
     def check(self) -> int | None:
         """Read the free space now (and warn or clear the warning); None if it can't be read."""
-        try:
-            stat = os.statvfs(self.data_dir)
-        except OSError as exc:
-            log.debug("cannot read the free space of %s: %s", self.data_dir, exc)
+        free = free_bytes(self.data_dir)
+        if free is None:
             return None
-        free = stat.f_bavail * stat.f_frsize
         self.free_bytes = free
         low = self.warn_below_bytes > 0 and free < self.warn_below_bytes
         if low and not self._low:

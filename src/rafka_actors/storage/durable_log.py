@@ -81,6 +81,7 @@ from .coordinator_segments import (
 )
 from .entry_replay import AmbiguousKeys, EntryReplay
 from .failures import STORAGE_LOG, reason
+from .startup_writes import StartupWrites
 
 __all__ = ["CoordinatorLogError", "DurableCoordinatorLog", "FsyncPolicy", "LogStats"]
 
@@ -128,9 +129,11 @@ def _replay(
     skip_corruption: bool,
     *,
     bulk: bool,
+    writes: StartupWrites,
 ) -> tuple[CoordinatorSegments, LatestRecords[bytes]]:
     view: LatestRecords[bytes] = LatestRecords()
     replay = EntryReplay(view, bulk=bulk)
+    recovery = StartupWrites()  # handed on only if the replay settles (else it is done again)
     segments = CoordinatorSegments.open(
         directory,
         decode_stored,
@@ -140,12 +143,14 @@ def _replay(
         skip_corruption=skip_corruption,
         bulk=replay.bulk,
         describe=_describe_entry,
+        writes=recovery,
     )
     try:
         replay.settle()
     except BaseException:
         segments.close()
         raise
+    writes.add(recovery.apply)
     return segments, view
 
 
@@ -210,20 +215,34 @@ class DurableCoordinatorLog:
         skip_corruption: bool = False,
         name: str = "coordinator",
         bulk: bool = True,
+        writes: StartupWrites | None = None,
     ) -> DurableCoordinatorLog:
         """Open ``<data_dir>/<name>`` and replay it (blocking file I/O: call at start-up).
         ``name``: "coordinator" for groups, "transactions" for the transaction log; ``bulk``:
         recognise offset entries in bulk (the transaction log has none, and a run of frames
-        the bulk pattern does not match is walked one frame per split of its chunk)."""
+        the bulk pattern does not match is walked one frame per split of its chunk). Reads
+        only: recovery's writes go to ``writes`` (made at once if None), and the log takes
+        appends once they are made (startup_writes.py)."""
         directory = data_dir / name
+        writes = writes or StartupWrites.now()
         try:
             segments, view = _replay(
-                directory, segment_bytes, preallocate_bytes, skip_corruption, bulk=bulk
+                directory,
+                segment_bytes,
+                preallocate_bytes,
+                skip_corruption,
+                bulk=bulk,
+                writes=writes,
             )
         except AmbiguousKeys as exc:
             log.warning("%s log: %s; replaying it entry by entry", name, exc)
             segments, view = _replay(
-                directory, segment_bytes, preallocate_bytes, skip_corruption, bulk=False
+                directory,
+                segment_bytes,
+                preallocate_bytes,
+                skip_corruption,
+                bulk=False,
+                writes=writes,
             )
         what = "groups" if name == "coordinator" else "transactional ids"
         log.info("%s log replayed: %d %s", name, len(view), what)

@@ -28,7 +28,11 @@ for that; rolled segments are fsynced). A crash can therefore only leave a torn 
 segment. On open, the last segment is also CRC-checked, and the log is cut at the first bad byte:
 truncated header or batch, CRC mismatch, or a base offset below the end of the previous
 batch. Like Kafka, if the damage is found in an earlier segment everything after it is deleted.
-Recovery logs a warning and never raises for damaged data.
+Recovery logs a warning and never raises for damaged data. `open` only reads: finishing a swap
+a crash interrupted (below), the cuts and deletions, creating a first segment and opening the
+active one for appends are handed to a `StartupWrites` (startup_writes.py), which the broker
+applies once every log checked out.
+Segment files are created mode 0644 (less what the umask takes), never executable.
 
 A failed write (a full disk: ENOSPC, EDQUOT; EIO) raises OSError and leaves the log as it was:
 the partial batch is cut off again. If even that fails, or an fsync fails (after which the
@@ -36,13 +40,15 @@ kernel may have dropped dirty pages), the log refuses every later append with OS
 it is reopened, as Kafka takes a failed log dir offline; reads go on.
 
 The cleaner swaps its rewritten segments in with `replace_segments` (segment_swap.py makes
-the swap atomic on disk and finishes one a crash interrupted, at open).
+the swap atomic on disk and finishes one a crash interrupted; `open` reads the segments as
+that will leave them).
 
 This module is synchronous and trio-free: it is driven from a single thread.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
@@ -65,8 +71,9 @@ from rafka_actors.storage.record_batch import (
 from .failures import detached
 from .fsutil import fsync_dir
 from .segment_swap import SUFFIX as _SUFFIX
-from .segment_swap import SegmentIndex, commit_swap, finish_swaps
+from .segment_swap import SegmentIndex, commit_swap, finish_swaps, swapped_listing
 from .segment_swap import segment_name as _segment_name
+from .startup_writes import StartupWrites, Write
 
 __all__ = ["PartitionLog"]
 
@@ -74,6 +81,7 @@ log = logging.getLogger(__name__)
 
 _READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+_FILE_MODE = 0o644  # os.open's default is 0o777: segments would be executable
 # Header tuple indices (see record_batch.BatchHeader).
 _BASE, _LENGTH, _ATTRIBUTES, _DELTA, _MAX_TS = 0, 1, 5, 6, 8
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -97,11 +105,12 @@ class _Segment:
         "size",
     )
 
-    def __init__(self, path: Path, base_offset: int, flags: int) -> None:
+    def __init__(self, path: Path, base_offset: int, flags: int | None) -> None:
+        """Open the file with `flags`; None: not opened (nor created) yet, empty."""
         self.path = path
         self.base_offset = base_offset
-        self.fd = os.open(path, flags)
-        self.size = os.fstat(self.fd).st_size
+        self.fd = -1 if flags is None else os.open(path, flags, _FILE_MODE)
+        self.size = 0 if flags is None else os.fstat(self.fd).st_size
         self.reset_index()
 
     def reset_index(self) -> None:
@@ -176,20 +185,27 @@ class _Segment:
             pos += BATCH_OVERHEAD + header[_LENGTH]
         return pos, None
 
-    def truncate(self, length: int, reason: str) -> None:
-        log.warning(
-            "%s: torn or corrupt tail at byte %d, truncating (%d bytes dropped): %s",
-            self.path,
-            length,
-            self.size - length,
-            reason,
-        )
-        os.truncate(self.path, length)
-        self.size = length
+    def truncate(self, length: int, reason: str) -> Write:
+        """Forget the bytes from `length` on; the write that cuts them off the file."""
+        dropped, self.size = self.size - length, length
+        path = self.path
+
+        def cut() -> None:
+            log.warning(
+                "%s: torn or corrupt tail at byte %d, truncating (%d bytes dropped): %s",
+                path,
+                length,
+                dropped,
+                reason,
+            )
+            os.truncate(path, length)
+
+        return cut
 
     def reopen(self, flags: int) -> None:
-        os.close(self.fd)
-        self.fd = os.open(self.path, flags)
+        if self.fd >= 0:
+            os.close(self.fd)
+        self.fd = os.open(self.path, flags, _FILE_MODE)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -206,45 +222,52 @@ def _list_segments(directory: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def _discard(paths: Sequence[Path], reason: str) -> None:
-    for path in paths:
-        log.warning("%s: deleting segment following corruption: %s", path, reason)
-        path.unlink()
+def _discard(paths: Sequence[Path], reason: str) -> Write:
+    def delete() -> None:
+        for path in paths:
+            log.warning("%s: deleting segment following corruption: %s", path, reason)
+            path.unlink()
+
+    return delete
 
 
-def _recover(directory: Path) -> list[_Segment]:
-    """Open and index the segments, cutting the log at the first damaged byte."""
-    finish_swaps(directory)  # a cleaner's swap that a crash interrupted
-    files = _list_segments(directory)
+def _recover(directory: Path) -> tuple[list[_Segment], list[Write]]:
+    """Open (read-only) and index the segments, as the cleaner's interrupted swaps will leave
+    them and as cut at the first damaged byte; and the writes that make the files so (made
+    later: see the module docstring)."""
+    files = swapped_listing(directory, _list_segments(directory))
     segments: list[_Segment] = []
-    for k, (base, path) in enumerate(files):
+    repairs: list[Write] = [lambda: finish_swaps(directory)]  # first: the files as listed
+    for k, (base, now, path) in enumerate(files):
         is_last = k == len(files) - 1
         if segments and base < segments[-1].end_offset:
-            _discard([p for _, p in files[k:]], f"base {base} < {segments[-1].end_offset}")
+            paths = [p for _, _, p in files[k:]]
+            repairs.append(_discard(paths, f"base {base} < {segments[-1].end_offset}"))
             break
-        seg = _Segment(path, base, _READ_FLAGS)
+        seg = _Segment(now, base, _READ_FLAGS)
+        seg.path = path  # where it will be (`now` is a swap file, if a swap was interrupted)
         valid, reason = seg.scan(verify_crc=is_last)
         if reason is None and seg.size == 0 and segments and not is_last:
             seg.close()  # a stray empty segment in the middle holds nothing: drop it
             # (an empty first one keeps the log start where cleaning found it)
-            path.unlink()
+            repairs.append(path.unlink)
             continue
         segments.append(seg)
         if reason is not None:
-            seg.truncate(valid, reason)
-            _discard([p for _, p in files[k + 1 :]], f"{path.name} truncated")
+            repairs.append(seg.truncate(valid, reason))
+            repairs.append(_discard([p for _, _, p in files[k + 1 :]], f"{path.name} truncated"))
             break
-    if segments and segments[-1].path != files[-1][1]:
-        _verify_new_tail(segments[-1])  # became the tail only because later files were dropped
+    if segments and segments[-1].path != files[-1][2]:
+        # became the tail only because later files were dropped
+        repairs.extend(_verify_new_tail(segments[-1]))
     if len(files) != len(segments):
-        fsync_dir(directory)
-    return segments
+        repairs.append(lambda: fsync_dir(directory))
+    return segments, repairs
 
 
-def _verify_new_tail(seg: _Segment) -> None:
+def _verify_new_tail(seg: _Segment) -> list[Write]:
     valid, reason = seg.scan(verify_crc=True)
-    if reason is not None:
-        seg.truncate(valid, reason)
+    return [] if reason is None else [seg.truncate(valid, reason)]
 
 
 _START_FILE = "log-start-offset"
@@ -288,22 +311,41 @@ class PartitionLog:
         # a file of its own, as Kafka's log-start-offset checkpoint.
         self._start_floor = min(read_log_start(directory), self._end)
         self._failed: OSError | None = None  # set by a write or fsync that could not be undone
+        self._writable = False  # recovery's writes made, the active segment open for appends
         # Roll also when a batch is this much newer than the active segment's first (Kafka's
         # time rule, which a compacted topic's max.compaction.lag.ms sets: the log cleaner
         # only cleans sealed segments); None: by size only.
         self.roll_after_ms: int | None = None
 
     @classmethod
-    def open(cls, directory: Path, *, segment_bytes: int = 1 << 30) -> PartitionLog:
-        """Open (creating if needed) the log in ``directory``, recovering any torn tail."""
-        directory.mkdir(parents=True, exist_ok=True)
-        segments = _recover(directory)
-        if segments:
-            segments[-1].reopen(_APPEND_FLAGS)
+    def open(
+        cls,
+        directory: Path,
+        *,
+        segment_bytes: int = 1 << 30,
+        writes: StartupWrites | None = None,
+    ) -> PartitionLog:
+        """Open (creating if needed) the log in ``directory``, recovering any torn tail. Reads
+        only: the recovery's writes, and opening the log for appends, go to ``writes`` (made
+        at once if None); the log takes appends once they are made."""
+        segments, repairs = _recover(directory) if directory.is_dir() else ([], [])
+        if not segments:
+            segments = [_Segment(directory / _segment_name(0), 0, None)]
+        partition = cls(directory, segments, segment_bytes)
+        (writes or StartupWrites.now()).add(lambda: partition._start_writing(repairs))
+        return partition
+
+    def _start_writing(self, repairs: list[Write]) -> None:
+        for repair in repairs:
+            repair()
+        active = self._segments[-1]
+        if active.fd >= 0:
+            active.reopen(_APPEND_FLAGS)
         else:
-            segments = [_Segment(directory / _segment_name(0), 0, _APPEND_FLAGS | os.O_CREAT)]
-            fsync_dir(directory)
-        return cls(directory, segments, segment_bytes)
+            self._dir.mkdir(parents=True, exist_ok=True)
+            active.reopen(_APPEND_FLAGS | os.O_CREAT)
+            fsync_dir(self._dir)
+        self._writable = True
 
     # -- properties -----------------------------------------------------------------------
 
@@ -333,7 +375,7 @@ class PartitionLog:
         structure is re-checked cheaply so the log's offset invariants cannot be broken. An empty
         sequence writes nothing and returns the log end offset.
         """
-        self._check_open()
+        self._check_writable()
         if self._failed is not None:
             raise OSError(self._failed.errno, f"{self._dir} refuses appends since: {self._failed}")
         if not batches:
@@ -558,7 +600,7 @@ class PartitionLog:
     def advance_log_start(self, offset: int) -> int:
         """Move the log start up to `offset` (at most the log end), durably before it returns,
         and delete the segments wholly below it; returns the new log start."""
-        self._check_open()
+        self._check_writable()
         offset = min(offset, self._end)
         if offset <= self.log_start_offset:
             return self.log_start_offset
@@ -574,7 +616,7 @@ class PartitionLog:
     def delete_oldest_segments(self, count: int) -> int:
         """Delete the `count` oldest segments, as Kafka's retention does: whole segments only;
         if that takes the active one, a new empty segment is rolled first at the log end."""
-        self._check_open()
+        self._check_writable()
         count = min(count, len(self._segments))
         if count <= 0:
             return 0
@@ -605,7 +647,7 @@ class PartitionLog:
         all here and sealed (retention or DeleteRecords took some, or the log was closed):
         the caller then deletes the file. An OSError midway leaves the disk for the next
         open to finish (segment_swap.py) and the log refusing appends, as a failed fsync."""
-        if self._closed or self._failed is not None:
+        if self._closed or self._failed is not None or not self._writable:
             return False
         k, j = bisect_left(self._bases, first), bisect_left(self._bases, last)
         if j >= len(self._bases) - 1 or self._bases[k] != first or self._bases[j] != last:
@@ -656,14 +698,14 @@ class PartitionLog:
     def flush(self) -> None:
         """fsync the active segment (rolled ones were fsynced when rolled). No-op once closed
         or failed (a failed log promises nothing more)."""
-        if not self._closed and self._failed is None:
+        if not self._closed and self._failed is None and self._segments[-1].fd >= 0:
             self._fsync(self._segments[-1].fd)
 
     def flush_handle(self) -> int:
         """A duplicate of the active segment's descriptor, for an fsync off the event loop (a
         roll or close meanwhile cannot pull it from under the worker thread); -1 if closed or
         failed. The caller closes it and reports a failed fsync with `fsync_failed`."""
-        if self._closed or self._failed is not None:
+        if self._closed or self._failed is not None or self._segments[-1].fd < 0:
             return -1
         return os.dup(self._segments[-1].fd)
 
@@ -698,6 +740,11 @@ class PartitionLog:
         """Close the log and remove its directory."""
         self.close()
         shutil.rmtree(self._dir)
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if not self._writable:  # a write now would meet a read-only or missing file
+            raise OSError(errno.EBADF, f"partition log {self._dir} is not open for appends yet")
 
     def _check_open(self) -> None:
         # A closed fd number may be reused by another file: never touch it again.

@@ -9,8 +9,8 @@ as CBOR rows, with the offset it covers up to and the CRC of the log's batch tha
 At open, the snapshot is used only if that batch is still in the log with that CRC, and the
 log's producer batches after it are then replayed (none after a clean shutdown). Anything
 else means a full replay: no snapshot, a damaged one, or a log cut below it (a torn tail
-after power loss). Such a snapshot is deleted, so new appends can never make it look valid
-again.
+after power loss). Such a snapshot is deleted (at start-up, once the broker may write:
+startup_writes.py), so new appends can never make it look valid again.
 
 A snapshot is written without fsync: a torn or missing one only costs a full replay.
 """
@@ -27,6 +27,7 @@ import crc32c
 from .control_batches import CONTROL_PREFIX, read_marker
 from .partition_log import PartitionLog
 from .producer_state import PartitionProducers
+from .startup_writes import StartupWrites
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +37,12 @@ _CRC = struct.Struct(">I")
 _TRANSACTIONAL_BIT, _CONTROL_BIT = 0x10, 0x20
 
 
-def rebuild_producers(partition: PartitionLog) -> tuple[PartitionProducers, int]:
-    """The partition's producer state and the offset its snapshot covered (0 if none)."""
-    producers, start = _load_snapshot(partition)
+def rebuild_producers(
+    partition: PartitionLog, writes: StartupWrites | None = None
+) -> tuple[PartitionProducers, int]:
+    """The partition's producer state and the offset its snapshot covered (0 if none); a
+    snapshot that does not fit the log is deleted by `writes` (at once if None)."""
+    producers, start = _load_snapshot(partition, writes or StartupWrites.now())
     replay = producers.replay_batch
     for raw, records in partition.producer_batches(CONTROL_PREFIX, start):
         # raw: the header's fields, in record_batch.BatchHeader's order
@@ -66,7 +70,9 @@ def write_snapshot(partition: PartitionLog, producers: PartitionProducers) -> No
     os.replace(tmp, path)
 
 
-def _load_snapshot(partition: PartitionLog) -> tuple[PartitionProducers, int]:
+def _load_snapshot(
+    partition: PartitionLog, writes: StartupWrites
+) -> tuple[PartitionProducers, int]:
     path = partition.directory / SNAPSHOT_NAME
     try:
         raw = path.read_bytes()
@@ -76,7 +82,7 @@ def _load_snapshot(partition: PartitionLog) -> tuple[PartitionProducers, int]:
         return _decode(partition, raw)
     except ValueError as exc:
         log.warning("%s: not used, the log is replayed instead: %s", path, exc)
-    path.unlink(missing_ok=True)
+    writes.add(lambda: path.unlink(missing_ok=True))
     return PartitionProducers(), 0
 
 

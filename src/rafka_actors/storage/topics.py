@@ -10,7 +10,8 @@ dirs written before organisations existed open unchanged; org N > 0 lives under 
 
 `topic.json` is written atomically (temp file, fsync, rename, fsync of the directory) and only
 after the partition directories exist, so a crash mid-create leaves either no topic or a whole
-one; a topic directory without `topic.json` is a failed create and is removed at start-up.
+one; a topic directory without `topic.json` is a failed create and is removed at start-up
+(one of the writes `open` hands to its `StartupWrites`: it only reads).
 Deletion renames the directory to `<name>.<uuid>.deleted` first (atomic) and removes it after.
 Topic ids are random version-4 UUIDs, never the zero UUID: librdkafka fetches by id.
 """
@@ -28,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..group_common.topic_image import TopicImage, TopicInfo
-from .fsutil import fsync_dir
+from .fsutil import DamagedFile, fsync_dir
 from .partition_log import PartitionLog
+from .startup_writes import StartupWrites
 from .topic_configs import effective_long
 
 log = logging.getLogger(__name__)
@@ -102,6 +104,11 @@ def stored_orgs(data_dir: Path) -> list[int]:
     return sorted(found)
 
 
+def _remove_leftover(directory: Path) -> None:
+    log.warning("removing incomplete or deleted topic directory %s", directory)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 class TopicStore:
     """One organisation's topics, by name and by id."""
 
@@ -115,26 +122,42 @@ class TopicStore:
         self._image: TopicImage | None = None
 
     @classmethod
-    def open(cls, data_dir: Path, *, segment_bytes: int = 1 << 30, org_id: int = 0) -> TopicStore:
+    def open(
+        cls,
+        data_dir: Path,
+        *,
+        segment_bytes: int = 1 << 30,
+        org_id: int = 0,
+        writes: StartupWrites | None = None,
+    ) -> TopicStore:
+        """The org's topics as stored; reads only, handing its writes to ``writes`` (made at
+        once if None). DamagedFile if a `topic.json` cannot be read back."""
+        writes = writes or StartupWrites.now()
         store = cls(topics_dir(data_dir, org_id), segment_bytes=segment_bytes, org_id=org_id)
-        store._root.mkdir(parents=True, exist_ok=True)
+        if not store._root.is_dir():
+            writes.add(lambda: store._root.mkdir(parents=True, exist_ok=True))
+            return store
         for entry in sorted(store._root.iterdir()):
-            store._load(entry)
+            store._load(entry, writes)
         return store
 
-    def _load(self, directory: Path) -> None:
+    def _load(self, directory: Path, writes: StartupWrites) -> None:
         meta_path = directory / "topic.json"
         if directory.name.endswith(DELETED_SUFFIX) or not meta_path.exists():
-            log.warning("removing incomplete or deleted topic directory %s", directory)
-            shutil.rmtree(directory, ignore_errors=True)
+            writes.add(lambda: _remove_leftover(directory))
             return
-        meta = json.loads(meta_path.read_text())
-        segment_bytes = self._segment_bytes_of(meta["configs"])
+        try:
+            meta = json.loads(meta_path.read_text())
+            configs = {str(k): str(v) for k, v in meta["configs"].items()}
+            topic_id, partitions = uuid.UUID(meta["id"]), int(meta["partitions"])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise DamagedFile(meta_path, exc) from exc
+        segment_bytes = self._segment_bytes_of(configs)
         logs = [
-            PartitionLog.open(directory / str(p), segment_bytes=segment_bytes)
-            for p in range(int(meta["partitions"]))
+            PartitionLog.open(directory / str(p), segment_bytes=segment_bytes, writes=writes)
+            for p in range(partitions)
         ]
-        self._register(Topic(directory.name, uuid.UUID(meta["id"]), logs, meta["configs"]))
+        self._register(Topic(directory.name, topic_id, logs, configs))
 
     def _register(self, topic: Topic) -> None:
         self._by_name[topic.name] = topic

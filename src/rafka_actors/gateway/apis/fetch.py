@@ -46,8 +46,10 @@ def _poll(
     """The response if enough was found (or the wait is over), else a wait for an append to
     one of the partitions read, after which they are read again."""
     mod = schema(KEY, version)
-    topics, found_bytes, errors, keys = _read(ctx, conn, mod, version, request)
+    topics, found_bytes, errors, keys, reads = _read(ctx, conn, mod, version, request)
     if found_bytes >= request.min_bytes or errors or wait_s <= 0 or not keys:
+        if reads and ctx.metrics is not None:  # (counted for the response that goes out)
+            ctx.metrics.traffic.fetched(conn.org_id, reads)
         return make(
             mod.FetchResponse,
             throttle_time=NO_THROTTLE,
@@ -60,9 +62,12 @@ def _poll(
 
 def _read(
     ctx: BrokerContext, conn: ConnectionInfo, mod: Any, version: int, request: Any
-) -> tuple[list[Any], int, bool, list[PartitionKey]]:
+) -> tuple[list[Any], int, bool, list[PartitionKey], list[tuple[str, int, int]]]:
+    """The topics' responses, the bytes found, whether any partition failed, the partitions
+    read, and (topic, bytes, offsets moved on) of each that found records (the metrics')."""
     budget = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
-    total, errors, keys, topics = 0, False, [], []
+    total, errors, keys, topics, reads = 0, False, [], [], []
+    counting = ctx.metrics is not None
     store = ctx.data.topics_for(conn.org_id)
     committed = request.isolation_level == READ_COMMITTED
     for wanted in request.topics:
@@ -77,6 +82,8 @@ def _read(
             else:
                 read = _Read(refusal)
             total += len(read.records)
+            if counting and read.records and topic is not None:
+                reads.append((topic.name, len(read.records), read.end - p.fetch_offset))
             errors = errors or read.code is not ErrorCode.none
             if read.code is ErrorCode.none and topic is not None:
                 keys.append((topic.topic_id, p.partition))
@@ -89,7 +96,7 @@ def _read(
                 partitions=tuple(parts),
             )
         )
-    return topics, total, errors, keys
+    return topics, total, errors, keys, reads
 
 
 def _find(store: TopicStore, wanted: Any, version: int) -> Topic | None:
@@ -115,6 +122,7 @@ class _Read(NamedTuple):
     lso: int = -1
     start: int = -1
     aborted: tuple[AbortedTxn, ...] = ()
+    end: int = -1  # the offset after the last batch read
 
 
 def _read_partition(
@@ -133,9 +141,10 @@ def _read_partition(
     if limit <= 0 and not first:
         return _Read(ErrorCode.none, b"", hw, lso, start)
     if not committed:
-        return _Read(ErrorCode.none, log.read(p.fetch_offset, max(limit, 1)), hw, lso, start)
-    records, aborted = data.read_committed(topic, p.partition, p.fetch_offset, max(limit, 1))
-    return _Read(ErrorCode.none, records, hw, lso, start, tuple(aborted))
+        records, end = log.read_until(p.fetch_offset, max(limit, 1), hw)
+        return _Read(ErrorCode.none, records, hw, lso, start, (), end)
+    records, aborted, end = data.read_committed(topic, p.partition, p.fetch_offset, max(limit, 1))
+    return _Read(ErrorCode.none, records, hw, lso, start, tuple(aborted), end)
 
 
 @functools.lru_cache(maxsize=4096)

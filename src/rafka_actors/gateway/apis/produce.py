@@ -111,12 +111,15 @@ def _append(
         code = ErrorCode.corrupt_message if exc.corrupt else ErrorCode.invalid_record
         return _Answer(code, -1, log_start)
     max_bytes = effective_long(topic.configs, "max.message.bytes", ctx.config.message_max_bytes)
+    records = 0
     for batch in batches:
         if len(batch) > max_bytes:
             return _Answer(ErrorCode.message_too_large, -1, log_start)
-        if parse_header(batch).is_control:
+        header = parse_header(batch)
+        if header.is_control:
             why = "clients may not write control batches"
             return _Answer(ErrorCode.invalid_record, -1, log_start, why)
+        records += header.records_count
     if "compact" in cleanup_policies(topic.configs, ctx.config.log_cleanup_policy):
         try:
             refused = _keyless(topic, data.index, batches)
@@ -128,6 +131,8 @@ def _append(
         result = ctx.data.append(topic, data.index, batches)
     except StorageError:  # (not bound: see storage/failures.py)
         return _Answer(ErrorCode.kafka_storage_error, -1, log_start)
+    if ctx.metrics is not None and result.error is ErrorCode.none:
+        ctx.metrics.traffic.produced(conn.org_id, name, len(data.records), records)
     return _Answer(result.error, result.base_offset, log_start, result.message)
 
 

@@ -102,7 +102,7 @@ def _refuse(ctx: BrokerContext, mod: Any, conn: ConnectionInfo, message: str, de
     """Kafka's connection.failed.authentication.delay.ms: a guesser (or a client retrying a
     wrong password in a loop) gets one attempt per delay per connection."""
     if ctx.metrics is not None:
-        ctx.metrics.auth_failures.labels((conn.sasl and conn.sasl.mechanism) or "?").inc()
+        ctx.metrics.auth_failed(conn.sasl.mechanism if conn.sasl else None)
 
     def refused(_: None) -> Any:
         conn.close_after_reply = f"authentication failed: {detail}"
