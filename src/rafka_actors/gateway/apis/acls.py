@@ -35,16 +35,18 @@ OPERATIONS = range(1, 15)  # ANY .. DESCRIBE_TOKENS
 PERMISSION_TYPES = range(1, 4)  # ANY, DENY, ALLOW
 
 
-def _check(
-    what: str, resource_type: int, pattern_type: int, operation: int, permission: int
-) -> None:
-    if (
-        resource_type not in RESOURCE_TYPES
-        or pattern_type not in PATTERN_TYPES
-        or operation not in OPERATIONS
-        or permission not in PERMISSION_TYPES
-    ):
+Codes = tuple[int, int, int, int]  # resource type, pattern type, operation, permission type
+_VALID = (RESOURCE_TYPES, PATTERN_TYPES, OPERATIONS, PERMISSION_TYPES)
+
+
+def _check(what: str, codes: Codes) -> None:
+    if any(code not in valid for code, valid in zip(codes, _VALID, strict=True)):
         raise CloseConnection(f"{what} with UNKNOWN elements")
+
+
+def _filter_codes(f: Any) -> Codes:
+    """A DescribeAcls request's or a DeleteAcls filter's codes (the same field names)."""
+    return f.resource_type_filter, f.pattern_type_filter, f.operation, f.permission_type
 
 
 def _refusal(conn: ConnectionInfo, needed: AclOperation, message: str) -> tuple[ErrorCode, str]:
@@ -55,13 +57,7 @@ def _refusal(conn: ConnectionInfo, needed: AclOperation, message: str) -> tuple[
 
 def describe_acls(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(DESCRIBE_KEY, version)
-    _check(
-        "DescribeAcls",
-        request.resource_type_filter,
-        request.pattern_type_filter,
-        request.operation,
-        request.permission_type,
-    )
+    _check("DescribeAcls", _filter_codes(request))
     code, message = _refusal(conn, AclOperation.DESCRIBE, NO_AUTHORIZER_DESCRIBE)
     return make(
         mod.DescribeAclsResponse,
@@ -75,13 +71,8 @@ def describe_acls(ctx: BrokerContext, conn: ConnectionInfo, version: int, reques
 def create_acls(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(CREATE_KEY, version)
     for c in request.creations:
-        _check(
-            "CreateAcls",
-            c.resource_type,
-            c.resource_pattern_type,
-            c.operation,
-            c.permission_type,
-        )
+        codes = (c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)
+        _check("CreateAcls", codes)
     code, message = _refusal(conn, AclOperation.ALTER, NO_AUTHORIZER)
     result = make(mod.AclCreationResult, error_code=code, error_message=message)
     return make(
@@ -94,13 +85,7 @@ def create_acls(ctx: BrokerContext, conn: ConnectionInfo, version: int, request:
 def delete_acls(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(DELETE_KEY, version)
     for f in request.filters:
-        _check(
-            "DeleteAcls",
-            f.resource_type_filter,
-            f.pattern_type_filter,
-            f.operation,
-            f.permission_type,
-        )
+        _check("DeleteAcls", _filter_codes(f))
     code, message = _refusal(conn, AclOperation.ALTER, NO_AUTHORIZER)
     result = make(
         mod.DeleteAclsFilterResult, error_code=code, error_message=message, matching_acls=()
