@@ -4,8 +4,28 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from .broker_process import BrokerProcess
+
+# No per-example deadline, and no too-slow health check: Hypothesis would otherwise fail a
+# property that holds whenever the machine is busy (CI shares two cores with four workers).
+# Speed is measured in bench/, never asserted by a test.
+settings.register_profile("rafka", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("rafka")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Schedule by file (`--dist loadgroup`), but every test that uses Spark on one worker.
+
+    Each xdist worker that meets a Spark test starts its own JVM; four of them on two cores made
+    one Spark job take over 120 s. One JVM for all of them keeps each job near its 8 s. Runs
+    before xdist's own hook, which reads the group marks.
+    """
+    for item in items:
+        uses_spark = "spark" in getattr(item, "fixturenames", ())
+        item.add_marker(pytest.mark.xdist_group("spark" if uses_spark else str(item.path)))
 
 
 @pytest.fixture

@@ -236,6 +236,42 @@ class BrokerConfig:
     group_consumer_max_heartbeat_interval_ms: int = field(
         default=15000, metadata=_doc("highest consumer.heartbeat.interval.ms a group may set")
     )
+    group_consumer_min_assignment_interval_ms: int = field(
+        default=0, metadata=_doc("lowest consumer.assignment.interval.ms a group may set")
+    )
+    group_consumer_max_assignment_interval_ms: int = field(
+        default=15000, metadata=_doc("highest consumer.assignment.interval.ms a group may set")
+    )
+    group_share_min_session_timeout_ms: int = field(
+        default=45000, metadata=_doc("lowest share.session.timeout.ms a group may set")
+    )
+    group_share_max_session_timeout_ms: int = field(
+        default=60000, metadata=_doc("highest share.session.timeout.ms a group may set")
+    )
+    group_share_min_heartbeat_interval_ms: int = field(
+        default=5000, metadata=_doc("lowest share.heartbeat.interval.ms a group may set")
+    )
+    group_share_max_heartbeat_interval_ms: int = field(
+        default=15000, metadata=_doc("highest share.heartbeat.interval.ms a group may set")
+    )
+    group_share_min_record_lock_duration_ms: int = field(
+        default=15000, metadata=_doc("lowest share.record.lock.duration.ms a group may set")
+    )
+    group_share_max_record_lock_duration_ms: int = field(
+        default=60000, metadata=_doc("highest share.record.lock.duration.ms a group may set")
+    )
+    group_share_min_delivery_count_limit: int = field(
+        default=2, metadata=_doc("lowest share.delivery.count.limit a group may set")
+    )
+    group_share_max_delivery_count_limit: int = field(
+        default=10, metadata=_doc("highest share.delivery.count.limit a group may set")
+    )
+    group_share_min_partition_max_record_locks: int = field(
+        default=100, metadata=_doc("lowest share.partition.max.record.locks a group may set")
+    )
+    group_share_max_partition_max_record_locks: int = field(
+        default=4000, metadata=_doc("highest share.partition.max.record.locks a group may set")
+    )
     # The coordinator log (see storage/durable_log.py for what each fsync policy promises).
     coordinator_log_fsync: str = field(default="always", metadata=_doc("always|interval|never"))
     coordinator_log_fsync_interval_ms: int = field(default=1000, metadata=_doc("for interval"))
@@ -449,6 +485,19 @@ def _check_share_group_settings(config: BrokerConfig) -> None:
         raise ConfigError(
             "group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms"
         )
+    _check_group_config_bounds(config)
+
+
+def _check_group_config_bounds(config: BrokerConfig) -> None:
+    """Each min/max pair that bounds a group config (group_common/group_configs.py) is in
+    order. The broker's own default need not be within them (Kafka requires it): the bounds
+    only limit what a group may set, and tests run with short timers."""
+    for name in FIELDS:
+        if "_min_" not in name or not name.startswith(("group_share_", "group_consumer_")):
+            continue
+        upper = name.replace("_min_", "_max_", 1)
+        if upper in FIELDS and getattr(config, name) > getattr(config, upper):
+            raise ConfigError(f"{kafka_key(name)} must be at most {kafka_key(upper)}")
 
 
 def _check_consumer_group_settings(config: BrokerConfig) -> None:

@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.apis._build import make
+from rafka_actors.gateway.apis.configs import group_entries
 from rafka_actors.gateway.apis.partitions_admin import TellGroups
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.steps import Ask
@@ -108,8 +109,81 @@ def test_a_group_config_is_stored_then_asked_of_the_group_s_actor(ctx: BrokerCon
         "consumer.session.timeout.ms",
         "group.consumer.session.timeout.ms",
     ]
-    assert _describe(ctx, 32, "g-other").configs[1].value == "45000"  # others: the default
+    others = {c.name: c.value for c in _describe(ctx, 32, "g-other").configs}
+    assert others["consumer.session.timeout.ms"] == "45000"  # others: the default
     assert "consumer group protocol" in entry.documentation
+
+
+def test_share_group_configs_are_described_and_sent_to_the_group(ctx: BrokerContext) -> None:
+    """Kafka's share configs (issue 54): STRING or INT, each with its broker synonym (Kafka's
+    own default where the broker has no setting); a change goes to the group's actor."""
+    described = {c.name: c for c in _describe(ctx, 32, "jobs").configs}
+    isolation = described["share.isolation.level"]
+    assert (isolation.value, isolation.config_source, isolation.config_type) == (
+        "read_uncommitted",
+        5,  # DEFAULT_CONFIG
+        2,  # STRING
+    )
+    assert [(s.name, s.value) for s in isolation.synonyms] == [
+        ("share.isolation.level", "read_uncommitted")
+    ]
+    lock = described["share.record.lock.duration.ms"]
+    assert (lock.value, lock.config_type) == ("30000", 3)  # INT
+    assert [s.name for s in lock.synonyms] == ["group.share.record.lock.duration.ms"]
+    changes = tuple(
+        _nested(INCREMENTAL, 1, "AlterableConfig", name=n, config_operation=0, value=v)
+        for n, v in (
+            ("share.isolation.level", "read_committed"),
+            ("share.delivery.count.limit", "3"),
+        )
+    )
+    resource = _nested(
+        INCREMENTAL,
+        1,
+        "AlterConfigsResource",
+        resource_type=32,
+        resource_name="jobs",
+        configs=changes,
+    )
+    step = _call(ctx, INCREMENTAL, 1, resources=(resource,), validate_only=False)
+    assert step.asks == (
+        (
+            GroupKey(ORG, "jobs"),
+            GroupConfigOp(
+                (("share.delivery.count.limit", "3"), ("share.isolation.level", "read_committed"))
+            ),
+        ),
+    )
+    too_many = _nested(
+        INCREMENTAL,
+        1,
+        "AlterableConfig",
+        name="share.delivery.count.limit",
+        config_operation=0,
+        value="11",
+    )
+    refused = _call(
+        ctx,
+        INCREMENTAL,
+        1,
+        resources=(
+            _nested(
+                INCREMENTAL,
+                1,
+                "AlterConfigsResource",
+                resource_type=32,
+                resource_name="jobs",
+                configs=(too_many,),
+            ),
+        ),
+        validate_only=False,
+    )
+    (response,) = refused.responses  # answered at once: nothing for the actor
+    assert response.error_code == ErrorCode.invalid_config
+    assert response.error_message == (
+        "share.delivery.count.limit must be less than or equal to "
+        "group.share.max.delivery.count.limit"
+    )
 
 
 def test_every_describe_version_is_answered(ctx: BrokerContext) -> None:
@@ -269,3 +343,24 @@ def test_create_topics_answers_with_the_new_topic_s_configs(ctx: BrokerContext) 
     assert configs["segment.bytes"] == (str(1 << 30), 5)
     stored = ctx.data.topics_for(ORG).by_name("fresh")
     assert stored is not None and stored.configs == {"retention.ms": "60000"}
+
+
+def test_a_group_config_over_a_broker_setting_set_at_start_up() -> None:
+    """As Kafka 4.3.1 describes it: the group's value, then the static broker setting, then
+    the broker's default, each a synonym."""
+    entries = {
+        e[0]: e
+        for e in group_entries(
+            BrokerConfig(group_share_delivery_count_limit=7), {"share.delivery.count.limit": "3"}
+        )
+    }
+    _, value, source, _, _, synonyms = entries["share.delivery.count.limit"]
+    assert (value, source) == ("3", 8)  # DYNAMIC_GROUP_CONFIG
+    assert synonyms == (
+        ("share.delivery.count.limit", "3", 8),
+        ("group.share.delivery.count.limit", "7", 4),  # STATIC_BROKER_CONFIG
+        ("group.share.delivery.count.limit", "5", 5),  # DEFAULT_CONFIG
+    )
+    assert entries["share.record.lock.duration.ms"][5] == (
+        ("group.share.record.lock.duration.ms", "30000", 5),
+    )

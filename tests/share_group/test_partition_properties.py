@@ -83,11 +83,25 @@ class SharePartitionMachine(RuleBasedStateMachine):
         skip=st.integers(0, 3),
         span=st.integers(0, 10),
         max_records=st.integers(1, 10),
+        aborted=st.one_of(st.none(), st.tuples(st.integers(-2, 8), st.integers(0, 4))),
     )
-    def acquire(self, member: str, skip: int, span: int, max_records: int) -> None:
+    def acquire(
+        self,
+        member: str,
+        skip: int,
+        span: int,
+        max_records: int,
+        aborted: tuple[int, int] | None,
+    ) -> None:
+        """What a read found; with `aborted`, a run of it an aborted transaction's (a
+        read_committed group), archived instead of acquired."""
         first = self.partition.fetch_offset() + skip
         last = min(first + span, self.log_end - 1)
-        got = self.partition.acquire(member, first, last, self.now, LOCK_MS, max_records, MAX_LOCKS)
+        runs = [] if aborted is None else [(first + aborted[0], first + aborted[0] + aborted[1])]
+        got = self.partition.acquire(
+            member, first, last, self.now, LOCK_MS, max_records, MAX_LOCKS, runs
+        )
+        skipped = {o for low, high in runs for o in range(low, high + 1)}
         # the model: Available records of [first, last] in order, within the budgets
         expected: list[int] = []
         offset = max(first, self.start)
@@ -105,7 +119,9 @@ class SharePartitionMachine(RuleBasedStateMachine):
                     break
                 end = offset + 1
             m = self._get(offset)
-            if m.state == AVAILABLE:
+            if m.state == AVAILABLE and offset in skipped:
+                m.state = ARCHIVED
+            elif m.state == AVAILABLE:
                 expected.append(offset)
             offset += 1
         acquired = [o for f, la, _ in got for o in range(f, la + 1)]
@@ -121,6 +137,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
             )
         for f, la, count in got:
             assert all(self.model[o].count == count for o in range(f, la + 1))
+        self._settle()
 
     @rule(
         member=st.sampled_from(MEMBERS),

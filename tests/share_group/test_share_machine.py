@@ -5,6 +5,7 @@ id, and replay of the stored records (a restart)."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
@@ -43,14 +44,15 @@ CONFIG = GroupConfig(
 class Coordinator:
     """One group stepped through the machine, its records kept as the log would."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: GroupConfig = CONFIG) -> None:
+        self.config = config
         self.group: Any = None
         self.now = 1_000_000
         self.stored: list[Any] = []
 
     def step(self, op: Any) -> Any:
         result = machine.handle(
-            self.group, op, self.now, 7, config=CONFIG, fresh_cgp_id="cgp_x", topics=TOPICS
+            self.group, op, self.now, 7, config=self.config, fresh_cgp_id="cgp_x", topics=TOPICS
         )
         self.group = result.group
         self.stored += result.records
@@ -232,3 +234,29 @@ def test_a_new_share_partition_starts_where_share_auto_offset_reset_says() -> No
         assert answer.partitions == (("t", 0, start),)
         (record,) = opened.records  # stored before anything is read from it
         assert isinstance(record, SharePartitionRecord) and record.start_offset == start
+
+
+def test_a_read_committed_group_archives_the_aborted_records_it_is_shown() -> None:
+    """share.isolation.level=read_committed (issue 54): the session answer tells the gateway
+    to read below the LSO; the records of aborted transactions it read are archived, never
+    handed out, and the window moves past them."""
+    c = Coordinator(dataclasses.replace(CONFIG, share_isolation_level="read_committed"))
+    c.join("a")
+    assert _fetch(c, "a", epoch=0).read_committed
+    c.step(ShareAcquireOp("g", "a", (("t", 0, 0, 10, 0, -1),)))  # initialises at 0
+    # 0-2 an aborted transaction's, 3 its marker, 4-5 plain records
+    answer = c.step(ShareAcquireOp("g", "a", (("t", 0, 0, 6, 0, 5),), aborted=(("t", 0, 0, 2),)))
+    assert answer.acquired == (("t", 0, ((3, 5, 1),)),)
+    partition = c.group.partitions[("t", 0)]
+    assert partition.start_offset == 3  # the aborted records are done with
+    assert c.last_records[-1].batches == ((3, 5, 1, 1),)
+    # only aborted records read: archived and stored, nothing handed out
+    c.step(ShareAcquireOp("g", "a", (("t", 0, 0, 9, 6, 8),), aborted=(("t", 0, 6, 8),)))
+    assert (partition.start_offset, partition.end_offset) == (3, 9)
+    assert c.last_records[-1].batches == ((3, 5, 1, 1), (6, 8, 4, 0))
+
+
+def test_a_read_uncommitted_group_is_told_so() -> None:
+    c = Coordinator()
+    c.join("a")
+    assert not _fetch(c, "a", epoch=0).read_committed

@@ -38,6 +38,7 @@ class GroupConfig:
     share_delivery_count_limit: int = 5
     share_partition_max_record_locks: int = 2000
     share_auto_offset_reset: str = "latest"
+    share_isolation_level: str = "read_uncommitted"  # a group config only, as in Kafka
     # online migration between the protocols (coordinator/migration.py): Kafka's
     # group.consumer.migration.policy, one of MIGRATION_POLICIES
     consumer_migration_policy: str = "bidirectional"

@@ -329,6 +329,7 @@ class ShareSessionOpResp:
     # the session's partitions: (topic, partition, where to read (-1: not initialised yet))
     partitions: tuple[tuple[str, int, int], ...] = ()
     ack_errors: tuple[tuple[str, int, int], ...] = ()  # (topic, partition, error) per acked
+    read_committed: bool = False  # the group's share.isolation.level: read below the LSO
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +342,9 @@ class ShareAcquireOp:
     member_id: str
     reads: tuple[tuple[str, int, int, int, int, int], ...]
     max_records: int = 500
+    # (topic, partition, first, last): records read of aborted transactions (read_committed),
+    # archived instead of acquired
+    aborted: tuple[tuple[str, int, int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

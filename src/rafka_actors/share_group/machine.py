@@ -18,6 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..group_common.effects import Effects, MemberFenced
+from ..group_common.group_configs import READ_COMMITTED
 from ..group_common.ops import (
     LEAVE_GROUP_MEMBER_EPOCH,
     AlterShareOffsetsOp,
@@ -368,8 +369,12 @@ def _session(
         )
         for topic, index in sorted(session.partitions)
     )
+    committed = fx.config.share_isolation_level == READ_COMMITTED
     fx.reply(
-        waiter, ShareSessionOpResp(ErrorCode.none, partitions=partitions, ack_errors=ack_errors)
+        waiter,
+        ShareSessionOpResp(
+            ErrorCode.none, partitions=partitions, ack_errors=ack_errors, read_committed=committed
+        ),
     )
     return group
 
@@ -411,12 +416,14 @@ def _acquire(
     config = fx.config
     budget = op.max_records
     acquired = []
+    aborted = _by_partition(op.aborted)
     for topic, index, log_start, log_end, first, last in op.reads:
         key = (topic, index)
         partition = group.partitions.get(key)
         if partition is None:  # (its state was deleted during the session)
             _initialise(group, key, log_start, log_end, fx)
             continue  # the next fetch reads from the start just stored
+        skipped = aborted.get(key, ())
         runs = partition.acquire(
             op.member_id,
             first,
@@ -425,7 +432,10 @@ def _acquire(
             config.share_record_lock_duration_ms,
             budget,
             config.share_partition_max_record_locks,
+            skipped,
         )
+        if skipped and not runs:  # aborted records archived, nothing acquired
+            _store(group, key, partition, fx)
         if runs:
             budget -= sum(r[1] - r[0] + 1 for r in runs)
             fx.deadline_in(config.share_record_lock_duration_ms)
@@ -443,6 +453,16 @@ def _acquire(
         ),
     )
     return group
+
+
+def _by_partition(
+    ranges: tuple[tuple[str, int, int, int], ...],
+) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """(topic, partition, first, last) ranges, by partition."""
+    found: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for topic, index, first, last in ranges:
+        found.setdefault((topic, index), []).append((first, last))
+    return found
 
 
 def _lock_due(group: ShareGroup, topic: str, index: int) -> int | None:

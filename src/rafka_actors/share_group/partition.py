@@ -9,7 +9,8 @@ the window has a state of its own:
 - Acquired: handed to one member, locked until its deadline
   (`group.share.record.lock.duration.ms`); its delivery count was raised when it was acquired;
 - Acknowledged: accepted by its member, never delivered again;
-- Archived: rejected, a gap, or released past `group.share.delivery.count.limit`.
+- Archived: rejected, a gap, released past `group.share.delivery.count.limit`, or an aborted
+  transaction's (a read_committed group never hands those out).
 
 A release (the member's RELEASE, an expired lock, the member's departure) makes a record
 Available again unless its delivery count has reached the limit, in which case it is
@@ -103,12 +104,16 @@ class SharePartition:
         lock_ms: int,
         max_records: int,
         max_locks: int,
+        aborted: Iterable[tuple[int, int]] = (),
     ) -> list[Acquired]:
         """Acquire the Available records of `[first, last]` (what a read of the log found)
         for `member_id`, at most `max_records` of them and no more than `max_locks` in the
-        window; each one's delivery count goes up by one. Returns what was acquired."""
+        window; each one's delivery count goes up by one. Returns what was acquired.
+        An Available record in one of the `aborted` ranges (an aborted transaction's, for a
+        read_committed group) is archived instead, as Kafka's SharePartition does."""
         if last < first or max_records <= 0:
             return []
+        skip = _offsets_in(aborted, first, last)
         first = max(first, self.start_offset)
         if first > self.end_offset:
             # the log's start moved past records never handed out (retention): skipped
@@ -122,13 +127,17 @@ class SharePartition:
                 self.records[offset] = InFlight(AVAILABLE, 0)
                 self.end_offset = offset + 1
             record = self.records[offset]
-            if record.state == AVAILABLE:
+            if record.state == AVAILABLE and offset in skip:
+                record.state = ARCHIVED
+            elif record.state == AVAILABLE:
                 record.state = ACQUIRED
                 record.delivery_count += 1
                 record.member_id = member_id
                 record.lock_deadline = now + lock_ms
                 taken.append(offset)
             offset += 1
+        if skip:
+            self._advance()
         return _runs(taken, self.records)
 
     def _archive_unseen(self, first: int) -> None:
@@ -253,6 +262,13 @@ def _settle(record: InFlight, state: int) -> None:
 
 def _release(record: InFlight, limit: int) -> None:
     _settle(record, ARCHIVED if record.delivery_count >= limit else AVAILABLE)
+
+
+def _offsets_in(ranges: Iterable[tuple[int, int]], first: int, last: int) -> frozenset[int]:
+    """The offsets of `ranges` within `[first, last]`."""
+    return frozenset(
+        offset for low, high in ranges for offset in range(max(low, first), min(high, last) + 1)
+    )
 
 
 def _runs(offsets: list[int], records: dict[int, InFlight]) -> list[Acquired]:

@@ -27,7 +27,6 @@ from kio.schema.errors import ErrorCode
 
 from ...config import FIELDS, BrokerConfig, field_name, kafka_key
 from ...group_common import group_configs
-from ...group_common.effects import GroupConfig
 from ...group_common.ops import GroupConfigOp
 from ...storage.topic_configs import (
     SOURCE_DEFAULT,
@@ -223,15 +222,39 @@ def topic_entries(config: BrokerConfig, configs: Mapping[str, str]) -> list[Entr
 
 
 def group_entries(config: BrokerConfig, overrides: Mapping[str, str]) -> list[Entry]:
+    """Each group config: the group's own value (GROUP_CONFIG), or the broker's through its
+    synonym, as Kafka lists them (the group's name is a synonym only when it is set)."""
+    broker = broker_lookup(config)
     entries: list[Entry] = []
     for name in group_configs.GROUP_CONFIG_NAMES:
-        broker_key = group_configs.BROKER_SYNONYMS[name]
-        broker_value, broker_source = broker_setting(config, broker_key)
-        value: str | None = overrides.get(name, broker_value)
-        source = SOURCE_GROUP if name in overrides else SOURCE_DEFAULT
-        alternatives = ((name, value, source), (broker_key, broker_value, broker_source))
-        entries.append((name, value, source, False, TYPE_INT, alternatives))
+        definition = group_configs.DEFINITIONS[name]
+        broker_key = definition.synonym
+        broker_value = group_configs.broker_default(definition, broker)
+        broker_source = broker_setting(config, broker_key)[1]  # (a key not here: DEFAULT)
+        alternatives = [(broker_key, broker_value, broker_source)]
+        if broker_source == SOURCE_STATIC_BROKER:  # Kafka lists the default under it
+            default = FIELDS[field_name(broker_key)].default
+            alternatives.append((broker_key, str(default), SOURCE_DEFAULT))
+        value: str | None
+        if name in overrides:
+            value, source = overrides[name], SOURCE_GROUP
+            alternatives.insert(0, (name, value, source))
+        else:
+            value, source = broker_value, broker_source
+        kind = TYPE_INT if definition.kind == group_configs.INT else TYPE_STRING
+        entries.append((name, value, source, False, kind, tuple(alternatives)))
     return entries
+
+
+def broker_lookup(config: BrokerConfig) -> group_configs.BrokerLookup:
+    """A broker setting's value by its Kafka key (None: no such setting here)."""
+
+    def lookup(key: str) -> int | str | None:
+        name = field_name(key)
+        value = getattr(config, name) if name in FIELDS else None
+        return value if isinstance(value, int | str) else None
+
+    return lookup
 
 
 # -- AlterConfigs and IncrementalAlterConfigs -------------------------------------------------
@@ -321,7 +344,7 @@ def _alter_one(
         store = _group_store(ctx)
         wanted = _changed(store.get(conn.org_id, name), resource.configs, incremental, None)
         try:
-            checked = group_configs.validate(wanted, *_group_limits(ctx.config))
+            checked = group_configs.validate(wanted, broker_lookup(ctx.config))
         except group_configs.InvalidGroupConfig as exc:
             raise Refused(ErrorCode.invalid_config, str(exc)) from None
         if validate_only:
@@ -340,23 +363,6 @@ def _storage_errors(name: str) -> Iterator[None]:
     except OSError as exc:
         log.error("could not store the configs of %s: %s", name, exc)
         raise Refused(ErrorCode.kafka_storage_error, f"Could not store the change: {exc}") from None
-
-
-def _group_limits(
-    config: BrokerConfig,
-) -> tuple[GroupConfig, group_configs.GroupConfigBounds]:
-    """The broker's group settings a group's configs are checked against."""
-    base = GroupConfig(
-        consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
-        consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
-    )
-    bounds = group_configs.GroupConfigBounds(
-        config.group_consumer_min_session_timeout_ms,
-        config.group_consumer_max_session_timeout_ms,
-        config.group_consumer_min_heartbeat_interval_ms,
-        config.group_consumer_max_heartbeat_interval_ms,
-    )
-    return base, bounds
 
 
 def _changed(

@@ -44,7 +44,6 @@ from ...group_common.ops import (
     ShareSessionOpResp,
 )
 from ...storage.data_plane import PartitionKey
-from ...storage.record_batch import BATCH_OVERHEAD, HEADER_SIZE, parse_header
 from ...storage.topics import Topic
 from ..context import BrokerContext, ConnectionInfo
 from ..identities import WithGroupIdentities
@@ -53,16 +52,13 @@ from ._build import NO_THROTTLE, make, ms, schema, to_ms
 from .consumer_groups import described_error, heartbeat_response
 from .groups import DENIED, denied
 from .offsets import TOPIC_DENIED
+from .share_reads import read_partition, trimmed
 
 HEARTBEAT_KEY = 76
 DESCRIBE_KEY = 77
 FETCH_KEY = 78
 ACKNOWLEDGE_KEY = 79
 DEFAULT_MAX_RECORDS = 500  # Kafka's max.poll.records, when a request says 0 or less
-# What a ShareFetch reads of one partition's log at most (whole batches; at least one). A
-# fetch acquires at most max.poll.records records: reading the request's max bytes (librdkafka:
-# 50 MiB) from a deep backlog for that would cost far more than it hands out.
-READ_BYTES = 1 << 20
 LOCK_SLACK_S = 0.005  # a fetch retrying at a lock's expiry comes just after it
 
 
@@ -298,7 +294,7 @@ class _Fetch:
         self.read: dict[SharePartitionId, bytes] = {}
 
     def read_and_acquire(self, wait_s: float) -> Any:
-        reads, keys = [], []
+        reads, keys, aborted = [], [], []
         store = self.parts.store
         budget = self.request.max_bytes if self.request.max_bytes > 0 else 2**31 - 1
         for name, index, offset in self.session.partitions:
@@ -306,17 +302,21 @@ class _Fetch:
             if topic is None or not 0 <= index < len(topic.partitions):
                 continue
             log = topic.partitions[index]
+            read = read_partition(
+                self.ctx.data, topic, index, offset, budget, self.session.read_committed
+            )
+            budget -= len(read.data)
+            self.read[(name, index)] = read.data
             start, end = log.log_start_offset, log.log_end_offset
-            first, last, data = 0, -1, b""
-            if 0 <= offset < end and budget > 0:
-                data = log.read(max(offset, start), min(budget, READ_BYTES))
-                first, last = _offsets_of(data)
-                budget -= len(data)
-            self.read[(name, index)] = data
-            reads.append((name, index, start, end, max(first, offset), last))
+            reads.append((name, index, start, end, max(read.first, offset), read.last))
+            aborted += [(name, index, first, last) for first, last in read.aborted]
             keys.append(_partition_key(topic, index))
         op = ShareAcquireOp(
-            self.request.group_id, self.request.member_id, tuple(reads), self.max_records
+            self.request.group_id,
+            self.request.member_id,
+            tuple(reads),
+            self.max_records,
+            tuple(aborted),
         )
 
         def acquired(answer: ShareAcquireOpResp) -> Any:
@@ -355,7 +355,7 @@ class _Fetch:
                     key[1],
                     ErrorCode.none,
                     ack_errors.get(key, 0),
-                    _trimmed(self.read.get(key, b""), runs),
+                    trimmed(self.read.get(key, b""), runs),
                     runs,
                     self.ctx.node_id,
                 )
@@ -407,39 +407,6 @@ def _fetch_error(mod: Any, code: ErrorCode, message: str | None = None) -> Any:
         responses=(),
         node_endpoints=(),
     )
-
-
-def _trimmed(data: bytes, runs: Any) -> bytes:
-    """The whole batches of `data` that hold an acquired record: the rest of what was read
-    is not this member's to see (and need not cross the wire)."""
-    if not runs:
-        return b""
-    first, last = runs[0][0], runs[-1][1]
-    view = memoryview(data)
-    pos, begin, end = 0, -1, 0
-    while len(view) - pos >= HEADER_SIZE:
-        header = parse_header(view, pos)
-        size = header.batch_length + BATCH_OVERHEAD
-        if header.last_offset >= first and begin < 0:
-            begin = pos
-        if header.base_offset > last:
-            break
-        pos += size
-        end = pos
-    return bytes(view[max(begin, 0) : end])
-
-
-def _offsets_of(data: bytes) -> tuple[int, int]:
-    """The first and last offsets of the whole batches in `data` (0, -1 if none)."""
-    view = memoryview(data)
-    pos, first, last = 0, 0, -1
-    while len(view) - pos >= HEADER_SIZE:
-        header = parse_header(view, pos)
-        if pos == 0:
-            first = header.base_offset
-        last = header.last_offset
-        pos += header.batch_length + BATCH_OVERHEAD
-    return first, last
 
 
 def _partition_key(topic: Topic, index: int) -> PartitionKey:
