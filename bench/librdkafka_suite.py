@@ -4,9 +4,14 @@ librdkafka's `tests/` (confluentinc/librdkafka, at the tag nearest our confluent
 librdkafka: v2.15.0 for 2.16.0) hold about 200 tests; those that need a broker and nothing
 else (not flagged TEST_F_LOCAL, which use a mock cluster, or TEST_F_MANUAL) are run here.
 Each runs in its own `test-runner` process, against a fresh broker of its own (a temporary
-data dir, broker defaults; `auto.create.topics.enable=false` and TEST_SCENARIO=noautocreate
-for the tests of that scenario), with TEST_KAFKA_VERSION=4.0.0, as issue 55 prescribes. The
-runner itself skips what needs more (SSL, SASL, several brokers, a newer broker version).
+data dir; `num.partitions=4`, as the trivup cluster librdkafka's tests are written for creates
+topics, whose tests produce to partitions 1-3 of a topic they have auto-created;
+`auto.create.topics.enable=false` and TEST_SCENARIO=noautocreate for the tests of that
+scenario), with TEST_KAFKA_VERSION=4.0.0, as issue 55 prescribes. The runner itself skips
+what needs more (SSL, SASL, several brokers, a newer broker version). A few tests create
+topics with Kafka's `bin/kafka-topics.sh` (0052): when Kafka's tools are found
+(`--kafka-tool`, default `$KAFKA_REF/kafka-tool`, i.e. ~/.cache/kafka-ref/kafka-tool), a
+`kafka-topics.sh` that calls it is made and KAFKA_PATH and BROKERS are set, as trivup does.
 
 With `--split 0081`, 0081_admin runs once per sub-test function called by its do_test_apis
 (SUBTESTS=do_test_NAME:), so one failing sub-test (its ACL ones expect an authorizer) does not
@@ -30,6 +35,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -43,6 +49,10 @@ from harness.brokers import Broker, running
 
 KAFKA_VERSION = "4.0.0"
 NOAUTOCREATE = "noautocreate"
+BROKER_SETTINGS = ("num.partitions=4",)  # trivup's num_partitions
+KAFKA_TOOL = (
+    Path(os.environ.get("KAFKA_REF") or Path.home() / ".cache" / "kafka-ref") / "kafka-tool"
+)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -113,7 +123,23 @@ def outcome_of(case: Case, code: int | None, log: str, seconds: float) -> Outcom
     return Outcome(case.label, "FAIL", seconds, reason[:300])
 
 
-def run_case(runner: Path, case: Case, bootstrap: str, timeout: float, keep: Path) -> Outcome:
+def kafka_path(kafka_tool: Path, into: Path) -> Path:
+    """A KAFKA_PATH for librdkafka's tests: `bin/kafka-topics.sh` running Kafka's tool."""
+    script = into / "bin" / "kafka-topics.sh"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(f'#!/bin/sh\nexec {shlex.quote(str(kafka_tool))} topics "$@"\n')
+    script.chmod(0o755)
+    return into
+
+
+def run_case(
+    runner: Path,
+    case: Case,
+    bootstrap: str,
+    timeout: float,
+    keep: Path,
+    kafka_tool: Path | None = None,
+) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="lrk-") as work:
         conf = Path(work) / "test.conf"
         conf.write_text(f"bootstrap.servers={bootstrap}\n")
@@ -128,6 +154,9 @@ def run_case(runner: Path, case: Case, bootstrap: str, timeout: float, keep: Pat
         }
         if case.subtest:
             env["SUBTESTS"] = case.subtest
+        if kafka_tool is not None:
+            env["KAFKA_PATH"] = str(kafka_path(kafka_tool, Path(work) / "kafka"))
+            env["BROKERS"] = bootstrap
         started = time.monotonic()
         with open(Path(work) / "log", "w+b") as log:
             proc = subprocess.Popen(
@@ -151,7 +180,9 @@ def broker_for(case: Case, bootstrap: str | None) -> Iterator[str]:
     if bootstrap is not None:
         yield bootstrap
         return
-    settings = ("auto.create.topics.enable=false",) if case.scenario == NOAUTOCREATE else ()
+    settings: tuple[str, ...] = BROKER_SETTINGS
+    if case.scenario == NOAUTOCREATE:
+        settings += ("auto.create.topics.enable=false",)
     with running(Broker("rafka-actors", "rafka-actors", settings)) as target:
         yield target.bootstrap
 
@@ -187,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="", help="tests to run sub-test by sub-test")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     parser.add_argument("--bootstrap", help="an already running broker to test instead")
+    parser.add_argument(
+        "--kafka-tool", type=Path, default=KAFKA_TOOL, help="Kafka's kafka-tool (kafka-topics.sh)"
+    )
     parser.add_argument("--logs", type=Path, help="keep each run's output here")
     parser.add_argument("--json", type=Path, help="write the outcomes here")
     args = parser.parse_args(argv)
@@ -196,14 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     cases = cases_to_run(args.librdkafka.resolve(), tests, split)
     logs = args.logs or Path(tempfile.mkdtemp(prefix="librdkafka-suite-"))
     logs.mkdir(parents=True, exist_ok=True)
-    print(f"{len(cases)} runs; each one's output in {logs}")
+    kafka_tool = args.kafka_tool.resolve() if args.kafka_tool.exists() else None
+    print(f"{len(cases)} runs; each one's output in {logs}; Kafka's tools: {kafka_tool}")
     outcomes = []
     for case in cases:
         if args.bootstrap and case.scenario == NOAUTOCREATE:
             outcome = Outcome(case.label, "SKIP", 0.0, "noautocreate needs our broker")
         else:
             with broker_for(case, args.bootstrap) as bootstrap:
-                outcome = run_case(runner, case, bootstrap, args.timeout, logs)
+                outcome = run_case(runner, case, bootstrap, args.timeout, logs, kafka_tool)
         outcomes.append(outcome)
         print(f"{outcome.case:60} {outcome.result:7} {outcome.seconds:6.0f}s  {outcome.reason}")
         sys.stdout.flush()

@@ -6,11 +6,12 @@ LIBRDKAFKA_DIR set, one quick test of it runs here against the real broker."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from librdkafka_suite import Case, broker_tests, main, outcome_of, subtests_of
+from librdkafka_suite import Case, broker_tests, kafka_path, main, outcome_of, subtests_of
 
 pytestmark = pytest.mark.bench
 
@@ -116,6 +117,16 @@ def test_verdicts_from_the_runner_s_summary() -> None:
     assert outcome_of(case, None, "", 900.0).result == "TIMEOUT"
     sub = Case("0081", subtest="do_test_CreateAcls:")
     assert outcome_of(sub, 134, failed, 1.0).case == "0081 [do_test_CreateAcls]"
+
+
+def test_kafka_path_s_kafka_topics_runs_kafka_s_tool(tmp_path: Path) -> None:
+    tool = tmp_path / "kafka tool"  # a space: the path is quoted
+    tool.write_text('#!/bin/sh\necho "$@"\n')
+    tool.chmod(0o755)
+    script = kafka_path(tool, tmp_path / "kafka") / "bin" / "kafka-topics.sh"
+    args = ["--bootstrap-server", "127.0.0.1:9092", "--create", "--topic", "a b"]
+    done = subprocess.run([script, *args], capture_output=True, text=True, check=True)
+    assert done.stdout == "topics --bootstrap-server 127.0.0.1:9092 --create --topic a b\n"
 
 
 @pytest.mark.skipif(not os.environ.get("LIBRDKAFKA_DIR"), reason="LIBRDKAFKA_DIR is not set")
