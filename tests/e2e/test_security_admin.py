@@ -1,6 +1,6 @@
 """Authorized operations, SCRAM credential management and the ACL APIs, end to end (issue 55
-§6-8): the real broker, confluent-kafka's AdminClient, kafka-python's admin client, and Kafka's
-own `kafka-configs` and `kafka-acls` when Java and the reference Kafka are present.
+§6-8): the real broker, confluent-kafka's AdminClient and kafka-python's admin client (Kafka's
+own `kafka-configs` and `kafka-acls`: kafka_tools/test_security_tools.py).
 
 * Authorized operations: a topic, the cluster and a group (classic and KIP-848) described with
   `include_authorized_operations` carry every operation Kafka supports on them; a user limited
@@ -17,9 +17,6 @@ own `kafka-configs` and `kafka-acls` when Java and the reference Kafka are prese
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -70,8 +67,6 @@ GROUP_OPS = {Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONF
 ROOT = UserSpec("root", 1, "root-secret")  # no prefixes: org 1's admin
 LIMITED = UserSpec("limited", 1, "limited-secret", topic_prefixes=("lim.",))
 OTHER = UserSpec("other", 2, "other-secret")  # org 2's admin
-KAFKA_TOOL = Path(os.environ.get("KAFKA_REF", Path.home() / ".cache/kafka-ref")) / "kafka-tool"
-JAVA_TOOLS = KAFKA_TOOL.exists() and shutil.which("java") is not None
 
 
 def user(spec: UserSpec) -> User:
@@ -319,35 +314,3 @@ def test_without_sasl_anyone_manages_org_0_s_users_in_the_data_dir(
     assert svc.org_id == 0 and svc.credentials
     described = client.describe_user_scram_credentials(["svc"])["svc"].result(timeout=WAIT)
     assert [c.iterations for c in described.scram_credential_infos] == [4096]
-
-
-# -- Kafka's own tools ----------------------------------------------------------------------
-def _tool(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [str(KAFKA_TOOL), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-
-
-def _output(tool: subprocess.Popen[str]) -> str:
-    out, _ = tool.communicate(timeout=120)
-    return out
-
-
-@pytest.mark.skipif(not JAVA_TOOLS, reason="Kafka's Java tools are not installed")
-def test_kafka_configs_and_kafka_acls(broker_factory: Callable[..., BrokerProcess]) -> None:
-    broker = broker_factory()
-    server = ("--bootstrap-server", broker.bootstrap)
-    listed = _tool("acls", *server, "--list")  # beside the first kafka-configs: JVMs are slow
-    added = _output(
-        _tool(
-            "configs", *server, "--alter", "--entity-type", "users", "--entity-name", "javauser",
-            "--add-config", "SCRAM-SHA-256=[iterations=8192,password=java-pw]",
-        )
-    )  # fmt: skip
-    assert "Completed updating config for user javauser." in added, added[-2000:]
-    described = _output(_tool("configs", *server, "--describe", "--entity-type", "users"))
-    assert (
-        "SCRAM credential configs for user-principal 'javauser' are SCRAM-SHA-256=iterations=8192"
-        in described
-    ), described[-2000:]
-    assert "SecurityDisabledException: No Authorizer is configured on the broker" in _output(listed)
