@@ -16,6 +16,8 @@ from kio.schema.fetch.v11 import response as fetch_resp
 from kio.schema.produce.v9 import request as produce_req
 from kio.schema.produce.v9 import response as produce_resp
 
+from rafka_actors.storage.record_batch import BatchHeader, parse_header, split_batches
+
 from .wire import parse_response, request_frame
 
 
@@ -85,6 +87,11 @@ class RawClient:
         )
         response = self._call(request, fetch_resp.FetchResponse, header_version=0)
         return response.responses[0].partitions[0]
+
+    def stored_batches(self, topic: str, partition: int) -> list[BatchHeader]:
+        """The headers of the partition's first MiB of batches, their CRCs checked."""
+        records = self.fetch(topic, partition, 0, 0).records
+        return [parse_header(batch) for batch in split_batches(records)]
 
     def describe_producers(self, topic: str, partition: int) -> Any:
         """The PartitionResponse of one partition."""

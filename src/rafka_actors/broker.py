@@ -152,6 +152,7 @@ async def _serve(
                 ),
                 sasl=sasl,
                 group_configs=storage.group_configs,
+                broker_configs=storage.broker_configs,
                 topic_deletions=storage.topic_deletions,
                 metrics=metrics,
                 disk_space=disk_space,

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .storage.coordinator_segments import DEFAULT_PREALLOCATE_BYTES, DEFAULT_SEGMENT_BYTES
+from .storage.topic_configs import TOPIC_CONFIGS, InvalidConfig, validate_topic_config
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,19 @@ class BrokerConfig:
         metadata=_doc("fsync partition logs at least this often (0 = every append)"),
     )
     message_max_bytes: int = field(default=1048588, metadata=_doc("largest record batch"))
+    # Topics' defaults of the topic configs of the same meaning (storage/topic_configs.py).
+    log_message_timestamp_type: str = field(
+        default="CreateTime", metadata=_doc("CreateTime|LogAppendTime: message.timestamp.type")
+    )
+    log_message_timestamp_before_max_ms: int = field(
+        default=2**63 - 1, metadata=_doc("message.timestamp.before.max.ms")
+    )
+    log_message_timestamp_after_max_ms: int = field(
+        default=3_600_000, metadata=_doc("message.timestamp.after.max.ms")
+    )
+    compression_type: str = field(
+        default="producer", metadata=_doc("topics' compression.type (producer: as produced)")
+    )
     # Idempotent and transactional producers' state in the partition logs (issue 43 §3).
     producer_id_expiration_ms: int = field(
         default=86_400_000,
@@ -442,6 +456,7 @@ def load_config(
     _check_consumer_group_settings(config)
     _check_share_group_settings(config)
     _check_network_settings(config)
+    _check_topic_defaults(config)
     if config.coordinator_log_fsync not in ("always", "interval", "never"):
         raise ConfigError("coordinator.log.fsync must be always, interval or never")
     if config.log_retention_check_interval_ms <= 0:
@@ -452,6 +467,27 @@ def load_config(
     if config.log_dir_free_space_warning_bytes < 0:
         raise ConfigError("log.dir.free.space.warning.bytes must be >= 0")
     return config
+
+
+def kafka_value(config: BrokerConfig, key: str) -> str | None:
+    """Setting `key` as Kafka prints it (booleans in lower case); None if it is not ours."""
+    name = field_name(key)
+    if name not in FIELDS:
+        return None
+    value = getattr(config, name)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _check_topic_defaults(config: BrokerConfig) -> None:
+    """The broker settings that are topics' defaults obey the topic configs' rules."""
+    for name, definition in TOPIC_CONFIGS.items():
+        value = kafka_value(config, definition.broker_key) if definition.broker_key else None
+        if value is None:
+            continue
+        try:
+            validate_topic_config(name, value)
+        except InvalidConfig as exc:
+            raise ConfigError(f"{definition.broker_key}: {exc}") from None
 
 
 def _check_cleaner_settings(config: BrokerConfig) -> None:

@@ -1,8 +1,8 @@
 """The broker's data dir at start-up: locked, everything in it read and checked, then written.
 
 `DataDir.open` takes the data dir's lock (storage/data_dir_lock.py) and opens every store in it,
-the partition logs, the coordinator and transaction logs, the group configs and the pending
-topic deletions, reading only: what recovery must write waits in a `StartupWrites`
+the partition logs, the coordinator and transaction logs, the group and dynamic broker configs
+and the pending topic deletions, reading only: what recovery must write waits in a `StartupWrites`
 (storage/startup_writes.py) until `write`, which the broker calls once every check of its
 start-up has passed (broker.py). A store that is damaged, or a dir that cannot be used or is
 another broker's, refuses the start (refusals.py) having written nothing.
@@ -14,17 +14,19 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from .config import BrokerConfig
+from .config import BrokerConfig, kafka_value
 from .refusals import CorruptLog, DataDirLocked, unusable_data_dir
 from .storage.coordinator_segments import CorruptCoordinatorLog
 from .storage.data_dir_lock import LOCK_FILE, DataDirInUse, DataDirLock, lock_data_dir
 from .storage.data_plane import DataPlane
 from .storage.durable_log import DurableCoordinatorLog
 from .storage.fsutil import DamagedFile
-from .storage.group_configs import GroupConfigStore
+from .storage.group_configs import BROKER_CONFIGS_FILE, GroupConfigStore
 from .storage.startup_writes import StartupWrites
+from .storage.topic_configs import topic_defaults
 from .storage.topic_deletions import PendingTopicDeletions
 
 __all__ = ["DataDir", "open_coordinator_log"]
@@ -57,6 +59,7 @@ class DataDir:
     coordinator: DurableCoordinatorLog
     txn_log: DurableCoordinatorLog
     group_configs: GroupConfigStore
+    broker_configs: GroupConfigStore
     topic_deletions: PendingTopicDeletions
     writes: StartupWrites
     written: bool = False
@@ -73,7 +76,7 @@ class DataDir:
             data = _open_data_plane(config, writes)
             opened.append(open_coordinator_log(config, writes=writes))
             opened.append(open_coordinator_log(config, name="transactions", writes=writes))
-            group_configs, topic_deletions = _open_admin_state(config)
+            group_configs, broker_configs, topic_deletions = _open_admin_state(config)
         except BaseException:
             for coordinator_log in opened:
                 coordinator_log.close()
@@ -89,6 +92,7 @@ class DataDir:
             coordinator,
             txn_log,
             group_configs,
+            broker_configs,
             topic_deletions,
             writes,
         )
@@ -116,17 +120,26 @@ class DataDir:
 def _open_data_plane(config: BrokerConfig, writes: StartupWrites | None = None) -> DataPlane:
     with _refused_if_unreadable(config.data_dir):
         data = DataPlane.open(
-            config.data_dir, segment_bytes=config.log_segment_bytes, writes=writes
+            config.data_dir,
+            segment_bytes=config.log_segment_bytes,
+            topic_defaults=topic_defaults(partial(kafka_value, config)),
+            writes=writes,
         )
     # markers as durable as the coordinator's Complete record, no more (storage/data_plane.py)
     data.fsync_markers = config.coordinator_log_fsync == "always"
     return data
 
 
-def _open_admin_state(config: BrokerConfig) -> tuple[GroupConfigStore, PendingTopicDeletions]:
-    """The dynamic group configs and the unfinished topic deletions (issue 45)."""
+def _open_admin_state(
+    config: BrokerConfig,
+) -> tuple[GroupConfigStore, GroupConfigStore, PendingTopicDeletions]:
+    """The dynamic group and broker configs and the unfinished topic deletions (issue 45)."""
     with _refused_if_unreadable(config.data_dir):
-        return GroupConfigStore.open(config.data_dir), PendingTopicDeletions.open(config.data_dir)
+        return (
+            GroupConfigStore.open(config.data_dir),
+            GroupConfigStore.open(config.data_dir, BROKER_CONFIGS_FILE),
+            PendingTopicDeletions.open(config.data_dir),
+        )
 
 
 @contextmanager

@@ -61,7 +61,7 @@ def _fill_compacted_topic(broker: BrokerProcess, topic: str) -> tuple[dict[bytes
         broker,
         topic,
         cleanup_policy="compact",
-        segment_bytes=str(SEGMENT_BYTES),
+        internal_segment_bytes=str(SEGMENT_BYTES),  # (Kafka's, below its 1 MiB minimum)
         min_cleanable_dirty_ratio="0.01",
         delete_retention_ms="0",
         compression_type="producer",

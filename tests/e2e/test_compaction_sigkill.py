@@ -46,7 +46,7 @@ def test_sigkill_during_cleaning_loses_nothing(
     broker_factory: Callable[..., BrokerProcess], tmp_path: Path
 ) -> None:
     broker = broker_factory("log.cleaner.backoff.ms=50", data_dir=tmp_path / "data")
-    create(broker, TOPIC, cleanup_policy="compact", segment_bytes=str(SEGMENT_BYTES),
+    create(broker, TOPIC, cleanup_policy="compact", internal_segment_bytes=str(SEGMENT_BYTES),
            min_cleanable_dirty_ratio="0.01")  # fmt: skip
     partition_dir = tmp_path / "data" / "topics" / TOPIC / "0"
     expected: dict[bytes, bytes] = {}

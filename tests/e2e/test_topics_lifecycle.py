@@ -253,10 +253,10 @@ def test_group_config_refusals_are_kafkas(broker: BrokerProcess) -> None:
 
 def test_topic_configs_with_their_sources(broker: BrokerProcess) -> None:
     topic, _group = _names("tcfg")
-    _create(broker, topic, 1, segment_bytes="4096")
+    _create(broker, topic, 1, segment_bytes="2097152")
     configs = _described(broker, ResourceType.TOPIC, topic)
     assert (configs["segment.bytes"].value, configs["segment.bytes"].source) == (
-        "4096",
+        "2097152",
         ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
     )
     assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
@@ -280,7 +280,7 @@ def test_topic_configs_with_their_sources(broker: BrokerProcess) -> None:
     finally:
         legacy.close()
     # (kafka-python re-sends the topic's other configs, so that the replacement keeps them)
-    assert _described(broker, ResourceType.TOPIC, topic)["segment.bytes"].value == "4096"
+    assert _described(broker, ResourceType.TOPIC, topic)["segment.bytes"].value == "2097152"
     broker_configs = _described(broker, ResourceType.BROKER, "0")
     retention_check = broker_configs["log.retention.check.interval.ms"]
     assert retention_check.value == "200"
@@ -401,7 +401,7 @@ def test_retention_deletes_segments_and_consumers_reset(
     broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
 ) -> None:
     topic, group = _names("retain")
-    _create(broker, topic, 1, segment_bytes="200")
+    _create(broker, topic, 1, internal_segment_bytes="200")  # (Kafka's, below 1 MiB)
     _produce(broker, topic, 12)
     consumer = _consumer(broker, group, topic, "classic")
     try:
@@ -640,7 +640,9 @@ def test_topics_tool_creates_alters_describes_and_deletes(
 
 
 # -- damaged state files ------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["group-configs.json", "topic-deletions.json"])
+@pytest.mark.parametrize(
+    "name", ["group-configs.json", "broker-configs.json", "topic-deletions.json"]
+)
 def test_a_damaged_state_file_refuses_to_start_naming_it(
     tmp_path: Path, name: str, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -76,7 +76,7 @@ def test_topic_config_values_are_checked_as_kafka_does() -> None:
         ("cleanup.policy", "compact,foo", "foo for configuration cleanup.policy: String must"),
         ("cleanup.policy", "compact,", "values must not be empty"),
         ("min.cleanable.dirty.ratio", "1.5", "Value must be no more than 1"),
-        ("min.insync.replicas", "2", "Unknown topic config name"),
+        ("dummy.doesntexist", "2", "Unknown topic config name"),
     ):
         with pytest.raises(InvalidConfig, match=message):
             validate_topic_config(name, value)

@@ -299,9 +299,35 @@ def test_offset_for_timestamp(tmp_path: Path) -> None:
     log.close()
 
 
-def test_offset_for_timestamp_uses_batch_max(plog: PartitionLog) -> None:
-    plog.append([build_batch([(None, b"a"), (None, b"b")], base_timestamp=10, timestamps=[10, 90])])
-    assert plog.offset_for_timestamp(50) == (0, 90)
+def test_offset_for_timestamp_finds_the_record_inside_its_batch(plog: PartitionLog) -> None:
+    # one batch, records of distinct timestamps, not in order (Kafka's LogSegment search)
+    stamps = [10, 90, 40, 60, 90]
+    plog.append([build_batch([(None, b"x")] * 5, base_timestamp=10, timestamps=stamps)])
+    plog.append([build_batch([(None, b"y")] * 2, base_timestamp=95, timestamps=[95, 99])])
+    assert plog.offset_for_timestamp(10) == (0, 10)
+    assert plog.offset_for_timestamp(11) == (1, 90)
+    assert plog.offset_for_timestamp(90) == (1, 90)
+    assert plog.offset_for_timestamp(91) == (5, 95)
+    assert plog.offset_for_timestamp(96) == (6, 99)
+    assert plog.offset_for_timestamp(100) is None
+    assert plog.max_timestamp() == (6, 99)
+    plog.advance_log_start(2)  # DeleteRecords inside the first batch
+    assert plog.offset_for_timestamp(11) == (2, 40)
+    assert plog.offset_for_timestamp(41) == (3, 60)
+    assert plog.offset_for_timestamp(61) == (4, 90)
+
+
+def test_offset_for_timestamp_reads_compressed_and_log_append_time_batches(
+    plog: PartitionLog,
+) -> None:
+    from rafka_actors.storage.batch_records import recompressed, stamped
+
+    records = build_batch([(None, b"v")] * 3, base_timestamp=100, timestamps=[100, 120, 110])
+    plog.append([recompressed(records, 4, None)])  # zstd
+    plog.append([stamped(records, 500)])  # LogAppendTime: every record at 500
+    assert plog.offset_for_timestamp(101) == (1, 120)
+    assert plog.offset_for_timestamp(121) == (3, 500)
+    assert plog.max_timestamp() == (3, 500)
 
 
 def test_max_timestamp(tmp_path: Path) -> None:

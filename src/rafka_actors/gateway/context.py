@@ -51,6 +51,7 @@ class BrokerContext:
     )
     sasl: SaslSetup | None = None  # set on a SASL listener
     group_configs: GroupConfigStore | None = None  # dynamic group configs (issue 45)
+    broker_configs: GroupConfigStore | None = None  # dynamic broker configs (broker_configs.py)
     topic_deletions: PendingTopicDeletions | None = None  # offsets still to tombstone (45)
     metrics: BrokerMetrics | None = None  # set when metrics.listen is
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes

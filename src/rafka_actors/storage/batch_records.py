@@ -9,9 +9,9 @@ for the few that must, as Kafka's broker does:
   (`recompressed`): the records are kept byte for byte, only their container changes;
 - LogAppendTime stamps a batch (`stamped`).
 
-A record is ``length varint, attributes int8, timestampDelta varlong, offsetDelta varint, ...``
-(kio reads the varints). In a LogAppendTime batch every record's timestamp is the batch's max
-timestamp, as clients read it.
+A record is ``length varint, attributes int8, timestampDelta varlong, offsetDelta varint, ...``.
+In a LogAppendTime batch every record's timestamp is the batch's max timestamp, as clients read
+it.
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ import struct
 from collections.abc import Iterator
 
 import crc32c
-from kio.serial.errors import BufferUnderflow
-from kio.serial.readers import read_signed_varint, read_signed_varlong
 
 from .codecs import CodecError, compress, decompress
-from .record_batch import BATCH_OVERHEAD, HEADER_SIZE, InvalidRecordError, parse_header
+from .record_batch import BATCH_OVERHEAD, HEADER_SIZE, InvalidRecordError, parse_header, read_varint
 
 __all__ = ["CODEC_MASK", "LOG_APPEND_TIME", "recompressed", "record_stamps", "stamped"]
 
@@ -50,16 +48,15 @@ def record_stamps(batch: bytes | memoryview) -> Iterator[tuple[int, int]]:
     pos = 0
     try:
         for _ in range(header.records_count):
-            length, size = read_signed_varint(records, pos)
+            length, body = read_varint(records, pos)
             if length < 0:
                 raise InvalidRecordError(f"record of length {length}", corrupt=True)
-            at = pos + size + 1  # after the record's attributes
-            delta, delta_size = read_signed_varlong(records, at)
-            offset_delta, _ = read_signed_varint(records, at + delta_size)
+            delta, at = read_varint(records, body + 1)  # (after the record's attributes)
+            offset_delta, _ = read_varint(records, at)
             timestamp = header.max_timestamp if log_append else header.base_timestamp + delta
             yield header.base_offset + offset_delta, timestamp
-            pos += size + length
-    except BufferUnderflow:
+            pos = body + length
+    except (IndexError, ValueError):
         raise InvalidRecordError("records end inside a record", corrupt=True) from None
 
 

@@ -17,8 +17,7 @@ from typing import Final
 
 import crc32c
 
-from .keyed_records import read_varint, varint
-from .record_batch import BATCH_OVERHEAD, HEADER_SIZE
+from .record_batch import BATCH_OVERHEAD, HEADER_SIZE, read_varint, varint
 
 ABORT: Final = 0
 COMMIT: Final = 1

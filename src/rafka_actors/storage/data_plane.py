@@ -30,7 +30,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -38,6 +38,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from ..group_common.topic_image import TopicImage
+from .append_rules import AppendRules, RecordError, prepare
 from .control_batches import ABORT, COMMIT, marker_batch
 from .failures import STORAGE_LOG, StorageError, reason
 from .partition_log import PartitionLog
@@ -46,6 +47,7 @@ from .producer_recovery import rebuild_producers, write_snapshot
 from .producer_state import AbortedTxn, PartitionProducers, ProducerEntry
 from .record_batch import parse_header
 from .startup_writes import StartupWrites
+from .topic_configs import KAFKA_DEFAULTS
 from .topics import Topic, TopicStore, stored_orgs, topics_dir
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,8 @@ class AppendResult(NamedTuple):
     error: ErrorCode
     base_offset: int  # -1 unless appended (or a duplicate of a batch appended before)
     message: str = ""
+    record_errors: tuple[RecordError, ...] = ()  # (index in the batch, why), KIP-467
+    log_append_time: int = -1  # the time stamped on the batch (LogAppendTime topics)
 
 
 def _fsync_all(handles: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], OSError]:
@@ -86,10 +90,16 @@ class DataPlane:
         producer_ids: ProducerIdAllocator,
         *,
         segment_bytes: int,
+        topic_defaults: Mapping[str, str] = KAFKA_DEFAULTS,
         writes: StartupWrites | None = None,
     ) -> None:
         self._data_dir = data_dir
         self._segment_bytes = segment_bytes
+        # Each topic config's broker-wide default (topic_configs.topic_defaults), and each
+        # topic's append rules, made again when its configs change (alter_configs replaces
+        # the dict).
+        self.topic_defaults = dict(topic_defaults)
+        self._rules: dict[uuid.UUID, tuple[Mapping[str, str], AppendRules]] = {}
         self._stores = dict(stores)
         self.topics = self.topics_for(0)  # org 0's: a listener without SASL sees only these
         self.producer_ids = producer_ids
@@ -122,7 +132,12 @@ class DataPlane:
 
     @classmethod
     def open(
-        cls, data_dir: Path, *, segment_bytes: int, writes: StartupWrites | None = None
+        cls,
+        data_dir: Path,
+        *,
+        segment_bytes: int,
+        topic_defaults: Mapping[str, str] = KAFKA_DEFAULTS,
+        writes: StartupWrites | None = None,
     ) -> DataPlane:
         """Every org's topics and their producer state, as stored. Reads only: recovery's
         writes go to ``writes`` (made at once if None: startup_writes.py)."""
@@ -133,7 +148,14 @@ class DataPlane:
             for org_id in (0, *stored_orgs(data_dir))
         }
         allocator = ProducerIdAllocator(data_dir / "producer-ids")
-        return cls(data_dir, stores, allocator, segment_bytes=segment_bytes, writes=writes)
+        return cls(
+            data_dir,
+            stores,
+            allocator,
+            segment_bytes=segment_bytes,
+            topic_defaults=topic_defaults,
+            writes=writes,
+        )
 
     # -- topics ---------------------------------------------------------------------------
     def topics_for(self, org_id: int) -> TopicStore:
@@ -170,6 +192,7 @@ class DataPlane:
     def delete_topic(self, name: str, *, org_id: int = 0) -> Topic | None:
         topic = self.topics_for(org_id).delete(name)
         if topic is not None:
+            self._rules.pop(topic.topic_id, None)
             for index, partition in enumerate(topic.partitions):
                 self._dirty.discard(partition)
                 self._producers.pop((topic.topic_id, index), None)
@@ -183,8 +206,9 @@ class DataPlane:
 
         Batches of a producer (id >= 0) are checked against the partition's producer state
         first; such a request must hold exactly one batch, as Kafka demands from Produce v3.
-        A write the disk refuses raises StorageError (nothing of it was stored), with one
-        budgeted log line (storage/failures.py).
+        Then the topic's configs apply (append_rules.py: timestamps, LogAppendTime, the
+        codec). A write the disk refuses raises StorageError (nothing of it was stored), with
+        one budgeted log line (storage/failures.py).
         """
         key = (topic.topic_id, index)
         partition = topic.partitions[index]
@@ -209,12 +233,29 @@ class DataPlane:
                 return AppendResult(verdict.error, -1, verdict.message)
         elif header.is_transactional:
             return AppendResult(ErrorCode.invalid_record, -1, "transactional batch, no producer")
-        base_offset = self._append_to_log(topic, index, batches)
-        if producers is not None:
-            producers.appended(header, base_offset)
+        prepared = prepare(batches, self.rules_of(topic), _now_ms())
+        if prepared.error is not ErrorCode.none:
+            return AppendResult(prepared.error, -1, prepared.message, prepared.record_errors)
+        base_offset = self._append_to_log(topic, index, prepared.batches)
+        if producers is not None:  # (as stored: a LogAppendTime batch has the broker's time)
+            stored = prepared.batches[0]
+            producers.appended(
+                header if stored is batches[0] else parse_header(stored), base_offset
+            )
         self._dirty.add(partition)
         self._wake(key)
-        return AppendResult(ErrorCode.none, base_offset)
+        if prepared.log_append_time < 0:
+            return AppendResult(ErrorCode.none, base_offset)  # (positional: the hot path)
+        return AppendResult(ErrorCode.none, base_offset, "", (), prepared.log_append_time)
+
+    def rules_of(self, topic: Topic) -> AppendRules:
+        """The topic's append rules under its current configs."""
+        cached = self._rules.get(topic.topic_id)
+        if cached is not None and cached[0] is topic.configs:
+            return cached[1]
+        rules = AppendRules.of(topic.configs, self.topic_defaults)
+        self._rules[topic.topic_id] = (topic.configs, rules)
+        return rules
 
     async def write_txn_markers(
         self,
@@ -306,7 +347,7 @@ class DataPlane:
         return ErrorCode.none
 
     def _append_to_log(
-        self, topic: Topic, index: int, batches: list[memoryview] | list[bytes]
+        self, topic: Topic, index: int, batches: Sequence[bytes | memoryview]
     ) -> int:
         try:
             return topic.partitions[index].append(batches)
@@ -334,7 +375,7 @@ class DataPlane:
         return max(lso, partition.log_start_offset)
 
     def read_committed(
-        self, topic: Topic, index: int, offset: int, max_bytes: int
+        self, topic: Topic, index: int, offset: int, max_bytes: int, *, min_one: bool = True
     ) -> tuple[bytes, list[AbortedTxn], int]:
         """Whole batches from `offset` below the last stable offset (as PartitionLog.read),
         the aborted transactions that overlap what was read (Kafka's read_committed), and
@@ -342,10 +383,11 @@ class DataPlane:
         partition = topic.partitions[index]
         producers = self._producers.get((topic.topic_id, index))
         if producers is None:
-            records, end = partition.read_until(offset, max_bytes, partition.log_end_offset)
+            end_offset = partition.log_end_offset
+            records, end = partition.read_until(offset, max_bytes, end_offset, min_one=min_one)
             return records, [], end
         lso = self.last_stable_offset(topic, index)
-        records, end = partition.read_until(offset, max_bytes, lso)
+        records, end = partition.read_until(offset, max_bytes, lso, min_one=min_one)
         return records, producers.aborted_between(offset, end) if records else [], end
 
     def cleaner_facts(

@@ -21,6 +21,7 @@ from .fsutil import DamagedFile, fsync_dir
 log = logging.getLogger(__name__)
 
 FILE_NAME = "group-configs.json"
+BROKER_CONFIGS_FILE = "broker-configs.json"  # the dynamic broker configs, in the same shape
 
 
 class GroupConfigStore:
@@ -29,8 +30,10 @@ class GroupConfigStore:
         self._configs = configs
 
     @classmethod
-    def open(cls, data_dir: Path) -> GroupConfigStore:
-        path = data_dir / FILE_NAME
+    def open(cls, data_dir: Path, file_name: str = FILE_NAME) -> GroupConfigStore:
+        """The store in `file_name` (the dynamic broker configs are kept the same way, in
+        their own file: gateway/apis/broker_configs.py)."""
+        path = data_dir / file_name
         configs: dict[tuple[int, str], dict[str, str]] = {}
         if path.exists():
             try:
@@ -56,7 +59,7 @@ class GroupConfigStore:
             configs.pop((org_id, group_id), None)
         self._write(configs)
         self._configs = configs
-        log.info("group %s of org %d: configs now %s", group_id, org_id, dict(values))
+        log.info("%s: %r of org %d now %s", self._path.name, group_id, org_id, dict(values))
 
     def _write(self, configs: dict[tuple[int, str], dict[str, str]]) -> None:
         stored: dict[str, dict[str, dict[str, str]]] = {}

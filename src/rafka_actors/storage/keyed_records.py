@@ -26,7 +26,14 @@ import crc32c
 
 from .batch_records import CODEC_MASK, LOG_APPEND_TIME
 from .codecs import compress, decompress
-from .record_batch import BATCH_OVERHEAD, HEADER_SIZE, BatchHeader, parse_header
+from .record_batch import (
+    BATCH_OVERHEAD,
+    HEADER_SIZE,
+    BatchHeader,
+    parse_header,
+    read_varint,
+    varint,
+)
 
 __all__ = [
     "Record",
@@ -50,31 +57,6 @@ class Record(NamedTuple):
     has_value: bool
     attributes: int
     tail: bytes  # offsetDelta to the end of the record, as stored
-
-
-def varint(value: int) -> bytes:
-    """A zig-zag varint (Kafka's varint and varlong)."""
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """(value, position after it) of the zig-zag varint at `pos` (IndexError if cut)."""
-    shift = n = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        n |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return (n >> 1) ^ -(n & 1), pos
-        if shift > 63:
-            raise ValueError("varint longer than 10 bytes")
 
 
 def records_of(batch: bytes | memoryview) -> tuple[BatchHeader, list[Record]]:

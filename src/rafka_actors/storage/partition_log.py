@@ -59,7 +59,10 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from rafka_actors.storage.record_batch import (
+from .batch_records import record_stamps
+from .failures import detached
+from .fsutil import fsync_dir
+from .record_batch import (
     BATCH_OVERHEAD,
     HEADER_SIZE,
     InvalidRecordError,
@@ -67,9 +70,6 @@ from rafka_actors.storage.record_batch import (
     parse_header,
     stamp_offsets,
 )
-
-from .failures import detached
-from .fsutil import fsync_dir
 from .segment_swap import SUFFIX as _SUFFIX
 from .segment_swap import SegmentIndex, commit_swap, finish_swaps, swapped_listing
 from .segment_swap import segment_name as _segment_name
@@ -438,16 +438,19 @@ class PartitionLog:
 
     # -- reading --------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
         """Whole batches from the one containing ``offset``, up to ``max_bytes``.
 
-        The first batch is returned even if larger than ``max_bytes`` (KIP-74), so a consumer
-        always makes progress. Empty at or past the log end. Offsets below the log start are
+        With ``min_one`` the first batch is returned even if larger than ``max_bytes``
+        (KIP-74), so a consumer always makes progress; Fetch asks it for the first partition
+        that returns data only. Empty at or past the log end. Offsets below the log start are
         the caller's to reject (OFFSET_OUT_OF_RANGE): they raise ValueError here.
         """
-        return self.read_until(offset, max_bytes, self._end)[0]
+        return self.read_until(offset, max_bytes, self._end, min_one=min_one)[0]
 
-    def read_until(self, offset: int, max_bytes: int, stop_offset: int) -> tuple[bytes, int]:
+    def read_until(
+        self, offset: int, max_bytes: int, stop_offset: int, *, min_one: bool = True
+    ) -> tuple[bytes, int]:
         """As `read`, but only batches that start below ``stop_offset``, a batch's base offset
         or the log end (a read_committed fetch stops at the last stable offset); also returns
         the offset that follows the last batch returned (``offset`` itself when nothing is)."""
@@ -471,7 +474,9 @@ class PartitionLog:
             if stop == start:
                 if chunks:
                     break
-                stop = seg.batch_end(i)  # KIP-74: the first batch always goes out whole
+                if not min_one:
+                    return b"", offset
+                stop = seg.batch_end(i)  # KIP-74: the first batch goes out whole
             chunks.append(os.pread(seg.fd, stop - start, start))
             budget -= stop - start
             after = seg.offset_after(stop)
@@ -546,33 +551,56 @@ class PartitionLog:
         return int(header[4])
 
     def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
-        """First batch whose max timestamp is >= ``ts``: (its base offset, its max timestamp).
+        """(offset, timestamp) of the first record at or past the log start whose timestamp
+        is >= ``ts``, as Kafka's time index and segment search find it; None if none is.
 
-        Kafka answers with the first *record* whose timestamp is >= ``ts``; at batch
-        granularity we return that batch's base offset, which is <= Kafka's answer, so a
-        consumer seeking there sees every record it should (plus possibly a few earlier ones
-        of the same batch). None if no batch reaches ``ts``.
+        The index finds the first batch whose max timestamp reaches ``ts`` (the running max
+        first reaches it there); that batch's records are read for the record itself. A
+        batch whose max timestamp lied (no record reaches it) sends the search on.
         """
+        self._check_open()
+        start = self.log_start_offset
         for seg in self._segments:
-            if seg.max_ts and seg.max_ts[-1] >= ts:
-                # The running max first reaches ts exactly at the batch whose own max does.
-                i = bisect_left(seg.max_ts, ts)
-                # (not below a log start that DeleteRecords moved inside the segment)
-                return max(seg.offsets[i], self.log_start_offset), seg.max_ts[i]
+            if not seg.max_ts or seg.max_ts[-1] < ts or seg.end_offset <= start:
+                continue
+            first = max(bisect_left(seg.max_ts, ts), bisect_right(seg.offsets, start) - 1)
+            for i in range(first, len(seg.offsets)):
+                found = self._first_record_from(seg, i, ts, start)
+                if found is not None:
+                    return found
         return None
 
     def max_timestamp(self) -> tuple[int, int] | None:
-        """(base offset, max timestamp) of the earliest batch with the largest max timestamp.
-
-        Batch granularity again: the record carrying the timestamp is in the batch starting at
-        the returned offset. None for an empty log.
-        """
-        best: tuple[int, int] | None = None
+        """(offset, timestamp) of the earliest record with the largest timestamp (ListOffsets'
+        MAX_TIMESTAMP); None for an empty log."""
+        best: tuple[_Segment, int] | None = None
         for seg in self._segments:
-            if seg.max_ts and (best is None or seg.max_ts[-1] > best[1]):
-                top = seg.max_ts[-1]
-                best = seg.offsets[bisect_left(seg.max_ts, top)], top
-        return None if best is None else (max(best[0], self.log_start_offset), best[1])
+            if seg.max_ts and (best is None or seg.max_ts[-1] > best[0].max_ts[-1]):
+                best = seg, bisect_left(seg.max_ts, seg.max_ts[-1])
+        if best is None:
+            return None
+        seg, i = best
+        top = seg.max_ts[-1]
+        found = self._first_record_from(seg, i, top, self.log_start_offset)
+        return found or (max(seg.offsets[i], self.log_start_offset), top)
+
+    def _first_record_from(
+        self, seg: _Segment, i: int, ts: int, start: int
+    ) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record of batch `i` of `seg` at or past `start`
+        whose timestamp is >= `ts`; None if it has none (or cannot be read: logged)."""
+        position = seg.positions[i]
+        batch = os.pread(seg.fd, seg.batch_end(i) - position, position)
+        if parse_header(batch).max_timestamp < ts:
+            return None
+        try:
+            for offset, stamp in record_stamps(batch):
+                if offset >= start and stamp >= ts:
+                    return offset, stamp
+        except InvalidRecordError as exc:
+            log.warning("%s: records of the batch at offset %d unreadable: %s",
+                        self._dir, seg.offsets[i], exc)  # fmt: skip
+        return None
 
     # -- retention and DeleteRecords (issue 45; storage/retention.py decides what goes) -----
 

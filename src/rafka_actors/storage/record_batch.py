@@ -46,8 +46,10 @@ __all__ = [
     "assign_offsets",
     "check_batch",
     "parse_header",
+    "read_varint",
     "split_batches",
     "stamp_offsets",
+    "varint",
 ]
 
 MAGIC = 2
@@ -190,6 +192,32 @@ def split_batches(records: bytes | memoryview) -> list[memoryview]:
         out.append(view[pos:stop])
         pos = stop
     return out
+
+
+def varint(value: int) -> bytes:
+    """A zig-zag varint (a record's varint and varlong)."""
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
+    """(value, position after it) of the zig-zag varint at `pos` (IndexError if cut,
+    ValueError past 10 bytes)."""
+    shift = n = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        n |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return (n >> 1) ^ -(n & 1), pos
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
 
 
 def stamp_offsets(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:

@@ -241,7 +241,9 @@ class TopicStore:
     # -- configs and partitions added (issue 45) -------------------------------------------
 
     def _segment_bytes_of(self, configs: Mapping[str, str]) -> int:
-        return effective_long(configs, "segment.bytes", self._segment_bytes)
+        """segment.bytes, or Kafka's internal.segment.bytes (no 1 MiB minimum) if set."""
+        size = effective_long(configs, "segment.bytes", self._segment_bytes)
+        return max(1, effective_long(configs, "internal.segment.bytes", size))
 
     def _write_meta(self, topic: Topic, partitions: int, configs: Mapping[str, str]) -> None:
         meta = {"id": str(topic.topic_id), "partitions": partitions, "configs": dict(configs)}

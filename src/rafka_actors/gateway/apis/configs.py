@@ -17,7 +17,6 @@ FAILED) before anything else, as CreateTopics does.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,45 +24,36 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...config import FIELDS, BrokerConfig, field_name, kafka_key
+from ...config import FIELDS, BrokerConfig, field_name
 from ...group_common import group_configs
 from ...group_common.ops import GroupConfigOp
+from ...storage.config_values import TYPE_INT, TYPE_LIST, TYPE_STRING
 from ...storage.topic_configs import (
     SOURCE_DEFAULT,
     SOURCE_GROUP,
     SOURCE_STATIC_BROKER,
     SOURCE_TOPIC,
     TOPIC_CONFIGS,
-    TYPE_DOUBLE,
-    TYPE_INT,
-    TYPE_LIST,
-    TYPE_STRING,
     InvalidConfig,
-    check_compaction_lags,
-    validate_topic_config,
+    validate_topic_configs,
 )
 from ...storage.topics import InvalidTopicName, Topic, validate_topic_name
 from ..context import BrokerContext, ConnectionInfo
 from ..steps import ask_each
 from ._build import NO_THROTTLE, make, schema
+from .broker_configs import LISTS, SENSITIVE, Entry, alter_refusal, broker_entries, broker_setting
 
 log = logging.getLogger(__name__)
 
 DESCRIBE_KEY, ALTER_KEY, INCREMENTAL_KEY = 32, 33, 44
 TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-_SENSITIVE = frozenset({"ssl_key_password"})
-_BROKER_TYPES = {"int": TYPE_INT, "bool": 1, "float": TYPE_DOUBLE}  # else STRING
 
 
 class Refused(Exception):
     def __init__(self, code: ErrorCode, message: str | None = None) -> None:
         super().__init__(message)
         self.code, self.message = code, message
-
-
-Entry = tuple[str, str | None, int, bool, int, tuple[tuple[str, str | None, int], ...]]
-# (name, value, source, read only, config type, synonyms (name, value, source))
 
 
 # -- DescribeConfigs ------------------------------------------------------------------------
@@ -113,7 +103,7 @@ def _config(mod: Any, entry: Entry, synonyms: bool, docs: bool) -> Any:
         read_only=read_only,
         config_source=source,
         is_default=source == SOURCE_DEFAULT,
-        is_sensitive=field_name(name) in _SENSITIVE,
+        is_sensitive=field_name(name) in SENSITIVE,
         synonyms=tuple(
             make(mod.DescribeConfigsSynonym, name=n, value=v, source=s) for n, v, s in alternatives
         )
@@ -125,9 +115,13 @@ def _config(mod: Any, entry: Entry, synonyms: bool, docs: bool) -> Any:
 
 
 def _documentation(name: str) -> str | None:
-    """What a config does (DescribeConfigs v3+ with IncludeDocumentation)."""
+    """What a config does (DescribeConfigs v3+ with IncludeDocumentation); a topic config
+    that changes nothing here says so, and why."""
     if name in TOPIC_CONFIGS:
-        return TOPIC_CONFIGS[name].doc or None
+        definition = TOPIC_CONFIGS[name]
+        if definition.acted_on:
+            return definition.doc
+        return f"{definition.doc}. Accepted and stored, not acted on here: {definition.why_not}."
     if name in group_configs.DOCS:
         return group_configs.DOCS[name]
     setting = FIELDS.get(field_name(name))
@@ -137,7 +131,10 @@ def _documentation(name: str) -> str | None:
 def _entries(ctx: BrokerContext, conn: ConnectionInfo, kind: int, name: str) -> list[Entry]:
     if kind == BROKER:
         _check_broker(ctx, name)
-        return broker_entries(ctx.config)
+        store = ctx.broker_configs
+        if store is None:
+            return broker_entries(ctx.config, {}, {})
+        return broker_entries(ctx.config, store.get(0, ""), store.get(0, str(ctx.node_id)))
     if kind == TOPIC:
         return topic_entries(ctx.config, _topic(ctx, conn, name).configs)
     if kind == GROUP:
@@ -180,34 +177,20 @@ def _group_store(ctx: BrokerContext) -> Any:
     return ctx.group_configs
 
 
-def broker_setting(config: BrokerConfig, key: str) -> tuple[str | None, int]:
-    """A broker setting's value as Kafka prints it, and its source (the default, or set)."""
-    name = field_name(key)
-    if name not in FIELDS:  # a Kafka setting we do not have
-        return None, SOURCE_DEFAULT
-    value = getattr(config, name)
-    default = FIELDS[name].default
-    text = str(value).lower() if isinstance(value, bool) else str(value)
-    return (None if name in _SENSITIVE else text), (
-        SOURCE_DEFAULT if value == default else SOURCE_STATIC_BROKER
-    )
-
-
-def broker_entries(config: BrokerConfig) -> list[Entry]:
-    entries: list[Entry] = []
-    for f in dataclasses.fields(config):
-        key = kafka_key(f.name)
-        value, source = broker_setting(config, key)
-        kind = _BROKER_TYPES.get(str(f.type), TYPE_STRING)
-        entries.append((key, value, source, True, kind, ((key, value, source),)))
-    return entries
-
-
 def topic_entries(config: BrokerConfig, configs: Mapping[str, str]) -> list[Entry]:
+    """Every topic config (an internal one only if set), as Kafka lists them: the topic's
+    value, else its broker synonym's, else Kafka's default; the synonyms that have a value."""
     entries: list[Entry] = []
     for name, definition in sorted(TOPIC_CONFIGS.items()):
-        broker_value, broker_source = broker_setting(config, definition.broker_key)
-        alternatives = [(definition.broker_key, broker_value, broker_source)]
+        if definition.internal and name not in configs:
+            continue
+        broker_value: str | None = definition.default
+        broker_source, alternatives = SOURCE_DEFAULT, []
+        if definition.broker_key is not None:
+            broker_value, broker_source = broker_setting(
+                config, definition.broker_key, definition.default
+            )
+            alternatives.append((definition.broker_key, broker_value, broker_source))
         value: str | None
         if name in configs:
             value, source = configs[name], SOURCE_TOPIC
@@ -316,28 +299,34 @@ def _alter_one(
     kind, name = resource.resource_type, resource.resource_name
     if kind == BROKER:
         _check_broker(ctx, name)
-        raise Refused(
-            ErrorCode.invalid_request,
-            f"Cannot update these configs dynamically: {sorted(names)} (broker configs are "
-            "read-only here: set them at start-up)",
-        )
+        refusal = alter_refusal(name, names, conn.user is not None)
+        if refusal is not None:
+            raise Refused(*refusal)
+        if ctx.broker_configs is None:
+            raise Refused(ErrorCode.invalid_request, "This broker keeps no dynamic configs.")
+        current = ctx.broker_configs.get(0, name)
+        wanted = _changed(current, resource.configs, incremental, LISTS)
+        if not validate_only:
+            with _storage_errors(name or "the cluster"):
+                ctx.broker_configs.set(0, name, wanted)
+        return None
     if kind == TOPIC:
         topic = _topic(ctx, conn, name)
-        defaults = {
-            n: broker_setting(ctx.config, d.broker_key)[0] for n, d in TOPIC_CONFIGS.items()
-        }
-        wanted = _changed(topic.configs, resource.configs, incremental, defaults)
+        defaults = ctx.data.topic_defaults
+        lists = {n: defaults[n] for n, d in TOPIC_CONFIGS.items() if d.kind == TYPE_LIST}
+        wanted = _changed(topic.configs, resource.configs, incremental, lists)
         given = {c.name for c in resource.configs}
+        # (names no Kafka knows, kept from before configs were checked, stay as they were)
+        kept = {n: v for n, v in wanted.items() if n not in TOPIC_CONFIGS and n not in given}
         try:
-            checked = {
-                n: validate_topic_config(n, v) if n in given else v for n, v in wanted.items()
-            }
-            check_compaction_lags(checked)
+            checked = validate_topic_configs(
+                {n: v for n, v in wanted.items() if n not in kept}, defaults
+            )
         except InvalidConfig as exc:
             raise Refused(ErrorCode.invalid_config, str(exc)) from None
         if not validate_only:
             with _storage_errors(name):
-                ctx.data.topics_for(conn.org_id).alter_configs(topic.name, checked)
+                ctx.data.topics_for(conn.org_id).alter_configs(topic.name, checked | kept)
         return None
     if kind == GROUP:
         _check_group(conn, name)
@@ -369,30 +358,38 @@ def _changed(
     current: Mapping[str, str],
     changes: Any,
     incremental: bool,
-    defaults: Mapping[str, str | None] | None,
+    lists: Mapping[str, str] | None,
 ) -> dict[str, str]:
     """The resource's configs after the request: replaced by those given (AlterConfigs), or
-    each set, deleted, appended to or subtracted from (IncrementalAlterConfigs; a list config
-    not set on the resource starts from its default, as in Kafka)."""
+    each set, deleted, appended to or subtracted from (IncrementalAlterConfigs). `lists`
+    names the resource's list configs, each with the default a first APPEND extends."""
     if not incremental:
         return {c.name: c.value for c in changes if c.value is not None}
     result = dict(current)
     for change in changes:
         operation = change.config_operation
         if operation == SET:
+            if change.value is None:
+                raise Refused(
+                    ErrorCode.invalid_request, f"Null value not supported for : {change.name}"
+                )
             result[change.name] = change.value
         elif operation == DELETE:
             result.pop(change.name, None)
         elif operation in (APPEND, SUBTRACT):
-            definition = TOPIC_CONFIGS.get(change.name) if defaults is not None else None
-            if definition is None or definition.kind != TYPE_LIST:
-                verb = "append" if operation == APPEND else "subtract"
+            verb = "APPEND" if operation == APPEND else "SUBTRACT"
+            if lists is None:
                 raise Refused(
                     ErrorCode.invalid_config,
-                    f"Config value {verb} is not allowed for config key: {change.name}",
+                    f"Config value {verb.lower()} is not allowed for config key: {change.name}",
                 )
-            start = result.get(change.name, (defaults or {}).get(change.name) or "")
-            items = [p for p in start.split(",") if p]
+            if change.name not in lists:
+                raise Refused(
+                    ErrorCode.invalid_config,
+                    f"Can't {verb} to key {change.name} because its type is not LIST.",
+                )
+            base = result.get(change.name, lists[change.name])
+            items = [p.strip() for p in base.split(",") if p.strip()]
             given = [p.strip() for p in (change.value or "").split(",") if p.strip()]
             if operation == APPEND:
                 items += [p for p in given if p not in items]

@@ -2,7 +2,10 @@
 
 Topics are named by name before v13 and by topic id from v13 (librdkafka switches at v13).
 The read starts at the batch that contains the fetch offset (clients skip earlier records)
-and returns at least one whole batch even when it exceeds the limits (KIP-74). If fewer than
+and returns whole batches within the partition's `partition_max_bytes` and what is left of the
+response's `max_bytes` (fetch.max.bytes). As KIP-74 says, only the first partition that returns
+data may break both limits, with its first batch whole, so a consumer always makes progress and
+a response stays within fetch.max.bytes otherwise (librdkafka refuses a larger one). If fewer than
 `min_bytes` are found the request parks until an append to one of its partitions or until
 `max_wait_ms`, whichever is first: an event, not a polling loop (see data_plane.py).
 
@@ -141,9 +144,11 @@ def _read_partition(
     if limit <= 0 and not first:
         return _Read(ErrorCode.none, b"", hw, lso, start)
     if not committed:
-        records, end = log.read_until(p.fetch_offset, max(limit, 1), hw)
+        records, end = log.read_until(p.fetch_offset, max(limit, 1), hw, min_one=first)
         return _Read(ErrorCode.none, records, hw, lso, start, (), end)
-    records, aborted, end = data.read_committed(topic, p.partition, p.fetch_offset, max(limit, 1))
+    records, aborted, end = data.read_committed(
+        topic, p.partition, p.fetch_offset, max(limit, 1), min_one=first
+    )
     return _Read(ErrorCode.none, records, hw, lso, start, tuple(aborted), end)
 
 

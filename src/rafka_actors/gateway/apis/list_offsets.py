@@ -2,8 +2,9 @@
 
 With isolation_level=1 (read_committed) the last fetchable offset is the partition's last
 stable offset instead of the high watermark, as in Kafka: latest answers it, and a timestamp's
-offset at or past it is not found (-1). Timestamps resolve at batch granularity: the first
-batch whose max timestamp reaches the asked one (clients then skip earlier records themselves).
+offset at or past it is not found (-1, with leader epoch -1). A timestamp resolves to the first
+record whose timestamp reaches it, and max timestamp to the first record carrying the largest
+(storage/partition_log.py), each with that record's timestamp.
 Topics are the connection's org's; one outside the user's prefixes gets
 TOPIC_AUTHORIZATION_FAILED per partition, whether or not it exists (Kafka: DESCRIBE denied).
 """
@@ -53,7 +54,7 @@ def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any)
                     error_code=code,
                     timestamp=timestamp,
                     offset=offset,
-                    leader_epoch=0 if code is ErrorCode.none else -1,
+                    leader_epoch=0 if offset >= 0 else -1,
                 )
             )
         topics.append(

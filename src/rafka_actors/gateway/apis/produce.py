@@ -1,7 +1,9 @@
 """Produce (0): validate each partition's record batches and append them.
 
-Batches are stored as received: the broker checks the framing and CRC-32C and assigns offsets;
-compression is opaque to it. acks=0 gets no response at all (the client expects none);
+The broker checks the framing and CRC-32C and assigns offsets; the topic's configs may rewrite
+a batch (storage/append_rules.py: LogAppendTime, compression.type) or refuse it
+(INVALID_TIMESTAMP, with one record error per record at fault, KIP-467). A LogAppendTime
+topic's answer carries the time stamped. acks=0 gets no response at all (the client expects none);
 acks=1 and acks=-1 mean the same here (one replica) and are answered once the batches are in
 the OS page cache, which survives a kill of the broker process.
 
@@ -25,6 +27,7 @@ of its own (librdkafka's _INVALID_DIFFERENT_RECORD).
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
@@ -71,14 +74,25 @@ def _produce_partition(
         index=data.index,
         error_code=answer.code,
         base_offset=answer.base_offset,
-        log_append_time=None,
+        log_append_time=_datetime(answer.log_append_time),
         log_start_offset=answer.log_start,
-        record_errors=tuple(
-            make(mod.BatchIndexAndErrorMessage, batch_index=i, batch_index_error_message=m)
-            for i, m in answer.record_errors
-        ),
+        record_errors=_record_errors(mod, answer.record_errors),
         error_message=answer.message or None,
     )
+
+
+def _record_errors(mod: Any, errors: tuple[tuple[int, str], ...]) -> tuple[Any, ...]:
+    entry = getattr(mod, "BatchIndexAndErrorMessage", None)  # v8+
+    if entry is None or not errors:
+        return ()
+    return tuple(make(entry, batch_index=i, batch_index_error_message=why) for i, why in errors)
+
+
+def _datetime(ms: int) -> datetime.datetime | None:
+    """kio's datetime for a time in ms; None for -1 (no LogAppendTime)."""
+    if ms < 0:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
 
 
 RecordErrors = tuple[tuple[int, str], ...]
@@ -90,6 +104,7 @@ class _Answer(NamedTuple):
     log_start: int = -1
     message: str = ""
     record_errors: RecordErrors = ()
+    log_append_time: int = -1  # the time stamped on the batch (LogAppendTime topics)
 
 
 def _append(
@@ -133,7 +148,14 @@ def _append(
         return _Answer(ErrorCode.kafka_storage_error, -1, log_start)
     if ctx.metrics is not None and result.error is ErrorCode.none:
         ctx.metrics.traffic.produced(conn.org_id, name, len(data.records), records)
-    return _Answer(result.error, result.base_offset, log_start, result.message)
+    return _Answer(
+        result.error,
+        result.base_offset,
+        log_start,
+        result.message,
+        result.record_errors,
+        result.log_append_time,
+    )
 
 
 def _keyless(topic: Topic, index: int, batches: list[memoryview]) -> RecordErrors:

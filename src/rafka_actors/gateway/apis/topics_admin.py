@@ -1,8 +1,9 @@
 """CreateTopics (19) and DeleteTopics (20).
 
 One broker, so the only replication factor is 1 (-1 means the default, also 1); explicit
-replica assignments are accepted when they name this broker alone. Topic configs are stored
-with the topic; those this broker honours (storage/topic_configs.py) are checked first.
+replica assignments are accepted when they name this broker alone. Topic configs are checked as
+AlterConfigs checks them (storage/topic_configs.py: Kafka's names and rules, INVALID_CONFIG
+otherwise) and stored with the topic.
 
 Topics are created in, and deleted from, the connection's org (data_plane.py). A topic outside
 the user's prefixes gets TOPIC_AUTHORIZATION_FAILED before any other check, so the answer says
@@ -18,12 +19,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...group_common.ops import TopicsChangedOp
-from ...storage.topic_configs import (
-    TOPIC_CONFIGS,
-    InvalidConfig,
-    check_compaction_lags,
-    validate_topic_config,
-)
+from ...storage.topic_configs import InvalidConfig, validate_topic_configs
 from ...storage.topics import (
     InvalidTopicName,
     TopicExists,
@@ -56,12 +52,13 @@ def _create_one(
         partitions = ctx.config.num_partitions
     code, message = _check_create(ctx, conn, wanted, partitions)
     created = None
-    # (checked by _check_create; stored as Kafka prints them)
-    configs = {
-        c.name: validate_topic_config(c.name, c.value) if c.name in TOPIC_CONFIGS else c.value
-        for c in wanted.configs
-        if c.value is not None and code is ErrorCode.none
-    }
+    configs: dict[str, str] = {}
+    if code is ErrorCode.none:
+        given = {c.name: c.value for c in wanted.configs if c.value is not None}
+        try:  # stored as Kafka prints them
+            configs = validate_topic_configs(given, ctx.data.topic_defaults)
+        except InvalidConfig as exc:
+            code, message = ErrorCode.invalid_config, str(exc)
     if code is ErrorCode.none and not validate_only:
         try:
             created = ctx.data.create_topic(wanted.name, partitions, configs, org_id=conn.org_id)
@@ -114,17 +111,6 @@ def _check_create(
     for assignment in wanted.assignments:
         if tuple(assignment.broker_ids) != (ctx.node_id,):
             return ErrorCode.invalid_replica_assignment, "Replicas must be this broker alone."
-    checked: dict[str, str] = {}
-    for config in wanted.configs:  # the configs honoured here are checked as Kafka does
-        if config.name in TOPIC_CONFIGS and config.value is not None:
-            try:
-                checked[config.name] = validate_topic_config(config.name, config.value)
-            except InvalidConfig as exc:
-                return ErrorCode.invalid_config, str(exc)
-    try:
-        check_compaction_lags(checked)
-    except InvalidConfig as exc:
-        return ErrorCode.invalid_config, str(exc)
     return ErrorCode.none, None
 
 
