@@ -1,6 +1,7 @@
 """A blocking raw-wire client for the tests that must send exactly the batches they built
 (idempotent and transactional ones, retries with the same sequence): Produce v9, Fetch v11
-and DescribeProducers v0 over one TCP connection, encoded and decoded with kio."""
+and DescribeProducers v0 over one TCP connection, encoded and decoded with kio; `send` takes
+any kio request entity, at its version, and decodes the matching response."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import socket
 import struct
 from typing import Any
 
+from kio.index import load_response_schema
 from kio.schema.describe_producers.v0 import request as producers_req
 from kio.schema.describe_producers.v0 import response as producers_resp
 from kio.schema.fetch.v11 import request as fetch_req
@@ -18,7 +20,7 @@ from kio.schema.produce.v9 import response as produce_resp
 
 from rafka_actors.storage.record_batch import BatchHeader, parse_header, split_batches
 
-from .wire import parse_response, request_frame
+from .wire import parse_response, request_frame, response_header_version
 
 
 class RawClient:
@@ -28,6 +30,12 @@ class RawClient:
 
     def close(self) -> None:
         self.sock.close()
+
+    def send(self, request: Any) -> Any:
+        """Any request (a kio request entity), answered with the response entity of its
+        API and version."""
+        response_cls = load_response_schema(request.__api_key__, request.__version__)
+        return self._call(request, response_cls, response_header_version(request))
 
     def _call(self, request: Any, response_cls: type, header_version: int) -> Any:
         self.correlation += 1

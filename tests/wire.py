@@ -7,6 +7,9 @@ import struct
 from typing import Any
 
 from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import OutOfBoundValue
+
+from rafka_actors.protocol.tolerant_decoder import tolerant_reader
 
 
 def request_frame(request: Any, correlation_id: int = 1, client_id: str | None = "tests") -> bytes:
@@ -26,9 +29,18 @@ def request_frame(request: Any, correlation_id: int = 1, client_id: str | None =
     return struct.pack(">i", len(payload)) + payload
 
 
+def response_header_version(request: Any) -> int:
+    """The response header's version: 1 for flexible versions, but always 0 for ApiVersions
+    (a client must read it before it knows which versions are flexible)."""
+    return 1 if request.__flexible__ and request.__api_key__ != 18 else 0
+
+
 def parse_response(frame: bytes, response_cls: type, header_version: int) -> tuple[int, Any]:
     """(correlation id, entity) from a response frame without its length prefix."""
     (correlation_id,) = struct.unpack_from(">i", frame, 0)
     offset = 4 + (1 if header_version >= 1 else 0)
-    entity, _ = entity_reader(response_cls)(frame, offset)
+    try:
+        entity, _ = entity_reader(response_cls)(frame, offset)
+    except OutOfBoundValue:  # e.g. Kafka's -1 for "no time", which kio's reader refuses
+        entity, _ = tolerant_reader(response_cls)(frame, offset)
     return correlation_id, entity

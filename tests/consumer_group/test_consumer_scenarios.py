@@ -90,7 +90,9 @@ def test_unknown_group_id(h: ConsumerHarness) -> None:
 
 def test_unknown_member_id_joins_consumer_group(h: ConsumerHarness) -> None:
     h.join("m1")
-    assert h.heartbeat("m2", 1, owned={}).error_code == ErrorCode.unknown_member_id
+    resp = h.heartbeat("m2", 1, owned={})
+    assert resp.error_code == ErrorCode.unknown_member_id
+    assert resp.error_message == "Member m2 is not a member of group fooup."  # Kafka's words
 
 
 def test_member_joins_empty_consumer_group(h: ConsumerHarness) -> None:
@@ -101,6 +103,19 @@ def test_member_joins_empty_consumer_group(h: ConsumerHarness) -> None:
     assert h.consumer.state is ConsumerGroupState.STABLE
     assert (h.consumer.group_epoch, h.consumer.assignment_epoch) == (1, 1)
     assert durable_view(h.replayed()) == durable_view(h.consumer)
+
+
+def test_the_last_member_leaving_keeps_the_assignment_epoch(h: ConsumerHarness) -> None:
+    """As Kafka 4.3.1 describes the empty group (seen by tests/kafka_diff): its epoch is
+    bumped, its assignment epoch is the last target's, and a new member is assigned at once."""
+    h.join("m1")
+    assert h.heartbeat("m1", -1).error_code == ErrorCode.none
+    assert h.consumer.state is ConsumerGroupState.EMPTY
+    assert (h.consumer.group_epoch, h.consumer.assignment_epoch) == (2, 1)
+    assert durable_view(h.replayed()) == durable_view(h.consumer)
+    joined = h.join("m2")
+    assert (joined.member_epoch, h.named(joined.assignment)) == (3, {"foo": set(range(6))})
+    assert (h.consumer.group_epoch, h.consumer.assignment_epoch) == (3, 3)
 
 
 def test_consumer_group_member_epoch_validation(h: ConsumerHarness) -> None:
@@ -166,7 +181,9 @@ def test_leaving_member_bumps_group_epoch(h: ConsumerHarness) -> None:
 
 def test_leave_unknown_member(h: ConsumerHarness) -> None:
     h.join("m1")
-    assert h.heartbeat("m9", -1).error_code == ErrorCode.unknown_member_id
+    resp = h.heartbeat("m9", -1)
+    assert resp.error_code == ErrorCode.unknown_member_id
+    assert resp.error_message == "Member m9 is not a member of group fooup."
 
 
 def test_group_epoch_bump_when_new_static_member_joins(h: ConsumerHarness) -> None:

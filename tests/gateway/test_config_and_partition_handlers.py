@@ -345,6 +345,55 @@ def test_create_topics_answers_with_the_new_topic_s_configs(ctx: BrokerContext) 
     assert stored is not None and stored.configs == {"retention.ms": "60000"}
 
 
+@pytest.mark.parametrize(
+    ("name", "partitions", "factor", "code", "message"),
+    [
+        ("bad name!", 1, 1, ErrorCode.invalid_topic_exception,
+         "Topic name is invalid: 'bad name!' contains one or more characters other than ASCII"
+         " alphanumerics, '.', '_' and '-'"),
+        ("..", 1, 1, ErrorCode.invalid_topic_exception,
+         "Topic name is invalid: '..' is not allowed"),
+        ("t" * 250, 1, 1, ErrorCode.invalid_topic_exception,
+         f"Topic name is invalid: the length of '{'t' * 250}' is longer than the max allowed"
+         " length 249"),
+        ("z", 0, 1, ErrorCode.invalid_partitions,
+         "Number of partitions was set to an invalid non-positive value."),
+        ("z", 1, 3, ErrorCode.invalid_replication_factor,
+         "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot"
+         " be reached because only 1 broker(s) are registered or some brokers have all their log"
+         " directories cordoned."),
+        ("z", 1, 0, ErrorCode.invalid_replication_factor,
+         "Replication factor must be larger than 0, or -1 to use the default value."),
+    ],
+)  # fmt: skip
+def test_create_topics_refuses_as_kafka_does(
+    ctx: BrokerContext, name: str, partitions: int, factor: int, code: ErrorCode, message: str
+) -> None:
+    """Kafka 4.3.1's codes and messages (seen side by side by tests/kafka_diff), and an empty
+    list of configs, not null."""
+    topic = _nested(
+        19, 7, "CreatableTopic", name=name, num_partitions=partitions,
+        replication_factor=factor, assignments=(), configs=(),
+    )  # fmt: skip
+    (result,) = _call(ctx, 19, 7, topics=(topic,), timeout=0, validate_only=False).topics
+    assert (result.error_code, result.error_message) == (code, message)
+    assert result.configs == ()
+
+
+def test_unknown_topics_to_delete_or_grow_are_answered_as_kafka_does(ctx: BrokerContext) -> None:
+    wanted = _nested(20, 6, "DeleteTopicState", name="nope", topic_id=None)
+    (deleted,) = _call(ctx, 20, 6, topics=(wanted,), topic_names=(), timeout=0).responses
+    assert deleted.error_code == ErrorCode.unknown_topic_or_partition
+    assert deleted.error_message == "This server does not host this topic-partition."
+    grow = _nested(
+        CREATE_PARTITIONS, 3, "CreatePartitionsTopic", name="nope", count=3, assignments=None
+    )
+    (grown,) = _call(
+        ctx, CREATE_PARTITIONS, 3, topics=(grow,), timeout=0, validate_only=False
+    ).results
+    assert (grown.error_code, grown.error_message) == (ErrorCode.unknown_topic_or_partition, None)
+
+
 def test_a_group_config_over_a_broker_setting_set_at_start_up() -> None:
     """As Kafka 4.3.1 describes it: the group's value, then the static broker setting, then
     the broker's default, each a synonym."""

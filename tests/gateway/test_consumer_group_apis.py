@@ -367,6 +367,23 @@ async def test_leave_with_epoch_minus_one(
     assert again.error_code == ErrorCode.unknown_member_id
 
 
+@pytest.mark.parametrize("version", [5, 6])
+async def test_describe_groups_of_a_consumer_group(
+    client: Client, version: int, autojump_clock: MockClock
+) -> None:
+    """DescribeGroups describes classic groups only: a KIP-848 group is "Dead", from v6 on
+    (KIP-1043) GROUP_ID_NOT_FOUND with Kafka's message."""
+    await join(client, 1)
+    request = req(15, version, groups=("cg",), include_authorized_operations=False)
+    [group] = (await client.call(request)).groups
+    assert (group.group_state, group.protocol_type, group.members) == ("Dead", "", ())
+    if version >= 6:
+        assert group.error_code == ErrorCode.group_id_not_found
+        assert group.error_message == "Group cg is not a classic group."
+    else:
+        assert group.error_code == ErrorCode.none
+
+
 # -- ConsumerGroupDescribe ----------------------------------------------------------------
 @pytest.mark.parametrize("version", [0, 1])
 async def test_describe_a_consumer_group(
@@ -383,9 +400,9 @@ async def test_describe_a_consumer_group(
     [member] = group.members
     assert (member.member_id, member.member_epoch) == ("m-1", joined.member_epoch)
     assert (member.instance_id, member.rack_id) == ("i-1", "r1")
-    assert (member.client_id, member.client_host) == ("tests", "10.0.0.7")
+    assert (member.client_id, member.client_host) == ("tests", "/10.0.0.7")  # as Kafka
     assert member.subscribed_topic_names == ("t", "u")
-    assert member.subscribed_topic_regex is None
+    assert member.subscribed_topic_regex == ""  # as Kafka describes a member without one
     expected = sorted(
         [(topic_id(ctx, "t"), "t", (0, 1)), (topic_id(ctx, "u"), "u", (0, 1, 2))],
         key=lambda row: row[0].bytes,

@@ -622,7 +622,7 @@ async def test_a_lag_exporter_gives_no_group_a_running_actor(
     assert committed(fetched) == {("t", 0): (0, 5)}
 
 
-@pytest.mark.parametrize("version", [0, 5])
+@pytest.mark.parametrize("version", [0, 5, 6])
 async def test_describe_groups(client: Client, version: int, autojump_clock: MockClock) -> None:
     joined = await join_and_sync(client)
     described = await client.call(
@@ -633,10 +633,14 @@ async def test_describe_groups(client: Client, version: int, autojump_clock: Moc
     assert (stable.protocol_type, stable.protocol_data) == ("consumer", "range")
     [member] = stable.members
     assert member.member_id == joined.member_id
-    assert (member.client_id, member.client_host) == ("tests", "10.0.0.7")
+    assert (member.client_id, member.client_host) == ("tests", "/10.0.0.7")  # as Kafka
     assert (member.member_metadata, member.member_assignment) == (SUBSCRIPTION, ASSIGNMENT)
-    assert (dead.group_id, dead.error_code, dead.group_state) == ("unknown", 0, "Dead")
+    # KIP-1043: from v6 on an unknown group is an error (still "Dead"), with Kafka's message
+    not_found = ErrorCode.group_id_not_found if version >= 6 else ErrorCode.none
+    assert (dead.group_id, dead.error_code, dead.group_state) == ("unknown", not_found, "Dead")
     assert (dead.protocol_type, dead.protocol_data, dead.members) == ("", "", ())
+    if version >= 6:
+        assert (stable.error_message, dead.error_message) == (None, "Group unknown not found.")
     if version >= 5:
         assert member.group_instance_id is None
         assert stable.authorized_operations == NO_OPERATIONS

@@ -43,12 +43,12 @@ def nested(key: int, version: int, cls_name: str, **values: Any) -> Any:
     return make(getattr(module, cls_name), **values)
 
 
-def produce(ctx: BrokerContext, batch: bytes) -> Any:
+def produce(ctx: BrokerContext, batch: bytes, transactional_id: str | None = "tx") -> Any:
     part = nested(PRODUCE, 9, "PartitionProduceData", index=0, records=batch)
     topic = nested(PRODUCE, 9, "TopicProduceData", name="t", partition_data=(part,))
     request = make(
         request_class(PRODUCE, 9),
-        transactional_id="tx",
+        transactional_id=transactional_id,
         acks=-1,
         timeout=datetime.timedelta(seconds=5),
         topic_data=(topic,),
@@ -106,11 +106,23 @@ def test_produce_answers_the_producer_state_verdict(ctx: BrokerContext) -> None:
     retry = produce(ctx, batch(1, 0, T0))
     assert (retry.error_code, retry.base_offset) == (ErrorCode.none, 0)
     gap = produce(ctx, batch(1, 5, T0))
-    assert gap.error_code == ErrorCode.out_of_order_sequence_number and gap.error_message
+    # (no message: Kafka 4.3.1 sends one with a Produce error only beside record errors)
+    assert gap.error_code == ErrorCode.out_of_order_sequence_number and gap.error_message is None
     control = bytearray(batch(1, 2, T0))
     control[22] |= 0x20  # the control bit (attributes' low byte)
     refused = produce(ctx, fix_crc(bytes(control)))
     assert refused.error_code == ErrorCode.invalid_record and refused.error_message
+
+
+def test_a_transactional_batch_without_a_transactional_id_is_not_authorized(
+    ctx: BrokerContext,
+) -> None:
+    """Kafka 4.3.1 refuses it before looking at the batch: no write, -1 offsets, no message."""
+    refused = produce(ctx, batch(1, 0, T0), transactional_id=None)
+    assert refused.error_code == ErrorCode.transactional_id_authorization_failed
+    assert (refused.base_offset, refused.log_start_offset, refused.error_message) == (-1, -1, None)
+    idempotent = produce(ctx, batch(1, 0, T0, txn=False), transactional_id=None)
+    assert (idempotent.error_code, idempotent.base_offset) == (ErrorCode.none, 0)
 
 
 def test_fetch_and_list_offsets_honour_the_isolation_level(ctx: BrokerContext) -> None:

@@ -146,7 +146,7 @@ def _consumer_group(group: Any, identity: tuple[str | None, str | None]) -> Grou
             member_epoch=m.member_epoch,
             target_assignment=_named(m.target_assignment),
             subscribed_topics=tuple(m.subscribed_topic_names),
-            subscribed_regex=m.subscribed_topic_regex,
+            subscribed_regex=m.subscribed_topic_regex or None,  # Kafka says "" for none
             protocol=_MEMBER_PROTOCOLS.get(m.member_type),
         )
         for m in group.members

@@ -143,7 +143,8 @@ def _member_for(
         if existing is None:
             if not joining:
                 raise Refusal(
-                    ErrorCode.unknown_member_id, f"Member {member_id} is not in the group."
+                    ErrorCode.unknown_member_id,
+                    f"Member {member_id} is not a member of group {op.group_id}.",
                 )
             _check_room(group, fx)
             return ConsumerMember(member_id, Subscription()), None

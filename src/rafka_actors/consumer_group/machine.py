@@ -108,8 +108,9 @@ def describe(
 def _describe_classic(
     group: ConsumerGroup, op: DescribeGroupOp, waiter: int, fx: Effects
 ) -> ConsumerGroup:
-    # DescribeGroups describes classic groups only; Kafka says "Dead" for anything else.
-    fx.reply(waiter, DescribeGroupOpResp(ErrorCode.none, "Dead"))
+    # DescribeGroups describes classic groups only; Kafka says "Dead" for anything else (and,
+    # from v6 on, GROUP_ID_NOT_FOUND: the gateway answers each version's way)
+    fx.reply(waiter, DescribeGroupOpResp(ErrorCode.group_id_not_found, "Dead"))
     return group
 
 

@@ -178,7 +178,8 @@ def leave(
         member = group.members.get(op.member_id)
         if member is None:
             raise Refusal(
-                ErrorCode.unknown_member_id, f"Member {op.member_id} is not in the group."
+                ErrorCode.unknown_member_id,
+                f"Member {op.member_id} is not a member of group {op.group_id}.",
             )
     else:
         member = group.static_member(op.instance_id)
@@ -238,9 +239,9 @@ def fence(group: ConsumerGroup, member: ConsumerMember, fx: Effects, reason: str
     bump_epoch_if_metadata_changed(group, fx, reason, force=True)
     fx.events.append(MemberFenced(group.group_id, member.member_id, reason, group.group_epoch))
     if not group.members:
-        # Nobody left to assign to: the (empty) target is current, and the next member's
+        # Nobody left to assign to: no new target (Kafka 4.3.1 keeps the assignment epoch, so
+        # ConsumerGroupDescribe of the empty group shows the last one), and the next member's
         # assignment must not wait out the throttle (Kafka writes timestamp 0 here too).
-        group.assignment_epoch = group.group_epoch
         group.assignment_timestamp_ms = 0
         group.assignment_deadline = None
         fx.records.append(ConsumerTargetMetadataRecord(group.group_id, group.assignment_epoch, 0))

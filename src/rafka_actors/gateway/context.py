@@ -126,6 +126,12 @@ class ConnectionInfo:
     gate: frozenset[int] | None = None  # api keys served before authentication; None: all
     close_after_reply: str | None = None  # why, when the reply being sent is the last
 
+    @property
+    def client_host(self) -> str:
+        """The client's address as groups show it: Kafka's `InetAddress.toString()` of an
+        address it did not look up, "/10.0.0.7" (kafka-consumer-groups prints it so)."""
+        return f"/{self.peer_host}"
+
     def may_use_group(self, group_id: str) -> bool:
         return self.user is None or self.user.may_use_group(group_id)
 

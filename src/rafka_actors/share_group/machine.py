@@ -133,14 +133,23 @@ def passivable(group: ShareGroup) -> bool:
 
 
 # -- membership -----------------------------------------------------------------------------
+def _fenced(op: ShareGroupHeartbeatOp, member: ShareMember) -> str:
+    """Kafka's message for an epoch that is not the member's."""
+    than = "greater" if op.member_epoch > member.member_epoch else "smaller"
+    return (
+        f"The share group member has a {than} member epoch ({op.member_epoch}) than the one "
+        f"known by the group coordinator ({member.member_epoch}). The member must abandon all "
+        "its partitions and rejoin."
+    )
+
+
 def _heartbeat(
     group: ShareGroup | None, op: ShareGroupHeartbeatOp, waiter: int, fx: Effects
 ) -> ShareGroup | None:
     config = fx.config
     if not op.member_id.strip():
-        fx.reply(
-            waiter, ShareGroupHeartbeatOpResp(ErrorCode.invalid_request, "MemberId can't be empty.")
-        )
+        # (Kafka 4.3.1 sends no message here, unlike for a consumer group's heartbeat)
+        fx.reply(waiter, ShareGroupHeartbeatOpResp(ErrorCode.invalid_request, None))
         return group
     if op.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
         return _leave(group, op, waiter, fx)
@@ -190,11 +199,7 @@ def _heartbeat(
         return group
     elif op.member_epoch != member.member_epoch:
         fx.reply(
-            waiter,
-            ShareGroupHeartbeatOpResp(
-                ErrorCode.fenced_member_epoch,
-                f"The share group member has a different epoch ({member.member_epoch}).",
-            ),
+            waiter, ShareGroupHeartbeatOpResp(ErrorCode.fenced_member_epoch, _fenced(op, member))
         )
         return group
     member.client_id, member.client_host = op.client_id, op.client_host
@@ -500,7 +505,7 @@ def _describe_offsets(
             ),
         )
         return None
-    keys = sorted(group.partitions) if op.partitions is None else op.partitions
+    keys = _all_partitions(group, fx) if op.partitions is None else op.partitions
     rows = []
     for topic, index in keys:
         partition = group.partitions.get((topic, index))
@@ -518,6 +523,16 @@ def _describe_offsets(
             )
     fx.reply(waiter, DescribeShareOffsetsOpResp(ErrorCode.none, offsets=tuple(rows)))
     return group
+
+
+def _all_partitions(group: ShareGroup, fx: Effects) -> list[tuple[str, int]]:
+    """The group's share partitions, and those of its members' topics not started yet (a
+    start offset of -1, as Kafka lists a subscribed partition it has not initialised)."""
+    keys = set(group.partitions)
+    for name in {t for member in group.members.values() for t in member.subscribed}:
+        info = fx.topics.by_name.get(name)
+        keys.update((name, index) for index in range(info.partitions if info else 0))
+    return sorted(keys)
 
 
 def _alter_offsets(
@@ -601,7 +616,8 @@ def _other(group: ShareGroup | None, op: Any, waiter: int, fx: Effects) -> Share
         case OffsetDeleteOp():
             fx.reply(waiter, OffsetDeleteOpResp(code))
         case DescribeGroupOp():
-            fx.reply(waiter, DescribeGroupOpResp(ErrorCode.none, "Dead"))
+            # (not a classic group: the gateway answers each DescribeGroups version's way)
+            fx.reply(waiter, DescribeGroupOpResp(ErrorCode.group_id_not_found, "Dead"))
         case ConsumerGroupHeartbeatOp():
             fx.reply(waiter, ConsumerGroupHeartbeatOpResp(code, message))
         case ConsumerGroupDescribeOp():

@@ -36,7 +36,8 @@ from .topic_configs import effective_long
 
 log = logging.getLogger(__name__)
 
-_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+MAX_NAME_LENGTH = 249
+_LEGAL_NAME = re.compile(rf"^[a-zA-Z0-9._-]{{1,{MAX_NAME_LENGTH}}}$")
 DELETED_SUFFIX = ".deleted"
 
 
@@ -65,9 +66,22 @@ class Topic:
 
 
 def validate_topic_name(name: str | None) -> str:
+    """The name, or InvalidTopicName with Kafka's message (its Topic.validate)."""
     if name is None or not _LEGAL_NAME.match(name) or name in (".", ".."):
-        raise InvalidTopicName(f"illegal topic name {name!r}")
+        raise InvalidTopicName(f"Topic name is invalid: {_why_invalid(name)}")
     return name
+
+
+def _why_invalid(name: str | None) -> str:
+    if not name:
+        return "the empty string is not allowed"
+    if name in (".", ".."):
+        return f"'{name}' is not allowed"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
+    return (
+        f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    )
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -51,7 +51,7 @@ API_TABLE: dict[int, Api] = {
         Api(12, "Heartbeat", 0, 4, groups.heartbeat, G + "heartbeat"),
         Api(13, "LeaveGroup", 0, 5, groups.leave_group, G + "leave"),
         Api(14, "SyncGroup", 0, 5, groups.sync_group, G + "sync"),
-        Api(15, "DescribeGroups", 0, 5, group_admin.describe_groups, G + "describe"),
+        Api(15, "DescribeGroups", 0, 6, group_admin.describe_groups, G + "describe"),
         Api(16, "ListGroups", 0, 5, group_admin.list_groups, G + "list"),
         Api(17, "SaslHandshake", 1, 1, sasl.sasl_handshake),
         Api(18, "ApiVersions", 0, 4, api_versions.handle),

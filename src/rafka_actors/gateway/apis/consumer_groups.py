@@ -122,7 +122,7 @@ def _heartbeat_op(conn: ConnectionInfo, version: int, request: Any) -> ConsumerG
         server_assignor=request.server_assignor,
         owned=_owned(request.topic_partitions),
         client_id=conn.client_id or "",
-        client_host=conn.peer_host,
+        client_host=conn.client_host,
         # the id a v0 member without one gets (the state machine ignores it otherwise)
         new_member_id="" if request.member_id else str(uuid.uuid4()),
         api_version=version,
@@ -234,7 +234,7 @@ def _described(
             client_id=client_id,
             client_host=client_host,
             subscribed_topic_names=topic_names,
-            subscribed_topic_regex=topic_regex,
+            subscribed_topic_regex=topic_regex or "",  # Kafka's member: "" when none
             assignment=_assignment(ctx, org_id, mod, assigned),
             target_assignment=_assignment(ctx, org_id, mod, target),
             member_type=(  # v1+

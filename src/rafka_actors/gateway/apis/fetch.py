@@ -137,9 +137,9 @@ def _read_partition(
         return _Read(ErrorCode.unknown_topic_or_partition)
     log = topic.partitions[p.partition]
     hw, start = log.log_end_offset, log.log_start_offset
+    if not start <= p.fetch_offset <= hw:  # with Kafka's -1s for the offsets (no read)
+        return _Read(ErrorCode.offset_out_of_range)
     lso = data.last_stable_offset(topic, p.partition)
-    if not start <= p.fetch_offset <= hw:
-        return _Read(ErrorCode.offset_out_of_range, b"", hw, lso, start)
     limit = min(p.partition_max_bytes, budget)
     if limit <= 0 and not first:
         return _Read(ErrorCode.none, b"", hw, lso, start)
@@ -159,8 +159,20 @@ def _aborted_entry(cls: type, producer_id: int, first_offset: int) -> Any:
     return make(cls, producer_id=producer_id, first_offset=first_offset)
 
 
+_NOT_SERVED = frozenset(
+    {
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.unknown_topic_id,
+        ErrorCode.topic_authorization_failed,
+    }
+)
+
+
 def _partition_data(mod: Any, index: int, read: _Read, committed: bool) -> Any:
-    aborted = None
+    """A partition's answer; its aborted transactions null unless read_committed, as Kafka
+    4.3.1 answers: null beside OFFSET_OUT_OF_RANGE too (a failed read of the log), empty
+    beside a partition not served (the field's default)."""
+    aborted: tuple[Any, ...] | None = () if read.code in _NOT_SERVED else None
     if committed and read.code is ErrorCode.none:
         aborted = tuple(
             _aborted_entry(mod.AbortedTransaction, t.producer_id, t.first_offset)

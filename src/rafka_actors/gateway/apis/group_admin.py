@@ -3,8 +3,9 @@ OffsetDelete (47).
 
 DescribeGroups and DeleteGroups ask each named group's actor in turn; a group that does not
 exist is described as "Dead" without an error (so is a KIP-848 consumer group: DescribeGroups
-describes classic groups only, ConsumerGroupDescribe the others), and deleting it answers
-GROUP_ID_NOT_FOUND (the state machine decides both). An empty group id is accepted by both,
+describes classic groups only, ConsumerGroupDescribe the others), from v6 on (KIP-1043) with
+GROUP_ID_NOT_FOUND and Kafka's message, and deleting it answers GROUP_ID_NOT_FOUND (the state
+machine decides both). An empty group id is accepted by both,
 as Kafka still does for old tools; only a null id is INVALID_GROUP_ID. Member metadata and
 assignments are the raw consumer-protocol bytes the members sent and got: confluent's
 AdminClient decodes them.
@@ -37,6 +38,7 @@ gateway/identities.py), which the connection sends only to a request that asked 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -82,10 +84,11 @@ def describe_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
                 group = DescribeGroupOpResp(ErrorCode.invalid_group_id, "")
             elif group.cgp_id and group_id is not None:
                 cgp_ids[group_id] = group.cgp_id
+            answer, kind = _v6(version, group)
             operations = OMITTED  # as Kafka: only a group described without an error has them
-            if wanted and group_id is not None and group.error_code == ErrorCode.none:
+            if wanted and group_id is not None and answer.error_code == ErrorCode.none:
                 operations = group_operations(conn.user, group_id)
-            groups.append(_described(mod, group_id or "", group, operations))
+            groups.append(_described(mod, group_id or "", answer, operations, kind))
         response = make(
             mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=(*refused, *groups)
         )
@@ -94,7 +97,26 @@ def describe_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
     return ask_each(conn.org_id, asked, described)
 
 
-def _described(mod: Any, group_id: str, group: DescribeGroupOpResp, operations: int) -> Any:
+def _v6(version: int, group: DescribeGroupOpResp) -> tuple[DescribeGroupOpResp, str | None]:
+    """The answer for the version, and its message. From v6 on (KIP-1043) a group that is
+    not there, or not a classic group, is GROUP_ID_NOT_FOUND, still "Dead" (Kafka's
+    GroupMetadataManager.describeGroups); before, both are "Dead" without an error. A group
+    of another type is answered GROUP_ID_NOT_FOUND by its machine, one not there "Dead"."""
+    if group.state != "Dead" or group.error_code not in (ErrorCode.none, _NOT_FOUND):
+        return group, None
+    other_type = group.error_code == _NOT_FOUND
+    if version < 6:
+        return replace(group, error_code=ErrorCode.none), None
+    kind = "is not a classic group" if other_type else "not found"
+    return replace(group, error_code=_NOT_FOUND), kind
+
+
+_NOT_FOUND = ErrorCode.group_id_not_found
+
+
+def _described(
+    mod: Any, group_id: str, group: DescribeGroupOpResp, operations: int, kind: str | None = None
+) -> Any:
     members = tuple(
         make(
             mod.DescribedGroupMember,
@@ -107,9 +129,11 @@ def _described(mod: Any, group_id: str, group: DescribeGroupOpResp, operations: 
         )
         for member_id, instance_id, client_id, client_host, metadata, assignment in group.members
     )
+    message = None if kind is None else f"Group {group_id} {kind}."
     return make(
         mod.DescribedGroup,
         error_code=ErrorCode(group.error_code),
+        error_message=message,  # v6+
         group_id=group_id,
         group_state=group.state,
         protocol_type=group.protocol_type,

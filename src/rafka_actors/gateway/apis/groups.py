@@ -88,7 +88,7 @@ def _join_op(conn: ConnectionInfo, version: int, request: Any) -> JoinGroupOp:
         rebalance_timeout_ms=to_ms(request.rebalance_timeout) if version >= 1 else -1,
         group_instance_id=instance_id,
         client_id=conn.client_id or "",
-        client_host=conn.peer_host,
+        client_host=conn.client_host,
         require_known_member_id=version >= 4,
         # only a member without an id gets one (membership.join): a rejoin needs no uuid
         new_member_id="" if request.member_id else new_member_id(conn.client_id, instance_id),

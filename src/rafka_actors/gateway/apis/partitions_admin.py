@@ -91,7 +91,7 @@ def _grow(
     store = ctx.data.topics_for(conn.org_id)
     topic = store.by_name(wanted.name)
     if topic is None:
-        return ErrorCode.unknown_topic_or_partition, f"Unable to find topic {wanted.name}"
+        return ErrorCode.unknown_topic_or_partition, None  # (Kafka sends no message)
     current = len(topic.partitions)
     if wanted.count < current:
         return (

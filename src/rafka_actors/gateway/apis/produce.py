@@ -9,7 +9,11 @@ the OS page cache, which survives a kill of the broker process.
 
 Idempotent and transactional batches are checked against the partition's producer state by
 the data plane (storage/producer_state.py), which answers Kafka's errors or, for a retried
-batch, the offset it was first written at.
+batch, the offset it was first written at. Its explanation of a refusal is logged at DEBUG,
+not sent: Kafka's Produce carries an error message only with record errors (KIP-467). A
+transactional batch without a transactional id in the request is
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition, as Kafka answers before it looks
+at the batches.
 
 Topics are the connection's org's; a topic outside the user's prefixes gets
 TOPIC_AUTHORIZATION_FAILED on each of its partitions, before anything else is checked (Kafka's
@@ -28,6 +32,7 @@ of its own (librdkafka's _INVALID_DIFFERENT_RECORD).
 from __future__ import annotations
 
 import datetime
+import logging
 from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
@@ -41,15 +46,19 @@ from ..context import BrokerContext, ConnectionInfo
 from ._build import NO_THROTTLE, make, schema
 
 KEY = 0
+log = logging.getLogger(__name__)
 
 
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     acks_ok = request.acks in (-1, 0, 1)
+    unauthorized = request.transactional_id is None and _has_transactional(request)
     topics = []
     for topic_data in request.topic_data:
         partitions = tuple(
-            _produce_partition(ctx, conn, mod, topic_data.name, p, acks_ok)
+            _refused(mod, p.index, ErrorCode.transactional_id_authorization_failed)
+            if unauthorized
+            else _produce_partition(ctx, conn, mod, topic_data.name, p, acks_ok)
             for p in topic_data.partition_data
         )
         topics.append(
@@ -58,6 +67,32 @@ def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any)
     if request.acks == 0:
         return None
     return make(mod.ProduceResponse, responses=tuple(topics), throttle_time=NO_THROTTLE)
+
+
+def _has_transactional(request: Any) -> bool:
+    """Whether a partition's first batch is transactional (its header only: the batches are
+    checked whole where they are appended)."""
+    for topic_data in request.topic_data:
+        for data in topic_data.partition_data:
+            try:
+                if data.records and parse_header(data.records).is_transactional:
+                    return True
+            except InvalidRecordError:
+                continue  # (the partition's own check answers it)
+    return False
+
+
+def _refused(mod: Any, index: int, code: ErrorCode) -> Any:
+    return make(
+        mod.PartitionProduceResponse,
+        index=index,
+        error_code=code,
+        base_offset=-1,
+        log_append_time=None,
+        log_start_offset=-1,
+        record_errors=(),
+        error_message=None,
+    )
 
 
 def _produce_partition(
@@ -148,11 +183,14 @@ def _append(
         return _Answer(ErrorCode.kafka_storage_error, -1, log_start)
     if ctx.metrics is not None and result.error is ErrorCode.none:
         ctx.metrics.traffic.produced(conn.org_id, name, len(data.records), records)
+    message = result.message if result.record_errors else ""  # (Kafka's rule: see above)
+    if result.message and not message:
+        log.debug("produce to %s-%d refused: %s", name, data.index, result.message)
     return _Answer(
         result.error,
         result.base_offset,
         log_start,
-        result.message,
+        message,
         result.record_errors,
         result.log_append_time,
     )

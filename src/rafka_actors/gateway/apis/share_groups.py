@@ -84,7 +84,7 @@ def share_group_heartbeat(
         rack_id=request.rack_id,
         subscribed_topic_names=None if names is None else tuple(names),
         client_id=conn.client_id or "",
-        client_host=conn.peer_host,
+        client_host=conn.client_host,
     )
     return ask(conn.org_id, group_id, op, lambda answer: _heartbeat_response(mod, answer))
 

@@ -75,7 +75,7 @@ def _create_one(
         topic_config_error_code=code if code is ErrorCode.topic_authorization_failed else 0,
         num_partitions=partitions if ok else -1,
         replication_factor=1 if ok else -1,
-        configs=_created_configs(ctx, mod, configs) if ok else None,
+        configs=_created_configs(ctx, mod, configs) if ok else (),  # (Kafka: [], not null)
     )
 
 
@@ -101,12 +101,25 @@ def _check_create(
         return ErrorCode.invalid_topic_exception, str(exc)
     if ctx.data.topics_for(conn.org_id).by_name(wanted.name) is not None:
         return ErrorCode.topic_already_exists, f"Topic '{wanted.name}' already exists."
-    if wanted.replication_factor not in (-1, 1):
+    factor = wanted.replication_factor
+    if factor < 1 and factor != -1:
         return (
             ErrorCode.invalid_replication_factor,
-            f"Replication factor {wanted.replication_factor} is larger than the 1 broker here.",
+            "Replication factor must be larger than 0, or -1 to use the default value.",
         )
-    if partitions < 1 or partitions > 100_000:
+    if factor not in (-1, 1):  # (Kafka's message, one broker registered)
+        return (
+            ErrorCode.invalid_replication_factor,
+            f"Unable to replicate the partition {factor} time(s): The target replication factor"
+            f" of {factor} cannot be reached because only 1 broker(s) are registered or some"
+            " brokers have all their log directories cordoned.",
+        )
+    if partitions < 1:
+        return (
+            ErrorCode.invalid_partitions,
+            "Number of partitions was set to an invalid non-positive value.",
+        )
+    if partitions > 100_000:
         return ErrorCode.invalid_partitions, f"Number of partitions {partitions} is invalid."
     for assignment in wanted.assignments:
         if tuple(assignment.broker_ids) != (ctx.node_id,):
@@ -175,5 +188,11 @@ def _deleted(mod: Any, name: str | None, topic_id: Any, code: ErrorCode) -> Any:
         name=name,
         topic_id=topic_id,
         error_code=code,
-        error_message=None,
+        error_message=_DELETE_MESSAGES.get(code),
     )
+
+
+# the messages Kafka 4.3.1 sends with these errors (the errors' own descriptions)
+_DELETE_MESSAGES = {
+    ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
+}

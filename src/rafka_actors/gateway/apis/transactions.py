@@ -204,7 +204,7 @@ def describe_transactions(
             txn = registry.get_in(conn.org_id, txn_id)
             if txn is None:
                 error = ErrorCode.transactional_id_not_found
-        if txn is None:
+        if txn is None:  # the fields' defaults (0s), as Kafka 4.3.1 leaves them
             states.append(
                 make(
                     mod.TransactionState,
@@ -212,9 +212,9 @@ def describe_transactions(
                     transactional_id=txn_id,
                     transaction_state="",
                     transaction_timeout=datetime.timedelta(0),
-                    transaction_start_time=_start_time(-1),
-                    producer_id=NO_PRODUCER_ID,
-                    producer_epoch=NO_PRODUCER_EPOCH,
+                    transaction_start_time=_start_time(0),
+                    producer_id=0,
+                    producer_epoch=0,
                     topics=(),
                 )
             )
