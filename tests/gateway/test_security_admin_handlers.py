@@ -154,6 +154,30 @@ def test_describe_groups_fills_the_operations_of_groups_described_without_error(
     ]
 
 
+@pytest.mark.parametrize(("version", "code", "operations"), [
+    (5, ErrorCode.none, GROUP_OPS),  # "Dead" without an error: operations as for any group
+    (6, ErrorCode.group_id_not_found, OMITTED),  # KIP-1043's error: none, as Kafka
+])  # fmt: skip
+def test_a_group_that_is_not_there_has_operations_only_before_v6(
+    ctx: BrokerContext, version: int, code: ErrorCode, operations: int
+) -> None:
+    step = call(
+        ctx,
+        LIMITED,
+        DESCRIBE_GROUPS,
+        version,
+        groups=("g.gone",),
+        include_authorized_operations=True,
+    )
+    assert isinstance(step, Ask)
+    [group] = step.then([DescribeGroupOpResp(ErrorCode.none, "Dead")]).response.groups
+    assert (group.error_code, group.group_state, group.authorized_operations) == (
+        code,
+        "Dead",
+        operations,
+    )
+
+
 # -- the ACL APIs ---------------------------------------------------------------------------
 def acl_filter(key: int, cls: str, **changes: int) -> Any:
     values = dict(
