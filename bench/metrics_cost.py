@@ -16,7 +16,6 @@ is most of a commit's time and varies more than the cost measured here.
 from __future__ import annotations
 
 import argparse
-import datetime
 import shlex
 import statistics
 import sys
@@ -25,69 +24,14 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
-from kio.schema.heartbeat.v3 import request as heartbeat
-from kio.schema.join_group.v5 import request as join
-from kio.schema.sync_group.v3 import request as sync
-from kio.schema.types import GroupId
-from kio.static.primitive import i32, i32Timedelta
-
 from harness.brokers import Broker, free_port, running
 from harness.consumer_workloads import create_topic
 from harness.core import Target
-from rafka_actors.admin.client import KafkaClient
 from rafka_actors.protocol.codec import encode_request
-from request_cost import replay, request
+from request_cost import heartbeat_frame, replay, request
 
 # fsync=interval: an fsync per commit batch (always) varies more than what is measured here
 SETTINGS = ("group.initial.rebalance.delay.ms=0", "coordinator.log.fsync=interval")
-
-
-def _ms(value: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
-
-
-def joined_member(bootstrap: str, group: str) -> tuple[str, int]:
-    """Join `group` as its only classic member and sync: (member id, generation)."""
-    with KafkaClient(bootstrap, 30.0) as client:
-        member_id = ""
-        for _ in range(3):  # the first JoinGroup (v4+) is answered MEMBER_ID_REQUIRED
-            answer = client.call(
-                join.JoinGroupRequest(
-                    group_id=GroupId(group),
-                    session_timeout=_ms(60_000),
-                    rebalance_timeout=_ms(60_000),
-                    member_id=member_id,
-                    group_instance_id=None,
-                    protocol_type="consumer",
-                    protocols=(join.JoinGroupRequestProtocol(name="range", metadata=b""),),
-                )
-            )
-            member_id = answer.member_id
-            if answer.error_code == 0:
-                break
-        assert answer.error_code == 0, answer
-        synced = client.call(
-            sync.SyncGroupRequest(
-                group_id=GroupId(group),
-                generation_id=answer.generation_id,
-                member_id=member_id,
-                group_instance_id=None,
-                assignments=(sync.SyncGroupRequestAssignment(member_id=member_id, assignment=b""),),
-            )
-        )
-        assert synced.error_code == 0, synced
-        return member_id, int(answer.generation_id)
-
-
-def heartbeat_frame(bootstrap: str, group: str) -> bytes:
-    member_id, generation = joined_member(bootstrap, group)
-    beat = heartbeat.HeartbeatRequest(
-        group_id=GroupId(group),
-        generation_id=i32(generation),
-        member_id=member_id,
-        group_instance_id=None,
-    )
-    return encode_request(beat, 1, "bench")
 
 
 @contextmanager

@@ -9,8 +9,8 @@ the group actor and its state machine, or the coordinator log. The CPU figure is
 with the sampler attached (py-spy costs the broker a little).
 
     .venv/bin/python bench/profile_broker.py [--broker KIND | --bootstrap HOST:PORT --pid PID]
-        [--ops commit,fetch,apiversions] [--seconds 5] [--rate 500] [--top 12] [--clients 1]
-        [-o KEY=VALUE ...]
+        [--ops commit,fetch,heartbeat,apiversions] [--seconds 5] [--rate 500] [--top 12]
+        [--clients 1] [-o KEY=VALUE ...]
 
 py-spy needs to read the broker's memory: root, or ptrace allowed for the user
 (``/proc/sys/kernel/yama/ptrace_scope`` 0).
@@ -31,14 +31,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.consumer_workloads import create_topic
-from rafka_actors.protocol.codec import encode_request
-from request_cost import broker, broker_arguments, replay, request
+from request_cost import broker, broker_arguments, frame_of, groups_of, replay
 
 _FRAME = re.compile(r"(?P<function>.*) \((?P<file>[^():]*)(?::\d+)?\)$")
 
 # (part, test on the innermost frame's function and file), first match wins
 PARTS: tuple[tuple[str, str, str], ...] = (
-    ("socket system calls (send, recv)", r"_nonblocking_helper|sock_method_wrapper", r""),
+    (
+        "socket system calls (send, recv)",
+        r"_nonblocking_helper|sock_method_wrapper|LeanSocketStream\.(send_all|_read)$",
+        r"",
+    ),
     ("epoll (waiting for and polling sockets)", r"", r"trio/_core/_io_epoll"),
     ("trio scheduler, scopes, channels", r"", r"(^|/)(trio|tricycle|outcome)/"),
     ("wire codec (kio, headers, frames)", r"", r"kio|/protocol/|<generated|gateway/frames"),
@@ -51,6 +54,9 @@ PARTS: tuple[tuple[str, str, str], ...] = (
     ),
 )
 OTHER = "other (interpreter, stdlib, libraries)"
+# A worker thread waiting for work (a lock or queue get in C, under no Python frame of its
+# own) is sampled as if it ran: py-spy takes a thread blocked on a lock for an active one.
+IDLE_WAITS = frozenset({"FsyncThread._serve", "WorkerThread._work"})
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ def part_of(function: str, file: str) -> str:
 
 def aggregate(lines: Iterable[str]) -> Profile:
     """A py-spy ``--format raw`` output (one "stack count" per line) summed by part and by
-    innermost function."""
+    innermost function; a worker thread's wait for work (IDLE_WAITS) is not counted."""
     parts: Counter[str] = Counter()
     functions: Counter[str] = Counter()
     samples = 0
@@ -89,6 +95,8 @@ def aggregate(lines: Iterable[str]) -> Profile:
         if not stack or not count.isdigit():
             continue
         function, file = frames_of(stack)[-1]
+        if function in IDLE_WAITS:
+            continue
         samples += int(count)
         parts[part_of(function, file)] += int(count)
         functions[f"{function} ({Path(file).name})"] += int(count)
@@ -131,7 +139,8 @@ def main() -> int:
         topic = create_topic(target, 1)
         for op in args.ops.split(","):
             frames = [
-                encode_request(request(op, f"profile-{op}-{i}", topic), 1, "bench")
+                # (commits and fetches share their groups: a fetch reads what commit stored)
+                frame_of(op, target, f"profile-{groups_of(op)}-{i}", topic)
                 for i in range(args.clients)
             ]
             replay(target.bootstrap, target.pid, frames, 0.5)  # the groups exist, warm

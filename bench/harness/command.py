@@ -13,16 +13,16 @@ ratio compares brokers under the same drift. A broker waiting for its turn is id
 epoll_wait). --no-interleave runs them one after another instead, each with all its runs.
 
 A broker of --brokers is `[NAME=]KIND[@PYTHON][[KEY=VALUE,...]]` (brokers.parse_brokers):
-KIND is rafka-actors, noida-db or tansu; `[...]` adds rafka-actors settings; `@PYTHON` runs
-another installation of rafka-actors, `PYTHON -m rafka_actors serve ...` (an older commit in
-a venv of its own, a compiled build); NAME is the table's column. A column "vs X" is the
-first broker's median over X's, oriented so that above 1.0 the first did better: with the
-new build first, "vs old" reads new/old, the two taking turns within the one run:
+KIND is rafka-actors, noida-db, tansu or kafka (Apache Kafka 4.3.1, from $KAFKA_REF); `[...]`
+adds rafka-actors settings; `@PYTHON` runs another installation of rafka-actors, `PYTHON -m
+rafka_actors serve ...` (an older commit in a venv of its own); NAME is the table's column. A
+column "vs X" is the first broker's median over X's, oriented so that above 1.0 the first did
+better: with the new build first, "vs old" reads new/old, the two taking turns within the run:
 
     .venv/bin/python bench/run.py --workloads c \
         --brokers 'new=rafka-actors,old=rafka-actors@/work/baseline/.venv/bin/python'
 
-    .venv/bin/python bench/run.py [--brokers rafka-actors,noida-db,tansu] [--runs 3]
+    .venv/bin/python bench/run.py [--brokers rafka-actors,kafka,noida-db,tansu] [--runs 3]
         [--no-interleave] [--workloads abcdefgh] [--quick] [--json FILE]
         [--rafka-override KEY=VALUE ...] [--bootstrap HOST:PORT [--kip848]]
 """
@@ -44,7 +44,7 @@ from .core import Figure, Options, Target, Workload
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BROKERS = "rafka-actors,rafka-actors[coordinator.log.fsync=never],noida-db,tansu"
+DEFAULT_BROKERS = "rafka-actors,rafka-actors[coordinator.log.fsync=never],kafka,noida-db,tansu"
 # Kafka's 3 s initial rebalance delay would be the whole of (a) and (b); the peers wait
 # about 0.3 s. 100 ms still gathers consumers that start together into one rebalance.
 RAFKA_BENCH_SETTINGS = ("group.initial.rebalance.delay.ms=100",)

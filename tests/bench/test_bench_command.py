@@ -75,8 +75,11 @@ def test_broker_variants_carry_their_settings() -> None:
         ),
         ("tansu", "tansu", ()),
     ]
+    assert brokers.parse_brokers(["kafka"], [])[0] == brokers.Broker("kafka", "kafka")
     with pytest.raises(ValueError):
-        brokers.parse_brokers(["kafka"], [])
+        brokers.parse_brokers(["redpanda"], [])
+    with pytest.raises(ValueError):  # only rafka-actors runs under another interpreter
+        brokers.parse_brokers(["kafka@/opt/old/bin/python"], [])
 
 
 def test_broker_list_splits_outside_brackets() -> None:
@@ -263,3 +266,17 @@ def test_peer_brokers_start_answer_and_stop(kind: str) -> None:
         pid = target.pid
     with pytest.raises(ProcessLookupError):  # nothing of it is left running
         os.killpg(pid, 0)
+
+
+def test_kafka_starts_as_a_kip848_peer_and_is_stopped() -> None:
+    try:
+        brokers._kafka_ref()
+    except brokers.BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    with brokers.running(brokers.Broker("kafka", "kafka")) as target:
+        assert target.pid is not None and target.kip848
+        with KafkaClient(target.bootstrap, timeout=10) as client:
+            assert 68 in client.versions  # ConsumerGroupHeartbeat: it serves KIP-848
+        pid = target.pid
+    with pytest.raises(ProcessLookupError):  # its JVM is gone
+        os.kill(pid, 0)

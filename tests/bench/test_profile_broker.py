@@ -22,6 +22,8 @@ x;handle (rafka_actors/group/machine.py:80) 2
 x;_write_all (rafka_actors/storage/coordinator_segments.py:700) 4
 x;DurableCoordinatorLog.append (rafka_actors/storage/durable_log.py:240) 1
 x;__init__ (<string>:2) 6
+thread;WorkerThread._work (trio/_core/_thread_cache.py:200) 40
+thread;FsyncThread._serve (rafka_actors/storage/fsync_thread.py:80) 40
 
 not a sample line
 """
@@ -42,6 +44,20 @@ def test_each_sample_goes_to_the_part_of_its_innermost_frame() -> None:
         profile_broker.OTHER: 6,
     }
     assert profile.functions["_nonblocking_helper (_socket.py)"] == 30
+
+
+def test_lean_streams_reads_and_writes_are_socket_system_calls() -> None:
+    profile = profile_broker.aggregate(
+        [
+            "x;LeanSocketStream.send_all (rafka_actors/gateway/lean_stream.py:60) 3",
+            "x;LeanSocketStream._read (rafka_actors/gateway/lean_stream.py:70) 2",
+            "x;LeanSocketStream.receive_some (rafka_actors/gateway/lean_stream.py:50) 1",
+        ]
+    )
+    assert dict(profile.parts) == {
+        "socket system calls (send, recv)": 5,
+        "gateway (dispatch, handlers)": 1,
+    }
 
 
 def test_the_report_gives_each_part_its_share_of_the_cpu_per_request() -> None:

@@ -33,8 +33,9 @@ module run, and src restored (`git checkout src`); never committed.
   same mutation -> fails (TooSlowError after 10 s)
 - test_slow_fsync::test_a_slow_fsync_delays_only_the_writes_and_is_shared_by_them
   mutation: DurableCoordinatorLog._write_and_sync fsyncs on the event loop instead of in
-  trio.to_thread.run_sync -> fails ("not answered while the fsync ran"); mutation: the
-  flusher takes one append per batch -> fails (5 fsyncs and batches instead of 2)
+  its FsyncThread (trio.to_thread.run_sync before) -> fails ("not answered while the fsync
+  ran"); mutation: the flusher takes one append per batch -> fails (5 fsyncs and batches
+  instead of 2)
 - test_connection_drops_mid_join::test_a_member_dropped_in_the_initial_delay_...[1, 5 ahead]
   mutation: GroupActor._next_batch never wakes at the group's deadline -> fails
   (TooSlowError); mutation: timers.fire_due expires no session and _expire_pending_sync

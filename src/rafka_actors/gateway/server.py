@@ -2,7 +2,8 @@
 
 `open_listeners` binds (plain TCP or TLS) or refuses to start naming the address;
 `serve_client` admits a connection against the connection limits and serves it
-(connection.py) until it closes. The broker (broker.py) runs them in the gateway's nursery.
+(connection.py; a plain TCP one over lean_stream.py) until it closes. The broker (broker.py)
+runs them in the gateway's nursery.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..config import BrokerConfig, ConfigError
 from ..refusals import CannotListen
 from .connection import serve_connection
 from .context import PRE_AUTH_APIS, BrokerContext, ConnectionInfo
+from .lean_stream import LeanSocketStream
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,8 @@ async def serve_client(ctx: BrokerContext, stream: trio.abc.Stream) -> None:
         conn.gate = PRE_AUTH_APIS
     if ctx.metrics is not None:
         ctx.metrics.connections[id(conn)] = conn
+    if type(stream) is trio.SocketStream:  # (TLS keeps trio's SSLStream)
+        stream = LeanSocketStream(stream)
     try:
         await serve_connection(stream, ctx, ctx.apis, conn)
     finally:

@@ -10,11 +10,11 @@ Group commit
 ------------
 Under ``always`` an append encodes its records, queues them and waits. One flusher task takes
 *everything* queued, from all groups, writes it with one ``write`` (to the page cache, on the
-event loop: microseconds) and has it fsynced by a worker thread, then applies the records to
-the in-memory view and wakes every appender of the batch. While the disk flushes, the loop
-goes on serving and the next batch gathers, so one fsync is shared by every group that
-appended meanwhile: throughput grows with the number of groups instead of falling, and a slow
-disk delays only the groups that write, never the event loop.
+event loop: microseconds) and has it fsynced by the log's own thread (fsync_thread.py), then
+applies the records to the in-memory view and wakes every appender of the batch. While the
+disk flushes, the loop goes on serving and the next batch gathers, so one fsync is shared by
+every group that appended meanwhile: throughput grows with the number of groups instead of
+falling, and a slow disk delays only the groups that write, never the event loop.
 
 Under ``interval`` and ``never`` an append writes to the page cache itself, without waiting
 (a few microseconds, less than a hop to the flusher), unless a batch is queued ahead of it;
@@ -81,6 +81,7 @@ from .coordinator_segments import (
 )
 from .entry_replay import AmbiguousKeys, EntryReplay
 from .failures import STORAGE_LOG, reason
+from .fsync_thread import FsyncThread
 from .startup_writes import StartupWrites
 
 __all__ = ["CoordinatorLogError", "DurableCoordinatorLog", "FsyncPolicy", "LogStats"]
@@ -196,6 +197,7 @@ class DurableCoordinatorLog:
         self._rolls_seen = -1  # the first write looks at what start-up found
         self._sync_deadline = math.inf  # when unsynced writes must be fsynced (interval)
         self._closed = False
+        self._fsyncer = FsyncThread(f"{segments.directory.name} log fsync")
         self.stats = LogStats()
         # told (append seconds, fsync seconds) of each write, either None if not done
         self.timed: Callable[[float | None, float | None], None] | None = None
@@ -305,12 +307,14 @@ class DurableCoordinatorLog:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Flush and compact until cancelled; then fail what is still queued and close."""
+        self._fsyncer.start()
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._flush_forever)
                 nursery.start_soon(self._compact_forever)
                 task_status.started()
         finally:
+            self._fsyncer.stop()
             self.close()
 
     async def _flush_forever(self) -> None:
@@ -337,7 +341,7 @@ class DurableCoordinatorLog:
             started = perf_counter()
             self._segments.append([payload for pending in batch for payload in pending.payloads])
             written = perf_counter()
-            await trio.to_thread.run_sync(self._segments.fsync)
+            await self._fsyncer.run_sync(self._segments.fsync)
             if self.timed is not None:
                 self.timed(written - started, perf_counter() - written)
         except BaseException as exc:
@@ -389,7 +393,7 @@ class DurableCoordinatorLog:
         self._sync_deadline = math.inf
         try:
             started = perf_counter()
-            await trio.to_thread.run_sync(self._segments.fsync)
+            await self._fsyncer.run_sync(self._segments.fsync)
             if self.timed is not None:
                 self.timed(None, perf_counter() - started)
         except CoordinatorLogError as exc:
