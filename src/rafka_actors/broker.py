@@ -215,7 +215,10 @@ def _resume_transactions(
 ) -> TransactionRegistry:
     transactions = TransactionRegistry(
         services,
-        TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms),
+        TxnConfig(
+            max_timeout_ms=config.transaction_max_timeout_ms,
+            transaction_version=config.transaction_version,
+        ),
         storage.txn_log,
         MarkerWriter(storage.data, registry.ask),
         storage.data.producer_ids.allocate,

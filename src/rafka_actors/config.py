@@ -203,6 +203,22 @@ class BrokerConfig:
     transaction_remove_expired_transaction_cleanup_interval_ms: int = field(
         default=3_600_000, metadata=_doc("how often idle transactional ids are looked for")
     )
+    transaction_version: int = field(
+        # Kafka's transaction.version feature, which Kafka finalizes at format time (2 from
+        # 4.0) and changes with kafka-features; here a setting (see docs/kafka-differences.md)
+        default=2,
+        metadata=_doc("finalized transaction.version: 2 serves transactions v2 (KIP-890)"),
+    )
+    transaction_partition_verification_enable: bool = field(
+        default=True,
+        metadata=_doc("verify a v1 client's transactional batch with the coordinator first"),
+    )
+    add_partitions_to_txn_retry_backoff_ms: int = field(
+        default=20, metadata=_doc("a v2 produce's add retried this often while markers are due")
+    )
+    add_partitions_to_txn_retry_backoff_max_ms: int = field(
+        default=100, metadata=_doc("and for this long at most (then CONCURRENT_TRANSACTIONS)")
+    )
     # Retention, and the bounds of dynamic group configs (issue 45: topics and group configs).
     log_retention_ms: int = field(
         default=604_800_000, metadata=_doc("topics' default retention.ms (-1: forever)")
@@ -590,9 +606,14 @@ def _check_network_settings(config: BrokerConfig) -> None:
         "transaction_max_timeout_ms",
         "transactional_id_expiration_ms",
         "transaction_remove_expired_transaction_cleanup_interval_ms",
+        "add_partitions_to_txn_retry_backoff_ms",
     ):
         if getattr(config, name) <= 0:
             raise ConfigError(f"{kafka_key(name)} must be positive")
+    if not 0 <= config.transaction_version <= 2:
+        raise ConfigError("transaction.version must be 0, 1 or 2")
+    if config.add_partitions_to_txn_retry_backoff_max_ms < 0:
+        raise ConfigError("add.partitions.to.txn.retry.backoff.max.ms must be >= 0")
     if config.queued_max_request_bytes == 0 or config.queued_max_request_bytes < -1:
         raise ConfigError("queued.max.request.bytes must be positive or -1 (no bound)")
     if config.connection_failed_authentication_delay_ms < 0:

@@ -27,6 +27,7 @@ class DataPlaneStandIn:
         committed: bool,
         partitions: Iterable[tuple[str, int]],
         coordinator_epoch: int = 0,
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], int]:
         wanted = list(partitions)
         self.calls.append((org_id, producer_id, producer_epoch, committed, wanted))

@@ -12,13 +12,16 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 import sys
 from typing import Any
 
 import pytest
+from kio.schema.add_offsets_to_txn.v3 import request as add_offsets
 from kio.schema.errors import ErrorCode
+from kio.schema.init_producer_id.v4 import request as init_producer
 from kio.schema.txn_offset_commit.v3 import request as txn_commit
 from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
 from kio.static.primitive import i16, i32, i64
@@ -177,19 +180,40 @@ def test_offsets_show_pending_transactional_offsets_apart(cli: Any, broker: Brok
         committed_leader_epoch=i32(-1),
         committed_metadata=None,
     )
-    request = txn_commit.TxnOffsetCommitRequest(
-        transactional_id=TransactionalId("tx"),
-        group_id=GroupId(group),
-        producer_id=ProducerId(4000),
-        producer_epoch=i16(0),
-        generation_id=i32(-1),
-        member_id="",
-        group_instance_id=None,
-        topics=(
-            txn_commit.TxnOffsetCommitRequestTopic(name=TopicName(topic), partitions=(partition,)),
-        ),
-    )
     with KafkaClient(broker.bootstrap) as client:
+        # a transaction of its own, with the group in it (the broker verifies that first)
+        producer = client.call(
+            init_producer.InitProducerIdRequest(
+                transactional_id=TransactionalId("tx"),
+                transaction_timeout=datetime.timedelta(minutes=1),
+                producer_id=ProducerId(-1),
+                producer_epoch=i16(-1),
+            )
+        )
+        pid, epoch = producer.producer_id, producer.producer_epoch
+        added = client.call(
+            add_offsets.AddOffsetsToTxnRequest(
+                transactional_id=TransactionalId("tx"),
+                producer_id=pid,
+                producer_epoch=epoch,
+                group_id=GroupId(group),
+            )
+        )
+        assert added.error_code == ErrorCode.none
+        request = txn_commit.TxnOffsetCommitRequest(
+            transactional_id=TransactionalId("tx"),
+            group_id=GroupId(group),
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id=i32(-1),
+            member_id="",
+            group_instance_id=None,
+            topics=(
+                txn_commit.TxnOffsetCommitRequestTopic(
+                    name=TopicName(topic), partitions=(partition,)
+                ),
+            ),
+        )
         (answer,) = client.call(request).topics
     assert [p.error_code for p in answer.partitions] == [ErrorCode.none]
     result = cli("offsets", group)

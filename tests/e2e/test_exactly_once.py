@@ -11,8 +11,9 @@ again, as a supervisor would. Then:
 * a read_committed consumer of the output sees every input record exactly once;
 * the group's committed offsets equal the input's end offsets.
 
-Each of the three clients copies 3 000 records (about 32 s for the three on a quiet 2-core
-machine).
+Each of the three Python clients copies 3 000 records (about 32 s for the three on a quiet
+2-core machine), on transactions v1 (none of them speaks v2). Kafka's Java client copies
+them on v2 and on v1 in kafka_tools/test_exactly_once_java.py.
 """
 
 from __future__ import annotations
@@ -47,28 +48,25 @@ BROKER_SETTINGS = (
 
 
 class App:
-    """The copier process, restarted whenever it dies before it is done."""
+    """The copier process, restarted whenever it dies before it is done. `command` runs a
+    copier given (bootstrap, input, output, group, transactional id); its stderr goes to
+    `log` when given."""
 
-    def __init__(self, client: str, bootstrap: str, tag: str) -> None:
-        self.args = [
-            sys.executable,
-            "-m",
-            "tests.e2e.txn_copier",
-            client,
-            bootstrap,
-            f"in-{tag}",
-            f"out-{tag}",
-            f"copier-{tag}",
-            f"txn-{tag}",
-        ]
+    def __init__(self, command: list[str], bootstrap: str, tag: str, log: Path | None) -> None:
+        names = [f"in-{tag}", f"out-{tag}", f"copier-{tag}", f"txn-{tag}"]
+        self.args = [*command, bootstrap, *names]
+        self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     def start(self) -> None:
         self.starts += 1
+        stderr = None if self.log is None else self.log.open("ab")
         self.proc = subprocess.Popen(
-            self.args, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            self.args, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stderr=stderr
         )
+        if stderr is not None:
+            stderr.close()  # (the child holds its own copy)
 
     def kill(self) -> None:
         assert self.proc is not None
@@ -147,8 +145,13 @@ def read_committed(bootstrap: str, topic: str) -> list[bytes]:
     return values
 
 
-def copy_across_kills(broker: BrokerProcess, client: str, records: int) -> None:
-    tag = client.replace("-", "")
+def python_copier(client: str) -> list[str]:
+    return [sys.executable, "-m", "tests.e2e.txn_copier", client]
+
+
+def copy_across_kills(
+    broker: BrokerProcess, command: list[str], tag: str, records: int, log: Path | None = None
+) -> None:
     admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": broker.bootstrap})
     for topic in (f"in-{tag}", f"out-{tag}"):
         admin.create_topics([confluent_kafka.admin.NewTopic(topic, PARTITIONS, 1)])[topic].result(
@@ -162,7 +165,7 @@ def copy_across_kills(broker: BrokerProcess, client: str, records: int) -> None:
     assert producer.flush(30) == 0
 
     deadline = time.monotonic() + DEADLINE
-    app = App(client, broker.bootstrap, tag)
+    app = App(command, broker.bootstrap, tag, log)
     app.start()
     try:
         wait_until(app, broker.bootstrap, f"out-{tag}", records // 4, deadline)
@@ -208,4 +211,5 @@ def copy_across_kills(broker: BrokerProcess, client: str, records: int) -> None:
 def test_each_client_copies_3000_records_exactly_once_across_sigkills(  # type: ignore[no-untyped-def]
     broker_factory, client: str
 ) -> None:
-    copy_across_kills(broker_factory(*BROKER_SETTINGS), client, 3000)
+    tag = client.replace("-", "")
+    copy_across_kills(broker_factory(*BROKER_SETTINGS), python_copier(client), tag, 3000)

@@ -2,10 +2,13 @@
 
 Hypothesis drives three producer handles of one transactional id through InitProducerId
 (with and without their current id and epoch, with valid and invalid timeouts),
-AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, the expiry sweep and the passing of time,
-in any order; the actor's duties (firing a due timeout, completing a prepared transaction's
-markers) are rules too, so they interleave with everything else. Every answer is checked
-against a model written from Kafka's TransactionCoordinator rules, and after every step:
+AddPartitionsToTxn, AddOffsetsToTxn, EndTxn (each as a transactions-v1 client or as a v2
+one, whose EndTxn bumps the epoch and names it), the expiry sweep and the passing of time,
+in any order, under a coordinator whose own aborts follow transactions v2 (Kafka 4's default)
+and under one whose aborts follow v1; the actor's duties (firing a due timeout, completing
+a prepared transaction's markers) are rules too, so they interleave with everything else.
+Every answer is checked against a model written from Kafka's TransactionCoordinator rules,
+and after every step:
 
 * replaying every record stored so far (through the coordinator log's CBOR encoding) gives
   exactly the machine's state: what survives a restart is what the actor holds;
@@ -39,7 +42,14 @@ from rafka_actors.transaction.ops import (
     TxnTimerFired,
 )
 from rafka_actors.transaction.records import TransactionRecord, replay
-from rafka_actors.transaction.state import Transaction, TxnConfig, TxnState, markers_of
+from rafka_actors.transaction.state import (
+    TV_2,
+    TV_LEGACY,
+    Transaction,
+    TxnConfig,
+    TxnState,
+    markers_of,
+)
 
 TXN_ID = "txn-a"
 KEY = GroupKey(7, TXN_ID)
@@ -53,7 +63,7 @@ SLEEPS = st.sampled_from((1, 900, 2_000, 6_000))
 
 @dataclass
 class Model:
-    """What Kafka's coordinator would hold (transactions v1), kept independently."""
+    """What Kafka's coordinator would hold, kept independently."""
 
     exists: bool = False
     producer_id: int = -1
@@ -67,6 +77,8 @@ class Model:
 
 
 class TransactionMachine(RuleBasedStateMachine):
+    config = CONFIG  # the coordinator's transaction version is that of its own aborts
+
     def __init__(self) -> None:
         super().__init__()
         self.txn: Transaction | None = None
@@ -92,7 +104,7 @@ class TransactionMachine(RuleBasedStateMachine):
             op,
             self.now,
             transactional_id=TXN_ID,
-            config=CONFIG,
+            config=self.config,
             new_producer_id=self._fresh_id,
         )
         if result.record is not None:
@@ -122,9 +134,12 @@ class TransactionMachine(RuleBasedStateMachine):
         return ErrorCode.none
 
     def _fence_abort(self) -> None:
+        """The coordinator's own abort: the epoch bumped; under v2 the last epoch is the
+        fenced one (its producer may retry its EndTxn), under v1 it is forgotten."""
         m = self.model
+        v2 = self.config.transaction_version >= TV_2
+        m.last_epoch = m.epoch if v2 else -1
         m.epoch += 1
-        m.last_epoch = -1
         m.state = "PrepareAbort"
         self.decisions.append((m.producer_id, m.epoch, "PrepareAbort"))
 
@@ -165,12 +180,15 @@ class TransactionMachine(RuleBasedStateMachine):
         m.state, m.partitions, m.groups, m.start, m.timeout = "Empty", set(), set(), -1, timeout
         self.handles[handle] = (answer.producer_id, answer.producer_epoch)
 
-    def _add(self, handle: int, parts: frozenset[tuple[str, int]], groups: set[str]) -> None:
+    def _add(
+        self, handle: int, parts: frozenset[tuple[str, int]], groups: set[str], v2: bool
+    ) -> None:
         pid, epoch = self.handles[handle]
+        version = TV_2 if v2 else TV_LEGACY  # v2: the broker adds for Produce/TxnOffsetCommit
         if groups:
-            answer = self.step(AddOffsetsOp(pid, epoch, next(iter(groups))))
+            answer = self.step(AddOffsetsOp(pid, epoch, next(iter(groups)), version))
         else:
-            answer = self.step(AddPartitionsOp(pid, epoch, parts))
+            answer = self.step(AddPartitionsOp(pid, epoch, parts, version))
         m = self.model
         code = self._check_producer(handle)
         if code == ErrorCode.none and m.state in ("PrepareCommit", "PrepareAbort"):
@@ -184,13 +202,60 @@ class TransactionMachine(RuleBasedStateMachine):
         m.partitions |= parts
         m.groups |= groups
 
-    @rule(handle=HANDLES, parts=PARTITIONS)
-    def add_partitions(self, handle: int, parts: frozenset[tuple[str, int]]) -> None:
-        self._add(handle, parts, set())
+    @rule(handle=HANDLES, parts=PARTITIONS, v2=st.booleans())
+    def add_partitions(self, handle: int, parts: frozenset[tuple[str, int]], v2: bool) -> None:
+        self._add(handle, parts, set(), v2)
 
-    @rule(handle=HANDLES, group=GROUPS)
-    def add_offsets(self, handle: int, group: str) -> None:
-        self._add(handle, frozenset(), {group})
+    @rule(handle=HANDLES, group=GROUPS, v2=st.booleans())
+    def add_offsets(self, handle: int, group: str, v2: bool) -> None:
+        self._add(handle, frozenset(), {group}, v2)
+
+    @rule(handle=HANDLES, commit=st.booleans(), retry=st.booleans())
+    def end_txn_v2(self, handle: int, commit: bool, retry: bool) -> None:
+        """EndTxn v5; `retry`: the handle sends it again with the epoch before its last
+        bump, as a client whose answer was lost does."""
+        pid, epoch = self.handles[handle]
+        if retry and epoch > 0:
+            epoch -= 1
+        answer = self.step(EndTxnOp(pid, epoch, commit, TV_2))
+        m = self.model
+        wanted, done = (
+            ("PrepareCommit", "CompleteCommit") if commit else ("PrepareAbort", "CompleteAbort")
+        )
+        is_retry = m.epoch == epoch + 1
+        if not m.exists or pid != m.producer_id:
+            code = ErrorCode.invalid_producer_id_mapping
+        elif m.state in ("PrepareCommit", "PrepareAbort"):
+            code = ErrorCode.none if is_retry else ErrorCode.producer_fenced
+        elif m.state in ("CompleteCommit", "CompleteAbort"):
+            code = ErrorCode.none if is_retry or epoch == m.epoch else ErrorCode.producer_fenced
+        else:
+            code = ErrorCode.none if epoch == m.epoch else ErrorCode.producer_fenced
+        bumped = False
+        if code == ErrorCode.none:
+            if m.state == "Ongoing":
+                bumped = True
+            elif m.state == wanted:
+                code = ErrorCode.concurrent_transactions
+            elif m.state == done and is_retry:
+                pass  # the retry of the EndTxn that ended it: its answer again
+            elif not commit and not is_retry and m.state in ("Empty", done, "CompleteCommit"):
+                bumped = True  # v2 may abort with nothing open: the epoch moves on anyway
+                m.start = self.now
+            else:
+                code = ErrorCode.invalid_txn_state
+        assert answer.error_code == code, (answer, m, commit, epoch)
+        if code != ErrorCode.none:
+            assert (answer.producer_id, answer.producer_epoch) == (-1, -1)
+            return
+        if bumped:
+            m.last_epoch = m.epoch
+            m.epoch += 1
+            m.state = wanted
+            self.decisions.append((m.producer_id, m.epoch, wanted))
+        # the answer names the producer's next transaction's id and epoch, which it adopts
+        assert (answer.producer_id, answer.producer_epoch) == (m.producer_id, m.epoch)
+        self.handles[handle] = (answer.producer_id, answer.producer_epoch)
 
     @rule(handle=HANDLES, commit=st.booleans())
     def end_txn(self, handle: int, commit: bool) -> None:
@@ -271,6 +336,7 @@ class TransactionMachine(RuleBasedStateMachine):
             assert not m.exists or m.epoch == -1
             return
         assert (txn.producer_id, txn.producer_epoch) == (m.producer_id, m.epoch)
+        assert txn.last_producer_epoch == m.last_epoch
         assert txn.state.value == m.state
         assert txn.partitions == frozenset(m.partitions)
         assert txn.groups == frozenset(m.groups)
@@ -308,10 +374,20 @@ class TransactionMachine(RuleBasedStateMachine):
             previous = record
 
 
-TransactionMachine.TestCase.settings = settings(
+class TransactionMachineV1Coordinator(TransactionMachine):
+    """The same clients under a coordinator whose transaction.version is 1: its own aborts
+    keep v1's rules (the fenced epoch is forgotten)."""
+
+    config = TxnConfig(max_timeout_ms=60_000, transaction_version=1)
+
+
+SETTINGS = settings(
     max_examples=75,
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+TransactionMachine.TestCase.settings = SETTINGS
+TransactionMachineV1Coordinator.TestCase.settings = SETTINGS
 TestTransactionMachine = TransactionMachine.TestCase
+TestTransactionMachineV1Coordinator = TransactionMachineV1Coordinator.TestCase

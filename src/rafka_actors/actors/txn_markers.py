@@ -46,6 +46,7 @@ class DataMarkers(Protocol):
         committed: bool,
         partitions: Iterable[tuple[str, int]],
         coordinator_epoch: int = 0,
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], int]: ...
 
 
@@ -75,6 +76,7 @@ class MarkerWriter:
                 markers.producer_epoch,
                 markers.committed,
                 sorted(markers.partitions),
+                transaction_version=markers.transaction_version,
             )
             for (topic, partition), code in sorted(codes.items()):
                 if code != ErrorCode.none and code not in _NOT_NEEDED:

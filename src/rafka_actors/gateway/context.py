@@ -145,6 +145,12 @@ class ConnectionInfo:
         """Kafka's cluster ACL `operation`, as the tenancy model grants it (acl_operations.py)."""
         return operation in cluster_operations(self.user)
 
+    def may_act_on_cluster(self) -> bool:
+        """Kafka's CLUSTER_ACTION (WriteTxnMarkers, AddPartitionsToTxn v4+, which brokers and
+        admins send): they act on any producer's transaction, so a user limited to some
+        topics or transactional ids may not."""
+        return self.may_on_cluster(AclOperation.CLUSTER_ACTION)
+
 
 # (ctx, conn, version, request) -> the response, None (send nothing) or a step (steps.py)
 Handler = Callable[[BrokerContext, ConnectionInfo, int, Any], Any]

@@ -10,7 +10,7 @@ what it returned, and the group APIs' only way to a group is `Ask`: an op in a g
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +98,18 @@ class InWorkerThread(Step):
 
     async def take(self, ctx: BrokerContext) -> Any:
         return self.then(await trio.to_thread.run_sync(self.work, limiter=self.limiter))
+
+
+@dataclass(frozen=True, slots=True)
+class Awaited(Step):
+    """Await `call(ctx)` (a data-plane write that waits for its fsync); `then` gets what it
+    returns."""
+
+    call: Callable[[BrokerContext], Awaitable[Any]]
+    then: Callable[[Any], Any]
+
+    async def take(self, ctx: BrokerContext) -> Any:
+        return self.then(await self.call(ctx))
 
 
 @dataclass(frozen=True, slots=True)

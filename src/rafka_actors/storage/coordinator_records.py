@@ -18,7 +18,9 @@ version is written, and an older version still decodes (the fields it lacks take
 defaults).
 GroupMetadata is at version 1 (it added when the rebalance began and who departed), consumer
 member metadata at version 1 (it added a classic-protocol member's session timeout and
-protocols, for online migration); every other type is at version 0.
+protocols, for online migration), the transaction record at version 1 (it added the client's
+transaction version and the previous and next producer ids, for transactions v2); every other
+type is at version 0.
 Type 25 is a transactional id's state (transaction/records.py), stored in the transaction log,
 a log of its own (see docs/transactions.md).
 
@@ -175,6 +177,7 @@ _MEMBER_METADATA_V0 = (_STR, _STR, _OPT_STR, _OPT_STR, _STR, _STR, _NAMES, _OPT_
 _STATE_BATCHES: _Kinds = frozenset()  # marker: [[first, last, state, delivery count], ...]
 _Schema = tuple[_Kinds, ...]
 _GROUP_METADATA_V0 = (_STR, _STR, _OPT_STR, _INT, _OPT_STR, _OPT_STR, _INT, _MEMBERS, _STR)
+_TRANSACTION_V0 = (_STR, _INT, _INT, _INT, _INT, _STR, _TXN_PARTITIONS, _NAMES, _INT, _INT)
 # The schema of every version of a type, oldest first; a record is written at its last.
 _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
     OffsetCommitRecord: (
@@ -215,7 +218,7 @@ _SCHEMAS: dict[type, tuple[RecordType, tuple[_Schema, ...]]] = {
     TxnProducerEpochRecord: (RecordType.TXN_PRODUCER_EPOCH, ((_STR, _INT, _INT),)),
     TransactionRecord: (
         RecordType.TRANSACTION,
-        ((_STR, _INT, _INT, _INT, _INT, _STR, _TXN_PARTITIONS, _NAMES, _INT, _INT),),
+        (_TRANSACTION_V0, (*_TRANSACTION_V0, _INT, _INT, _INT)),
     ),
     ShareGroupMetadataRecord: (RecordType.SHARE_GROUP_METADATA, ((_STR, _STR, _INT),)),
     SharePartitionRecord: (

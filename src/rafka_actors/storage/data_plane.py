@@ -16,12 +16,14 @@ Producers and transactions: every partition has its producer state (producer_sta
 epochs, the last five batches per producer, open and aborted transactions). A producer's
 batch is checked against it as Kafka checks it (INVALID_PRODUCER_EPOCH,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_TXN_STATE); a retried batch gets its original offset
-instead of being appended twice. The transaction coordinator ends a transaction with
-`write_txn_markers`, which appends COMMIT/ABORT control batches (control_batches.py). The
-state is rebuilt at start-up from the partition logs' producer batches (after the snapshot a
-clean shutdown leaves, producer_recovery.py), so duplicate detection, sequence checks, the
-last stable offset and the aborted transactions hold across a restart or a SIGKILL exactly as
-far as the log does.
+instead of being appended twice. A transactional batch whose transaction is not yet open in
+the partition is verified with the transaction coordinator first (KIP-890): the gateway
+takes a guard from `start_verification`, asks the coordinator, and appends presenting it.
+The transaction coordinator ends a transaction with `write_txn_markers`, which appends
+COMMIT/ABORT control batches (control_batches.py). The state is rebuilt at start-up from
+the partition logs' producer batches (after the snapshot a clean shutdown leaves,
+producer_recovery.py), so duplicate detection, sequence checks, the last stable offset and
+the aborted transactions hold across a restart or a SIGKILL exactly as far as the log does.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from .partition_log import PartitionLog
 from .producer_ids import ProducerIdAllocator
 from .producer_recovery import rebuild_producers, write_snapshot
 from .producer_state import AbortedTxn, PartitionProducers, ProducerEntry
-from .record_batch import parse_header
+from .record_batch import BatchHeader, parse_header
 from .startup_writes import StartupWrites
 from .topic_configs import KAFKA_DEFAULTS
 from .topics import Topic, TopicStore, stored_orgs, topics_dir
@@ -201,26 +203,44 @@ class DataPlane:
         return topic
 
     # -- appends --------------------------------------------------------------------------
-    def append(self, topic: Topic, index: int, batches: list[memoryview]) -> AppendResult:
+    def start_verification(
+        self, topic: Topic, index: int, header: BatchHeader, epoch_bump: bool
+    ) -> tuple[ErrorCode, int]:
+        """Before the transaction coordinator is asked about a transactional batch: see
+        PartitionProducers.start_verification (an error, or the guard for `append`)."""
+        key = (topic.topic_id, index)
+        producers = self._producers_of(key, topic.partitions[index])
+        return producers.start_verification(header, epoch_bump, _now_ms())
+
+    def append(
+        self,
+        topic: Topic,
+        index: int,
+        batches: list[memoryview],
+        guard: int | None = None,
+        headers: list[BatchHeader] | None = None,
+    ) -> AppendResult:
         """Append a Produce request's validated batches to one partition.
 
         Batches of a producer (id >= 0) are checked against the partition's producer state
         first; such a request must hold exactly one batch, as Kafka demands from Produce v3.
         Then the topic's configs apply (append_rules.py: timestamps, LogAppendTime, the
-        codec). A write the disk refuses raises StorageError (nothing of it was stored), with
+        codec). `guard`: `start_verification`'s, when a transactional batch must have been
+        verified (None: it need not be). `headers`: the batches' parsed headers, if the caller
+        has them. A write the disk refuses raises StorageError (nothing of it was stored), with
         one budgeted log line (storage/failures.py).
         """
         key = (topic.topic_id, index)
         partition = topic.partitions[index]
-        header = parse_header(batches[0])
-        if len(batches) > 1 and any(
-            h.producer_id >= 0 or h.is_transactional for h in map(parse_header, batches)
-        ):
+        if headers is None:
+            headers = [parse_header(batch) for batch in batches]
+        header = headers[0]
+        if len(batches) > 1 and any(h.producer_id >= 0 or h.is_transactional for h in headers):
             return AppendResult(ErrorCode.invalid_record, -1, "one producer batch per partition")
         producers = None
         if header.producer_id >= 0:
             producers = self._producers_of(key, partition)
-            verdict = producers.check(header)
+            verdict = producers.check(header, guard)
             if verdict.duplicate_of is not None:
                 log.info(
                     "duplicate batch from producer %d seq %d: answered with offset %d",
@@ -265,9 +285,11 @@ class DataPlane:
         committed: bool,
         partitions: Iterable[tuple[str, int]],
         coordinator_epoch: int = 0,
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], int]:
         """End producer `producer_id`'s transaction in each of org `org_id`'s `partitions`
-        with one COMMIT or ABORT marker; a Kafka error code per (topic, partition).
+        with one COMMIT or ABORT marker; a Kafka error code per (topic, partition). A marker
+        of transaction version 2 must carry an epoch above its transaction's (KIP-1228).
 
         A marker is fsynced before this answers NONE for it (if `fsync_markers`), whatever
         `log.flush.interval.ms` says: the coordinator records the transaction complete (an
@@ -291,8 +313,9 @@ class DataPlane:
                 answers[(name, index)] = ErrorCode.unknown_topic_or_partition.value
                 continue
             code = self._write_marker(
-                topic, index, producer_id, producer_epoch, kind, coordinator_epoch
-            )
+                topic, index, (producer_id, producer_epoch, transaction_version), kind,
+                coordinator_epoch,
+            )  # fmt: skip
             answers[(name, index)] = code.value
             if code is ErrorCode.none and self.fsync_markers:  # written now or before (a retry)
                 ended[(name, index)] = topic.partitions[index]
@@ -324,15 +347,15 @@ class DataPlane:
         self,
         topic: Topic,
         index: int,
-        producer_id: int,
-        epoch: int,
+        producer: tuple[int, int, int],  # (producer id, epoch, transaction version)
         kind: int,
         coordinator_epoch: int,
     ) -> ErrorCode:
         key = (topic.topic_id, index)
         partition = topic.partitions[index]
         producers = self._producers_of(key, partition)
-        code = producers.check_marker(producer_id, epoch, coordinator_epoch)
+        producer_id, epoch, version = producer
+        code = producers.check_marker(producer_id, epoch, coordinator_epoch, version)
         if code is not ErrorCode.none or producers.marker_changes_nothing(producer_id, epoch):
             return code
         now = _now_ms()

@@ -5,6 +5,13 @@ Kafka's ProducerStateManager keeps: its current epoch, the last five batches it 
 (sequence range and offsets, to answer a retried batch with its original offset), the
 coordinator epoch of its last marker, and the first offset of its open transaction, if any.
 
+While a transactional batch waits for the transaction coordinator to confirm (or, for a v2
+client, to add) its partition (KIP-890), the producer has a `Verification` here: a guard the
+append must present. A marker written meanwhile ends the verification, so a batch verified
+for a transaction that ended before it could be appended is refused instead of opening a
+transaction nobody will end (Kafka's VerificationGuard). Verifications live in memory only:
+after a restart the retried batch is verified again.
+
 From these follow:
 - the *last stable offset*: the first offset of the earliest open transaction, or the high
   watermark when none is open (read_committed readers stop there);
@@ -33,9 +40,11 @@ from kio.schema.errors import ErrorCode
 
 from .control_batches import ABORT, COMMIT
 from .record_batch import BatchHeader
+from .verification import NO_GUARD, Verification
 
 DEDUP_DEPTH = 5  # Kafka remembers the last five batches per producer (max.in.flight <= 5)
 _MAX_SEQUENCE = 2**31 - 1
+_MAX_EPOCH = 2**15 - 1
 
 
 # A remembered batch: (first sequence, last sequence, first offset). A plain tuple: the
@@ -91,13 +100,14 @@ def _last_seq_of(header: BatchHeader) -> int:
 class PartitionProducers:
     """The producer state of one partition (see the module docstring)."""
 
-    __slots__ = ("_aborted", "_aborted_ends", "_open", "entries")
+    __slots__ = ("_aborted", "_aborted_ends", "_open", "_verifying", "entries")
 
     def __init__(self) -> None:
         self.entries: dict[int, ProducerEntry] = {}
         self._open: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self._aborted: list[AbortedTxn] = []
         self._aborted_ends: list[int] = []  # their last offsets, for bisect
+        self._verifying: dict[int, Verification] = {}  # producer id -> (see the docstring)
 
     # -- reads --------------------------------------------------------------------------------
     def first_unstable_offset(self) -> int | None:
@@ -141,23 +151,34 @@ class PartitionProducers:
         return found
 
     # -- produce ------------------------------------------------------------------------------
-    def check(self, header: BatchHeader) -> AppendVerdict:
-        """Kafka's checks of a client's batch from producer `header.producer_id` (>= 0)."""
+    def check(self, header: BatchHeader, guard: int | None = None) -> AppendVerdict:
+        """Kafka's checks of a client's batch from producer `header.producer_id` (>= 0).
+        `guard`: the one `start_verification` gave, when transactional batches must have
+        been verified (None: they need not be)."""
         entry = self.entries.get(header.producer_id)
         if header.base_sequence < 0:
             return AppendVerdict(ErrorCode.invalid_record, message="producer batch, no sequence")
-        if entry is None:
-            return ACCEPT  # unknown producer (or state gone with the log): any sequence goes
         first, last = header.base_sequence, _last_seq_of(header)
-        if header.producer_epoch == entry.epoch:
+        if entry is not None and header.producer_epoch == entry.epoch:
             for first_seq, last_seq, first_offset in entry.batches:
                 if first_seq == first and last_seq == last:
                     return AppendVerdict(ErrorCode.none, duplicate_of=first_offset)
-        if header.producer_epoch < entry.epoch:
+        if header.is_transactional and guard is not None:
+            unverified = self._unverified(header, guard)
+            if unverified is not None:
+                return unverified
+        if entry is not None and header.producer_epoch < entry.epoch:
             return AppendVerdict(
                 ErrorCode.invalid_producer_epoch,
                 message=f"epoch {header.producer_epoch} is older than {entry.epoch}",
             )
+        verifying = self._verifying.get(header.producer_id)
+        if verifying is not None:
+            why = verifying.out_of_order(first, entry is None or not entry.batches)
+            if why is not None:
+                return AppendVerdict(ErrorCode.out_of_order_sequence_number, message=why)
+        if entry is None:
+            return ACCEPT  # unknown producer (or state gone with the log): any sequence goes
         if header.producer_epoch > entry.epoch:
             if first != 0:
                 return AppendVerdict(
@@ -175,8 +196,52 @@ class PartitionProducers:
             )
         return ACCEPT
 
+    def _unverified(self, header: BatchHeader, guard: int) -> AppendVerdict | None:
+        """Why a transactional batch whose transaction is not open here may not open it:
+        unverified, or verified for a transaction a marker has ended since (Kafka's
+        VerificationGuard); None if it may."""
+        if self.has_ongoing(header.producer_id, header.producer_epoch):
+            return None
+        entry = self.entries.get(header.producer_id)
+        if entry is not None and header.producer_epoch < entry.epoch:
+            return None  # refused below, for its epoch
+        verifying = self._verifying.get(header.producer_id)
+        if guard == NO_GUARD or verifying is None or verifying.guard != guard:
+            return AppendVerdict(
+                ErrorCode.invalid_txn_state, message="Record was not part of an ongoing transaction"
+            )
+        return None
+
+    # -- verification (KIP-890) ---------------------------------------------------------------
+    def has_ongoing(self, producer_id: int, epoch: int) -> bool:
+        """Whether the producer's transaction at this epoch is open here."""
+        entry = self.entries.get(producer_id)
+        return entry is not None and entry.txn_first_offset >= 0 and entry.epoch == epoch
+
+    def start_verification(
+        self, header: BatchHeader, epoch_bump: bool, now_ms: int
+    ) -> tuple[ErrorCode, int]:
+        """Before a transactional batch is verified: (INVALID_PRODUCER_EPOCH, 0) for a stale
+        epoch, (NONE, NO_GUARD) when its transaction is already open here (nothing to
+        verify), else (NONE, the guard its append must present)."""
+        pid, epoch = header.producer_id, header.producer_epoch
+        entry = self.entries.get(pid)
+        if entry is not None and epoch < entry.epoch:
+            return ErrorCode.invalid_producer_epoch, NO_GUARD
+        if self.has_ongoing(pid, epoch):
+            return ErrorCode.none, NO_GUARD
+        verifying = self._verifying.get(pid)
+        if verifying is None:
+            verifying = Verification.start(epoch, header.base_sequence, epoch_bump, now_ms)
+            self._verifying[pid] = verifying
+        else:
+            verifying.saw(epoch, header.base_sequence)
+        return ErrorCode.none, verifying.guard
+
     def appended(self, header: BatchHeader, base_offset: int) -> None:
         """Record a producer batch now in the log at `base_offset`."""
+        if header.is_transactional:
+            self._verifying.pop(header.producer_id, None)  # its transaction is open here now
         self.replay_batch(
             header.producer_id, header.producer_epoch, header.base_sequence,
             header.last_offset_delta, base_offset, header.is_transactional, header.max_timestamp,
@@ -201,11 +266,18 @@ class PartitionProducers:
             self._open[pid] = offset
 
     # -- markers ------------------------------------------------------------------------------
-    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> ErrorCode:
+    def check_marker(
+        self, producer_id: int, epoch: int, coordinator_epoch: int, transaction_version: int = 0
+    ) -> ErrorCode:
+        """Kafka's checks of a marker: a v2 transaction's marker carries an epoch above its
+        records' (KIP-1228), so an equal one is late, unless nothing is open (a repeat)."""
         entry = self.entries.get(producer_id)
         if entry is None:
             return ErrorCode.none
         if epoch < entry.epoch:
+            return ErrorCode.invalid_producer_epoch
+        repeat = entry.txn_first_offset < 0 or epoch == _MAX_EPOCH
+        if transaction_version >= 2 and epoch == entry.epoch and not repeat:
             return ErrorCode.invalid_producer_epoch
         if coordinator_epoch < entry.coordinator_epoch:
             return ErrorCode.transaction_coordinator_fenced
@@ -228,6 +300,9 @@ class PartitionProducers:
     ) -> None:
         """Record a COMMIT/ABORT marker now in the log at `offset`, written at `timestamp`
         (also used by replay)."""
+        verifying = self._verifying.get(producer_id)
+        if not (verifying and verifying.epoch_bump and verifying.epoch == epoch):
+            self._verifying.pop(producer_id, None)  # (a v2 producer's next one may go on)
         entry = self.entries.get(producer_id)
         if entry is None:
             entry = self.entries[producer_id] = ProducerEntry(epoch)
@@ -289,6 +364,9 @@ class PartitionProducers:
         ]
         for pid in idle:
             del self.entries[pid]
+        stale = [pid for pid, v in self._verifying.items() if v.started_ms < idle_before_ms]
+        for pid in stale:  # (Kafka expires them with the same setting)
+            del self._verifying[pid]
         return len(idle)
 
     def forget_below(self, log_start_offset: int) -> None:

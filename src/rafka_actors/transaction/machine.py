@@ -1,5 +1,6 @@
 """The transaction coordinator's state machine for one transactional id (Kafka's
-TransactionCoordinator and TransactionMetadata, transactions v1: no epoch bump per commit).
+TransactionCoordinator and TransactionMetadata, transactions v1 and v2; how a transaction
+ends, and the epoch bump of v2, are in ending.py).
 
 `handle(txn, op, now)` returns the new state, the record to store (None: nothing changed) and
 the answer, which goes out only once the record is stored. The answers and their error codes
@@ -8,11 +9,13 @@ follow Kafka's coordinator:
 - InitProducerId bumps the epoch (a new id when it is exhausted), which fences every older
   producer of the transactional id. An open transaction is first aborted with its epoch
   fenced, and the caller told CONCURRENT_TRANSACTIONS: it retries and gets the next epoch.
-- AddPartitions/AddOffsets open or extend a transaction; EndTxn prepares its end. A wrong
-  producer id is INVALID_PRODUCER_ID_MAPPING, a wrong epoch PRODUCER_FENCED, anything while
-  markers are written CONCURRENT_TRANSACTIONS, an EndTxn that does not fit INVALID_TXN_STATE.
+- AddPartitions/AddOffsets open or extend a transaction (a v2 client's Produce and
+  TxnOffsetCommit ask them on its behalf); EndTxn prepares its end. A wrong producer id is
+  INVALID_PRODUCER_ID_MAPPING, a wrong epoch PRODUCER_FENCED, anything while markers are
+  written CONCURRENT_TRANSACTIONS, an EndTxn that does not fit INVALID_TXN_STATE.
 - An Ongoing transaction past `start + timeout` is aborted and its producer fenced (the epoch
-  is bumped), as Kafka's abortTimedOutTransactions does.
+  is bumped), as Kafka's abortTimedOutTransactions does, in the coordinator's transaction
+  version (`TxnConfig.transaction_version`).
 - Prepare* is the decision: once its record is stored the actor writes the markers
   (`state.markers_of`) and steps `MarkersWritten`, which completes it.
 - A transactional id with no open transaction that has not changed for
@@ -28,6 +31,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..group_common.records import Record
+from .ending import complete, end_txn, fence_and_abort
 from .ops import (
     AddOffsetsOp,
     AddPartitionsOp,
@@ -74,12 +78,14 @@ def handle(
         case InitProducerIdOp():
             return _init_producer_id(txn, op, now, transactional_id, config, new_producer_id)
         case AddPartitionsOp():
-            return _add(txn, op.producer_id, op.producer_epoch, op.partitions, frozenset(), now)
+            return _add(txn, op, op.partitions, frozenset(), now)
         case AddOffsetsOp():
-            groups = frozenset({op.group_id})
-            return _add(txn, op.producer_id, op.producer_epoch, frozenset(), groups, now)
+            return _add(txn, op, frozenset(), frozenset({op.group_id}), now)
         case EndTxnOp():
-            return _end_txn(txn, op, now)
+            ended, reply = end_txn(txn, op, now, new_producer_id)
+            if ended is None or txn is None:
+                return Result(txn, None, reply)
+            return _changed(txn, ended, reply)
         case ExpireTxnOp():
             if txn is None or txn.open or now - txn.update_ms < op.expiration_ms:
                 return Result(txn, None, ExpireTxnResp(False))
@@ -87,7 +93,8 @@ def handle(
         case TxnTimerFired():
             if txn is None or not _expired(txn, now):
                 return Result(txn, None, None)
-            return _changed(_fence_and_abort(txn, now), None)
+            aborting = fence_and_abort(txn, config.transaction_version, now, new_producer_id)
+            return _changed(txn, aborting, None)
         case MarkersWritten():
             if (
                 txn is None
@@ -95,15 +102,7 @@ def handle(
                 or (txn.producer_id, txn.producer_epoch) != (op.producer_id, op.producer_epoch)
             ):
                 return Result(txn, None, None)  # stale: the transaction moved on
-            done = (
-                TxnState.COMPLETE_COMMIT
-                if txn.state is TxnState.PREPARE_COMMIT
-                else TxnState.COMPLETE_ABORT
-            )
-            completed = replace(
-                txn, state=done, partitions=frozenset(), groups=frozenset(), update_ms=now
-            )
-            return _changed(completed, None)
+            return _changed(txn, complete(txn, now), None)
     raise TypeError(f"not a transaction op: {type(op).__name__}")
 
 
@@ -119,8 +118,10 @@ def _expired(txn: Transaction, now: int) -> bool:
     return deadline is not None and now >= deadline
 
 
-def _changed(txn: Transaction, reply: Any) -> Result:
-    return Result(txn, record_of(txn), reply)
+def _changed(before: Transaction, after: Transaction, reply: Any) -> Result:
+    """A stored change; as Kafka's, it remembers the producer id it changed from."""
+    after = replace(after, prev_producer_id=before.producer_id)
+    return Result(after, record_of(after), reply)
 
 
 def _init_producer_id(
@@ -145,7 +146,10 @@ def _init_producer_id(
         )
     expected = op.producer_id != NO_PRODUCER_ID
     if expected and not (
-        txn.producer_epoch == NO_PRODUCER_EPOCH or op.producer_id == txn.producer_id
+        txn.producer_epoch == NO_PRODUCER_EPOCH
+        or op.producer_id == txn.producer_id
+        # a retry across a move to a new id (an exhausted epoch) whose answer was lost
+        or (op.producer_id == txn.prev_producer_id and epoch_exhausted(op.producer_epoch))
     ):
         return _init_failed(txn, ErrorCode.producer_fenced)
     if txn.state in PREPARED:
@@ -153,8 +157,8 @@ def _init_producer_id(
     if txn.state is TxnState.ONGOING:
         # Abort the open transaction under a fenced epoch, never returned: the caller retries
         # once the abort is complete and gets the epoch after it.
-        aborting = _fence_and_abort(txn, now)
-        return Result(aborting, record_of(aborting), _init_error(ErrorCode.concurrent_transactions))
+        aborting = fence_and_abort(txn, config.transaction_version, now, new_producer_id)
+        return _changed(txn, aborting, _init_error(ErrorCode.concurrent_transactions))
     if epoch_exhausted(txn.producer_epoch) and (
         not expected or op.producer_epoch == txn.producer_epoch
     ):
@@ -179,7 +183,7 @@ def _init_producer_id(
         start_ms=-1,
         update_ms=now,
     )
-    return _changed(ready, InitProducerIdResp(ErrorCode.none, producer_id, epoch))
+    return _changed(txn, ready, InitProducerIdResp(ErrorCode.none, producer_id, epoch))
 
 
 def _init_error(code: int) -> InitProducerIdResp:
@@ -190,17 +194,6 @@ def _init_failed(txn: Transaction, code: int) -> Result:
     # A transactional id first seen here is not kept: nothing was stored for it.
     kept = None if txn.producer_epoch == NO_PRODUCER_EPOCH else txn
     return Result(kept, None, _init_error(code))
-
-
-def _fence_and_abort(txn: Transaction, now: int) -> Transaction:
-    """Bump the epoch (so the open transaction's producer is fenced) and prepare the abort."""
-    return replace(
-        txn,
-        producer_epoch=txn.producer_epoch + 1,
-        last_producer_epoch=NO_PRODUCER_EPOCH,
-        state=TxnState.PREPARE_ABORT,
-        update_ms=now,
-    )
 
 
 def _checked(txn: Transaction | None, producer_id: int, epoch: int) -> int:
@@ -214,13 +207,12 @@ def _checked(txn: Transaction | None, producer_id: int, epoch: int) -> int:
 
 def _add(
     txn: Transaction | None,
-    producer_id: int,
-    epoch: int,
+    op: AddPartitionsOp | AddOffsetsOp,
     partitions: frozenset[tuple[str, int]],
     groups: frozenset[str],
     now: int,
 ) -> Result:
-    code = _checked(txn, producer_id, epoch)
+    code = _checked(txn, op.producer_id, op.producer_epoch)
     if code != ErrorCode.none or txn is None:
         return Result(txn, None, TxnResp(code))
     if txn.state in PREPARED:
@@ -235,20 +227,6 @@ def _add(
         groups=txn.groups | groups,
         start_ms=now if opening else txn.start_ms,
         update_ms=now,
+        client_version=op.version,
     )
-    return _changed(ongoing, TxnResp(ErrorCode.none))
-
-
-def _end_txn(txn: Transaction | None, op: EndTxnOp, now: int) -> Result:
-    code = _checked(txn, op.producer_id, op.producer_epoch)
-    if code != ErrorCode.none or txn is None:
-        return Result(txn, None, TxnResp(code))
-    wanted = TxnState.PREPARE_COMMIT if op.committed else TxnState.PREPARE_ABORT
-    done = TxnState.COMPLETE_COMMIT if op.committed else TxnState.COMPLETE_ABORT
-    if txn.state is TxnState.ONGOING:
-        return _changed(replace(txn, state=wanted, update_ms=now), TxnResp(ErrorCode.none))
-    if txn.state is done:
-        return Result(txn, None, TxnResp(ErrorCode.none))  # a retry of an EndTxn that ended it
-    if txn.state is wanted:
-        return Result(txn, None, TxnResp(ErrorCode.concurrent_transactions))
-    return Result(txn, None, TxnResp(ErrorCode.invalid_txn_state))
+    return _changed(txn, ongoing, TxnResp(ErrorCode.none))

@@ -4,13 +4,17 @@ Each client API is one op; the gateway maps its answer to the response of the cl
 (including the PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH downgrade of old versions, which is
 the wire's business, not the machine's). `TxnTimerFired` and `MarkersWritten` come from the
 actor itself.
+
+`version` is the client's transaction version (state.TV_LEGACY or state.TV_2), which Kafka
+reads off the request's version: EndTxn v5, and the adds a Produce v12 or TxnOffsetCommit v5
+makes on the client's behalf (AddPartitionsToTxn v4+, which only brokers send), are v2.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
+from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TV_LEGACY, TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +36,7 @@ class AddPartitionsOp:
     producer_id: int
     producer_epoch: int
     partitions: frozenset[TopicPartition]
+    version: int = TV_LEGACY
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +44,7 @@ class AddOffsetsOp:
     producer_id: int
     producer_epoch: int
     group_id: str
+    version: int = TV_LEGACY
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +52,17 @@ class EndTxnOp:
     producer_id: int
     producer_epoch: int
     committed: bool
+    version: int = TV_LEGACY
 
 
 @dataclass(frozen=True, slots=True)
 class TxnResp:
-    """The answer of AddPartitions, AddOffsets and EndTxn: one error code."""
+    """The answer of AddPartitions, AddOffsets and EndTxn: one error code; a v2 EndTxn that
+    succeeds also names the producer id and epoch of the next transaction (EndTxn v5)."""
 
     error_code: int
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 @dataclass(frozen=True, slots=True)

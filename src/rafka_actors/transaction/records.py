@@ -6,6 +6,9 @@ latest per transactional id (its compaction key is the id's ``(org, id)``, as a 
 Stored by storage/coordinator_records.py as record type 25, in the transaction log
 (``<data dir>/transactions``): a log of its own, as Kafka keeps transactions apart from
 ``__consumer_offsets``, so a transactional id and a group of the same name never share a key.
+Version 1 of the record added what transactions v2 need (KIP-890), as Kafka's
+TransactionLogValue v1 did: the client's transaction version and the previous and next
+producer ids; a version-0 record reads as a v1 client's, with neither id.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..group_common.records import GroupTombstone, Record
-from .state import Transaction, TxnState
+from .state import NO_PRODUCER_ID, TV_LEGACY, Transaction, TxnState
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,9 @@ class TransactionRecord(Record):
     groups: tuple[str, ...]  # sorted
     start_ms: int
     update_ms: int
+    client_version: int = TV_LEGACY  # (version 1 on)
+    prev_producer_id: int = NO_PRODUCER_ID
+    next_producer_id: int = NO_PRODUCER_ID
 
 
 # An expired transactional id is deleted with the coordinator log's tombstone of a key
@@ -51,6 +57,9 @@ def record_of(txn: Transaction) -> TransactionRecord:
         tuple(sorted(txn.groups)),
         txn.start_ms,
         txn.update_ms,
+        txn.client_version,
+        txn.prev_producer_id,
+        txn.next_producer_id,
     )
 
 
@@ -66,6 +75,9 @@ def transaction_of(record: TransactionRecord) -> Transaction:
         frozenset(record.groups),
         record.start_ms,
         record.update_ms,
+        record.client_version,
+        record.prev_producer_id,
+        record.next_producer_id,
     )
 
 

@@ -1,6 +1,10 @@
 """Kafka's transactional perf producer (kafka-producer-perf-test --transactional-id), a
-read_committed Java console consumer, and kafka-transactions (list, describe, find-hanging)
-against our broker, each asserted on what it prints."""
+read_committed Java console consumer, and kafka-transactions (list, describe, find-hanging,
+abort) against our broker, each asserted on what it prints.
+
+`kafka-transactions abort` sends WriteTxnMarkers (API 27) to the partition's leader: the
+partition's transaction ends there, while its coordinator still holds it open. What follows is
+what Kafka 4.3.1 does with the same steps (checked side by side)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import confluent_kafka
 import pytest
 
 from ...broker_process import BrokerProcess
+from ..committed_view import read_committed_view
 from .peer import KafkaPeer
 
 # a JVM start takes seconds on a loaded machine: more than the default 120 s a test
@@ -87,19 +92,25 @@ def test_the_transactional_perf_producer_commits_what_read_committed_reads(
     ]
 
 
+def open_transaction(bootstrap: str, transactional_id: str, topic: str) -> confluent_kafka.Producer:
+    """A producer whose transaction holds two records (offsets 0 and 1 of partition 0)."""
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id}
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"x", partition=0)
+    producer.produce(topic, b"y", partition=0)
+    assert producer.flush(30) == 0
+    return producer
+
+
 def test_kafka_transactions_describes_an_open_transaction_and_its_producer(
     kafka_peer: KafkaPeer, rafka: BrokerProcess
 ) -> None:
     server = ("--bootstrap-server", rafka.bootstrap)
     kafka_peer.ok("topics", *server, "--create", "--topic", "tx-open")
-    producer = confluent_kafka.Producer(
-        {"bootstrap.servers": rafka.bootstrap, "transactional.id": "open-tx"}
-    )
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    producer.produce("tx-open", b"x")
-    producer.produce("tx-open", b"y")
-    assert producer.flush(30) == 0
+    producer = open_transaction(rafka.bootstrap, "open-tx", "tx-open")
     try:
         producers = kafka_peer.ok(
             "transactions", *server, "describe-producers", "--topic", "tx-open", "--partition", "0"
@@ -122,3 +133,33 @@ def test_kafka_transactions_describes_an_open_transaction_and_its_producer(
         assert fields[-1] == "tx-open-0"
     finally:
         producer.abort_transaction(30)
+
+
+def test_kafka_transactions_abort_ends_an_open_transaction_in_its_partition(
+    kafka_peer: KafkaPeer, rafka: BrokerProcess
+) -> None:
+    server = ("--bootstrap-server", rafka.bootstrap)
+    where = ("--topic", "tx-abort", "--partition", "0")
+    kafka_peer.ok("topics", *server, "--create", "--topic", "tx-abort")
+    producer = open_transaction(rafka.bootstrap, "abort-tx", "tx-abort")
+    assert read_committed_view(rafka.bootstrap, "tx-abort") == ([0], [])  # held at its start
+
+    kafka_peer.ok("transactions", *server, "abort", *where, "--start-offset", "0")
+
+    # the partition wrote an ABORT marker (offset 2) and closed the transaction...
+    assert read_committed_view(rafka.bootstrap, "tx-abort") == ([3], [])
+    producers = kafka_peer.ok("transactions", *server, "describe-producers", *where)
+    (_, epoch, coordinator_epoch, last_sequence, _, start) = producers.splitlines()[1].split()
+    assert (epoch, coordinator_epoch, last_sequence, start) == ("0", "0", "1", "None")
+    # ...while its coordinator still holds it open: the tool ends it in the partition only
+    described = kafka_peer.ok("transactions", *server, "describe", "--transactional-id", "abort-tx")
+    assert described.splitlines()[1].split()[4] == "Ongoing"
+    # the producer carries on: its next record starts the partition's transaction again
+    producer.produce("tx-abort", b"z")
+    assert producer.flush(30) == 0
+    producer.commit_transaction(30)
+    assert read_committed_view(rafka.bootstrap, "tx-abort") == ([5], [b"z"])
+    # the aborted start is not found again
+    again = kafka_peer.run("transactions", *server, "abort", *where, "--start-offset", "0")
+    assert again.returncode == 1, again.explain()
+    assert "Could not find any open transactions starting at offset 0" in again.stderr

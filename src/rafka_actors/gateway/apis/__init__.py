@@ -32,6 +32,8 @@ from . import (
     topics_admin,
     transactions,
     txn_offsets,
+    txn_partitions,
+    write_txn_markers,
 )
 
 G = "rafka.gateway.group."  # the spans of design note 000 (telemetry.py)
@@ -40,7 +42,7 @@ FIND_COORDINATOR_SPAN = "rafka.gateway.kafka.find-coordinator"
 API_TABLE: dict[int, Api] = {
     api.key: api
     for api in (
-        Api(0, "Produce", 3, 10, produce.handle),
+        Api(0, "Produce", 3, 12, produce.handle),
         Api(1, "Fetch", 4, 16, fetch.handle),
         Api(2, "ListOffsets", 1, 11, list_offsets.handle),
         Api(3, "Metadata", 0, 13, metadata.handle),
@@ -59,10 +61,11 @@ API_TABLE: dict[int, Api] = {
         Api(20, "DeleteTopics", 1, 6, topics_admin.delete_topics),
         Api(21, "DeleteRecords", 0, 2, partitions_admin.delete_records),
         Api(22, "InitProducerId", 0, 5, init_producer_id.handle),
-        Api(24, "AddPartitionsToTxn", 0, 3, transactions.add_partitions_to_txn),
-        Api(25, "AddOffsetsToTxn", 0, 3, transactions.add_offsets_to_txn),
-        Api(26, "EndTxn", 0, 3, transactions.end_txn),
-        Api(28, "TxnOffsetCommit", 0, 4, txn_offsets.txn_offset_commit, G + "txn-offset-commit"),
+        Api(24, "AddPartitionsToTxn", 0, 5, txn_partitions.add_partitions_to_txn),
+        Api(25, "AddOffsetsToTxn", 0, 4, transactions.add_offsets_to_txn),
+        Api(26, "EndTxn", 0, 5, transactions.end_txn),
+        Api(27, "WriteTxnMarkers", 1, 2, write_txn_markers.handle),
+        Api(28, "TxnOffsetCommit", 0, 5, txn_offsets.txn_offset_commit, G + "txn-offset-commit"),
         Api(29, "DescribeAcls", 1, 3, acls.describe_acls),
         Api(30, "CreateAcls", 1, 3, acls.create_acls),
         Api(31, "DeleteAcls", 1, 3, acls.delete_acls),

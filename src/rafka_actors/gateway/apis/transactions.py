@@ -1,5 +1,6 @@
-"""The transaction APIs: InitProducerId with a transactional id (22), AddPartitionsToTxn (24),
-AddOffsetsToTxn (25), EndTxn (26), DescribeTransactions (65) and ListTransactions (66).
+"""The transaction APIs: InitProducerId with a transactional id (22), AddOffsetsToTxn (25),
+EndTxn (26), DescribeTransactions (65) and ListTransactions (66); AddPartitionsToTxn (24) is
+in txn_partitions.py.
 
 Each client API is one op in the mailbox of the transactional id's actor
 (actors/txn_actor.py), whose machine (transaction/machine.py) decides the error; the gateway
@@ -8,10 +9,10 @@ does only what KafkaApis does before the coordinator:
 - authorization (tenancy): a transactional id outside the user's `transactional_id_prefixes`
   is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; AddOffsetsToTxn then checks the group
   (GROUP_AUTHORIZATION_FAILED), AddPartitionsToTxn the topics (TOPIC_AUTHORIZATION_FAILED);
-- AddPartitionsToTxn checks that the partitions exist: if any is refused or unknown, none is
-  added, and the others get OPERATION_NOT_ATTEMPTED;
 - old versions do not know PRODUCER_FENCED (90): InitProducerId before v4, and the others
-  before v2, get INVALID_PRODUCER_EPOCH (47) instead, as KafkaApis answers them.
+  before v2, get INVALID_PRODUCER_EPOCH (47) instead, as KafkaApis answers them;
+- the version says the client's transaction version (KIP-890): EndTxn v5 is a v2 client's,
+  whose epoch the coordinator bumps and names in the answer.
 
 Transactional ids live inside the connection's organisation: the actor's key is
 `(org_id, transactional id)`. DescribeTransactions and ListTransactions read the states the
@@ -27,29 +28,27 @@ from kio.schema.errors import ErrorCode
 
 from ...transaction.ops import (
     AddOffsetsOp,
-    AddPartitionsOp,
     EndTxnOp,
     InitProducerIdOp,
     InitProducerIdResp,
     TxnResp,
 )
-from ...transaction.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnState
+from ...transaction.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TV_2, TV_LEGACY, TxnState
 from ..context import BrokerContext, ConnectionInfo
 from ..txn_steps import ask_txn
 from ._build import NO_THROTTLE, make, schema, to_ms
-from .offsets import partition_exists
 
 INIT_PRODUCER_ID_KEY = 22
-ADD_PARTITIONS_KEY = 24
 ADD_OFFSETS_KEY = 25
 END_TXN_KEY = 26
 DESCRIBE_KEY = 65
 LIST_KEY = 66
+END_TXN_V2_VERSION = 5  # EndTxn v5+: a transactions-v2 client (KIP-890 part 2)
 
 _STATE_NAMES = {state.value for state in TxnState}
 
 
-def _fenced_for(version: int, newest_without: int, code: int) -> int:
+def fenced_for(version: int, newest_without: int, code: int) -> int:
     """PRODUCER_FENCED as a client of this version understands it."""
     if code == ErrorCode.producer_fenced and version <= newest_without:
         return ErrorCode.invalid_producer_epoch
@@ -65,7 +64,7 @@ def init_producer_id(ctx: BrokerContext, conn: ConnectionInfo, version: int, req
         return make(
             mod.InitProducerIdResponse,
             throttle_time=NO_THROTTLE,
-            error_code=_fenced_for(version, 3, answer.error_code),
+            error_code=fenced_for(version, 3, answer.error_code),
             producer_id=answer.producer_id,
             producer_epoch=answer.producer_epoch,
         )
@@ -79,63 +78,6 @@ def init_producer_id(ctx: BrokerContext, conn: ConnectionInfo, version: int, req
         return response(InitProducerIdResp(ErrorCode.invalid_request))
     op = InitProducerIdOp(to_ms(request.transaction_timeout), producer_id, epoch)
     return ask_txn(conn.org_id, txn_id, op, response)
-
-
-# -- AddPartitionsToTxn -----------------------------------------------------------------------
-def add_partitions_to_txn(
-    ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
-) -> Any:
-    mod = schema(ADD_PARTITIONS_KEY, version)
-    txn_id = request.v3_and_below_transactional_id
-    wanted = [
-        (topic.name, partition)
-        for topic in request.v3_and_below_topics
-        for partition in topic.partitions
-    ]
-
-    def response(codes: dict[tuple[str, int], int]) -> Any:
-        by_topic: dict[str, list[Any]] = {}
-        for (topic, partition), code in codes.items():
-            by_topic.setdefault(topic, []).append(
-                make(
-                    mod.AddPartitionsToTxnPartitionResult,
-                    partition_index=partition,
-                    partition_error_code=code,
-                )
-            )
-        results = tuple(
-            make(mod.AddPartitionsToTxnTopicResult, name=topic, results_by_partition=tuple(rows))
-            for topic, rows in by_topic.items()
-        )
-        return make(
-            mod.AddPartitionsToTxnResponse,
-            throttle_time=NO_THROTTLE,
-            results_by_topic_v3_and_below=results,
-        )
-
-    def every(code: int) -> dict[tuple[str, int], int]:
-        return dict.fromkeys(wanted, code)
-
-    if not conn.may_use_transactional_id(txn_id):
-        return response(every(ErrorCode.transactional_id_authorization_failed))
-    if not txn_id:
-        return response(every(ErrorCode.invalid_request))
-    refused: dict[tuple[str, int], int] = {}
-    for topic, partition in wanted:
-        if not conn.may_use_topic(topic):
-            refused[(topic, partition)] = ErrorCode.topic_authorization_failed
-        elif not partition_exists(ctx, conn, topic, partition):
-            refused[(topic, partition)] = ErrorCode.unknown_topic_or_partition
-    if refused:
-        return response({tp: refused.get(tp, ErrorCode.operation_not_attempted) for tp in wanted})
-
-    def answered(answer: TxnResp) -> Any:
-        return response(every(_fenced_for(version, 1, answer.error_code)))
-
-    op = AddPartitionsOp(
-        request.v3_and_below_producer_id, request.v3_and_below_producer_epoch, frozenset(wanted)
-    )
-    return ask_txn(conn.org_id, txn_id, op, answered)
 
 
 # -- AddOffsetsToTxn --------------------------------------------------------------------------
@@ -157,7 +99,7 @@ def add_offsets_to_txn(ctx: BrokerContext, conn: ConnectionInfo, version: int, r
         conn.org_id,
         txn_id,
         op,
-        lambda answer: response(_fenced_for(version, 1, answer.error_code)),
+        lambda answer: response(fenced_for(version, 1, answer.error_code)),
     )
 
 
@@ -165,21 +107,23 @@ def add_offsets_to_txn(ctx: BrokerContext, conn: ConnectionInfo, version: int, r
 def end_txn(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(END_TXN_KEY, version)
 
-    def response(code: int) -> Any:
-        return make(mod.EndTxnResponse, throttle_time=NO_THROTTLE, error_code=code)
+    def response(answer: TxnResp) -> Any:
+        return make(
+            mod.EndTxnResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=fenced_for(version, 1, answer.error_code),
+            producer_id=answer.producer_id,
+            producer_epoch=answer.producer_epoch,
+        )
 
     txn_id = request.transactional_id
     if not conn.may_use_transactional_id(txn_id):
-        return response(ErrorCode.transactional_id_authorization_failed)
+        return response(TxnResp(ErrorCode.transactional_id_authorization_failed))
     if not txn_id:
-        return response(ErrorCode.invalid_request)
-    op = EndTxnOp(request.producer_id, request.producer_epoch, request.committed)
-    return ask_txn(
-        conn.org_id,
-        txn_id,
-        op,
-        lambda answer: response(_fenced_for(version, 1, answer.error_code)),
-    )
+        return response(TxnResp(ErrorCode.invalid_request))
+    client_version = TV_2 if version >= END_TXN_V2_VERSION else TV_LEGACY
+    op = EndTxnOp(request.producer_id, request.producer_epoch, request.committed, client_version)
+    return ask_txn(conn.org_id, txn_id, op, response)
 
 
 # -- DescribeTransactions / ListTransactions ---------------------------------------------------

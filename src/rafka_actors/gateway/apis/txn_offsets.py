@@ -9,9 +9,18 @@ GROUP_AUTHORIZATION_FAILED; a partition of a topic the user may not use is
 TOPIC_AUTHORIZATION_FAILED, and one that does not exist UNKNOWN_TOPIC_OR_PARTITION. The rest
 goes to the group's actor in one TxnOffsetCommitOp, whose machine checks generation, member
 and instance id (KIP-447) and keeps the offsets pending for the producer until the
-transaction coordinator's marker (group_common/txn_offsets.py). Versions: v0-v4; librdkafka
-and kafka-python send v3, aiokafka v0. v5 is left out: it means the transaction coordinator
-adds the group to the transaction implicitly (KIP-890 part 2), which ours does not do.
+transaction coordinator's marker (group_common/txn_offsets.py). Versions: v0-v5; librdkafka
+and kafka-python send v3, aiokafka v0, the Java client v5 with transactions v2.
+
+Before the group, the transaction coordinator (KIP-890, as Kafka's group coordinator asks it
+through its partition writer): v5 is a v2 client's, whose TxnOffsetCommit adds the group to
+its transaction (no AddOffsetsToTxn); an older version's group must already be in the
+producer's open transaction (`transaction.partition.verification.enable`), read from the
+coordinator's published state. (While the client's previous transaction writes its markers,
+the add is retried for a moment, as a v2 Produce's is: produce_txn.py.) Their errors are the
+whole request's, as Kafka answers them:
+PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE (not in the transaction) as
+INVALID_TXN_STATE before v4.
 """
 
 from __future__ import annotations
@@ -21,8 +30,12 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from ...group_common.ops import TxnOffsetCommitOp, TxnOffsetCommitOpResp
+from ...transaction.ops import AddOffsetsOp
+from ...transaction.state import TV_2
+from ...transaction.verify import verify_group
 from ..context import BrokerContext, ConnectionInfo
 from ..steps import ask
+from ..txn_steps import add_retry, ask_txn
 from ._build import NO_THROTTLE, make, schema
 from .groups import DENIED, denied
 from .offsets import TOPIC_DENIED, partition_exists, partition_results
@@ -30,6 +43,8 @@ from .offsets import TOPIC_DENIED, partition_exists, partition_results
 TXN_OFFSET_COMMIT_KEY: Final = 28
 MEMBER_FIELDS_VERSION: Final = 3  # v3 adds generation, member id and group instance id
 LEADER_EPOCH_VERSION: Final = 2
+ABORTABLE_VERSION: Final = 4  # v4+ knows TRANSACTION_ABORTABLE
+ADD_OFFSETS_VERSION: Final = 5  # v5+: the commit adds the group to the transaction (KIP-890)
 
 
 def txn_offset_commit(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
@@ -72,7 +87,37 @@ def txn_offset_commit(ctx: BrokerContext, conn: ConnectionInfo, version: int, re
         results.update(((t, p), e) for t, p, e in response.results)
         return _response(mod, request, results, ErrorCode.unknown_topic_or_partition)
 
-    return ask(conn.org_id, group_id, op, committed)
+    def in_transaction(code: int) -> Any:
+        if code != ErrorCode.none:
+            return _response(mod, request, results, _coordinator_error(code, version))
+        return ask(conn.org_id, group_id, op, committed)
+
+    if ctx.transactions is None or request.transactional_id is None:
+        return in_transaction(ErrorCode.none)  # nothing to verify with, or nothing to verify
+    if not request.transactional_id:
+        return in_transaction(ErrorCode.invalid_request)
+    producer = (request.producer_id, request.producer_epoch)
+    if version >= ADD_OFFSETS_VERSION:
+        add = AddOffsetsOp(*producer, group_id, TV_2)
+        return ask_txn(
+            conn.org_id,
+            request.transactional_id,
+            add,
+            lambda answer: in_transaction(answer.error_code),
+            add_retry(ctx),
+        )
+    if not ctx.config.transaction_partition_verification_enable:
+        return in_transaction(ErrorCode.none)
+    published = ctx.txn_registry().get_in(conn.org_id, request.transactional_id)
+    return in_transaction(verify_group(published, *producer, group_id))
+
+
+def _coordinator_error(code: int, version: int) -> ErrorCode:
+    if code == ErrorCode.producer_fenced:
+        return ErrorCode.invalid_producer_epoch
+    if code == ErrorCode.transaction_abortable and version < ABORTABLE_VERSION:
+        return ErrorCode.invalid_txn_state
+    return ErrorCode(code)
 
 
 def _response(
