@@ -34,7 +34,7 @@ os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 import trio
 import trio.testing
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import OffsetCommitOp
 from rafka_actors.ids import GroupKey

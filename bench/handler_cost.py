@@ -36,7 +36,7 @@ os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 
 import trio
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.connection import answer

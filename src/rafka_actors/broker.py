@@ -39,7 +39,7 @@ import trio
 from tricycle import open_service_nursery
 
 from . import log_budget
-from .actors.registry import GroupRegistry
+from .actors.group_registry import GroupRegistry
 from .actors.txn_markers import MarkerWriter
 from .actors.txn_registry import TransactionRegistry
 from .auth.users import UsersFileError, UserStore

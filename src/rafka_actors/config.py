@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .group_common.effects import ASSIGNOR_NAMES, MIGRATION_POLICIES
 from .storage.coordinator_segments import DEFAULT_PREALLOCATE_BYTES, DEFAULT_SEGMENT_BYTES
 from .storage.topic_configs import TOPIC_CONFIGS, InvalidConfig, validate_topic_config
 
@@ -553,14 +554,11 @@ def _check_group_config_bounds(config: BrokerConfig) -> None:
 
 
 def _check_consumer_group_settings(config: BrokerConfig) -> None:
-    from .consumer_group.assignors import ASSIGNORS  # the one list of assignors we have
-    from .group_common.effects import MIGRATION_POLICIES
-
     names = consumer_assignors(config)
-    unknown = [n for n in names if n not in ASSIGNORS]
+    unknown = [n for n in names if n not in ASSIGNOR_NAMES]
     if not names or unknown:
         raise ConfigError(
-            f"group.consumer.assignors: {unknown or 'empty'}; known: {', '.join(ASSIGNORS)}"
+            f"group.consumer.assignors: {unknown or 'empty'}; known: {', '.join(ASSIGNOR_NAMES)}"
         )
     if config.group_consumer_migration_policy not in MIGRATION_POLICIES:
         raise ConfigError(

@@ -1,4 +1,4 @@
-"""Identities: group keys, `cgp_<ULID>` group ids, member ids and RRLs.
+"""Identities: group and transactional-id keys, `cgp_<ULID>` group ids, member ids and RRLs.
 
 A consumer group is an organisation-tier entity keyed by `(org_id, group_id)`. Its stable
 identity `cgp_<ULID>` is minted once, when the group is first created, and survives members
@@ -32,6 +32,18 @@ _SLUG_JUNK = re.compile(r"[^a-z0-9._-]+")
 class GroupKey(NamedTuple):
     org_id: int
     group_id: str
+
+
+class TxnKey(NamedTuple):
+    """A transactional id of an organisation: what its transaction coordinator is keyed by."""
+
+    org_id: int
+    transactional_id: str
+
+
+# What the coordinator and transaction logs store records under: (org id, the group's or the
+# transactional id's name). A GroupKey and a TxnKey are both one; equal pairs are equal keys.
+LogKey = tuple[int, str]
 
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"  # lower case, as `cgp_` ids are written

@@ -12,11 +12,14 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.actors.stored_groups import stored_group
+from rafka_actors.consumer_group.ops import (
+    ConsumerGroupHeartbeatOp,
+    ConsumerGroupHeartbeatOpResp,
+)
 from rafka_actors.consumer_group.state import ConsumerGroup
 from rafka_actors.group_common.effects import GroupConfig
-from rafka_actors.group_common.ops import ConsumerGroupHeartbeatOp, ConsumerGroupHeartbeatOpResp
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog

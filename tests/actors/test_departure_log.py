@@ -14,15 +14,11 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.classic_group.consumer_protocol import encode_subscription
+from rafka_actors.consumer_group.ops import ConsumerGroupHeartbeatOp
 from rafka_actors.group_common.effects import GroupConfig
-from rafka_actors.group_common.ops import (
-    ConsumerGroupHeartbeatOp,
-    JoinGroupOp,
-    LeaveGroupOp,
-    SyncGroupOp,
-)
+from rafka_actors.group_common.ops import JoinGroupOp, LeaveGroupOp, SyncGroupOp
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog

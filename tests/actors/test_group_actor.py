@@ -13,15 +13,16 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.actors import actor_registry as registry_module
 from rafka_actors.actors import group_actor
-from rafka_actors.actors import registry as registry_module
-from rafka_actors.actors.group_actor import Envelope, GroupActor
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_actor import GroupSettings, new_group_actor
+from rafka_actors.actors.group_registry import GroupRegistry
+from rafka_actors.actors.mailbox_actor import Envelope, MailboxActor
 from rafka_actors.classic_group.consumer_protocol import encode_subscription
+from rafka_actors.consumer_group.ops import ConsumerGroupDescribeOp
 from rafka_actors.coordinator import machine
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
-    ConsumerGroupDescribeOp,
     DeleteGroupOp,
     DescribeGroupOp,
     HeartbeatOp,
@@ -227,7 +228,8 @@ async def test_full_mailbox_applies_backpressure_and_loses_nothing(
 async def test_stopping_actor_answers_everything_it_holds(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    actor = GroupActor(K, GroupConfig(initial_rebalance_delay_ms=3000), MemoryCoordinatorLog())
+    settings = GroupSettings(GroupConfig(initial_rebalance_delay_ms=3000), MemoryCoordinatorLog())
+    actor = new_group_actor(K, settings)
     parked_send, parked_receive = trio.open_memory_channel[Any](1)
     queued_send, _queued_receive = trio.open_memory_channel[Any](1)
     async with trio.open_nursery() as nursery:
@@ -814,7 +816,7 @@ async def test_a_read_of_a_group_never_stored_starts_no_actor(
     started: list[GroupKey] = []
     start = GroupRegistry._start
 
-    def counting_start(self: GroupRegistry, key: GroupKey) -> GroupActor:
+    def counting_start(self: GroupRegistry, key: GroupKey) -> Any:
         started.append(key)
         return start(self, key)
 
@@ -839,10 +841,10 @@ async def test_a_group_whose_actor_died_is_listed_as_the_log_has_it(
     ]
     await join_and_sync(registry)
 
-    def dying(self: GroupActor) -> None:
+    def dying(self: MailboxActor[Any, Any]) -> None:
         raise RuntimeError("injected: the actor's loop itself fails")
 
-    monkeypatch.setattr(GroupActor, "_drain", dying)  # runs as the actor stops, for any reason
+    monkeypatch.setattr(MailboxActor, "_drain", dying)  # runs as the actor stops, for any reason
     monkeypatch.setattr(machine, "passivable", lambda _group: True)  # so it stops now
     await registry.ask(K, DescribeGroupOp("g"))
     await trio.testing.wait_all_tasks_blocked()

@@ -12,9 +12,10 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.actors.stored_groups import stored_group
 from rafka_actors.classic_group.state import ClassicGroup, GroupState
+from rafka_actors.consumer_group.ops import ConsumerGroupHeartbeatOp
 from rafka_actors.consumer_group.state import ConsumerGroup
 from rafka_actors.group_common.consumer_embedded import (
     Subscription,
@@ -23,7 +24,6 @@ from rafka_actors.group_common.consumer_embedded import (
 )
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
-    ConsumerGroupHeartbeatOp,
     HeartbeatOp,
     JoinGroupOp,
     OffsetCommitOp,

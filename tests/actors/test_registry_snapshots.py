@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import trio
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import OffsetCommitOp
 from rafka_actors.ids import GroupKey

@@ -16,16 +16,13 @@ from kio.schema.errors import ErrorCode
 from opentelemetry import trace
 
 from rafka_actors import telemetry
-from rafka_actors.actors.group_actor import Envelope, GroupActor
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_actor import GroupSettings, new_group_actor
+from rafka_actors.actors.group_registry import GroupRegistry
+from rafka_actors.actors.mailbox_actor import Envelope
 from rafka_actors.actors.reply import ReplySlot
+from rafka_actors.consumer_group.ops import ConsumerGroupHeartbeatOp
 from rafka_actors.group_common.effects import GroupConfig
-from rafka_actors.group_common.ops import (
-    ConsumerGroupHeartbeatOp,
-    HeartbeatOp,
-    OffsetCommitOp,
-    SyncGroupOp,
-)
+from rafka_actors.group_common.ops import HeartbeatOp, OffsetCommitOp, SyncGroupOp
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
@@ -148,7 +145,7 @@ async def test_a_batch_serving_several_requests_is_one_append_span_linked_to_eac
     parenting the append on the batch's first request leaves the other two unlinked."""
     exporter = span_exporter()
     tracer = trace.get_tracer("test")
-    actor = GroupActor(GroupKey(0, "g"), GroupConfig(), MemoryCoordinatorLog())
+    actor = new_group_actor(GroupKey(0, "g"), GroupSettings(GroupConfig(), MemoryCoordinatorLog()))
     requests, replies = [], []
     for i in range(3):
         with tracer.start_as_current_span(f"commit request {i}") as request:

@@ -9,7 +9,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.actors.txn_markers import MarkerWriter
-from rafka_actors.group_common.ops import TxnMarkerOp, TxnMarkerOpResp
+from rafka_actors.group_common.ops import (
+    TxnMarkerOp,
+    TxnMarkerOpResp,
+)
 from rafka_actors.ids import GroupKey
 from rafka_actors.transaction.state import Markers
 

@@ -46,7 +46,11 @@ from kio.schema.errors import ErrorCode
 from rafka_actors.classic_group.state import GroupState
 from rafka_actors.coordinator import machine
 from rafka_actors.coordinator.replay import replay
-from rafka_actors.group_common.ops import OffsetFetchOp, TxnMarkerOp, TxnOffsetCommitOp
+from rafka_actors.group_common.ops import (
+    OffsetFetchOp,
+    TxnMarkerOp,
+    TxnOffsetCommitOp,
+)
 from rafka_actors.group_common.txn_offsets import epochs_of, pending_of
 
 from .harness import DEFAULT_CONFIG, GROUP_ID, GroupHarness, protocols

@@ -17,7 +17,10 @@ from rafka_actors.classic_group.consumer_protocol import encode_subscription
 from rafka_actors.classic_group.records import GroupMetadataRecord
 from rafka_actors.classic_group.state import GroupState
 from rafka_actors.coordinator import machine
-from rafka_actors.group_common.ops import JoinGroupOpResp, SyncGroupOpResp
+from rafka_actors.group_common.ops import (
+    JoinGroupOpResp,
+    SyncGroupOpResp,
+)
 from rafka_actors.group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 
 from .harness import (

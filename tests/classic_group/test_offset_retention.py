@@ -8,10 +8,14 @@ import pytest
 import trio
 import trio.testing
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.classic_group.state import GroupState
 from rafka_actors.group_common.effects import GroupConfig
-from rafka_actors.group_common.ops import ExpireOffsetsOp, OffsetCommitOp, OffsetFetchOp
+from rafka_actors.group_common.ops import (
+    ExpireOffsetsOp,
+    OffsetCommitOp,
+    OffsetFetchOp,
+)
 from rafka_actors.group_common.records import GroupTombstone, OffsetTombstone
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog

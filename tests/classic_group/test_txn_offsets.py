@@ -20,7 +20,6 @@ from rafka_actors.group_common.ops import (
     JoinGroupOp,
     OffsetDeleteOp,
     OffsetFetchOp,
-    ShareGroupHeartbeatOp,
     TopicsChangedOp,
     TxnMarkerOp,
     TxnOffsetCommitOp,
@@ -34,6 +33,7 @@ from rafka_actors.group_common.txn_offsets import (
     pending_of,
 )
 from rafka_actors.ids import GroupKey
+from rafka_actors.share_group.ops import ShareGroupHeartbeatOp
 from rafka_actors.share_group.state import ShareGroup
 from rafka_actors.storage.coordinator_records import (
     compaction_key,

@@ -15,13 +15,15 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from rafka_actors.consumer_group.ops import (
+    ConsumerGroupHeartbeatOp,
+    ConsumerGroupHeartbeatOpResp,
+)
 from rafka_actors.consumer_group.state import ConsumerGroup, ConsumerMember
 from rafka_actors.coordinator import machine
 from rafka_actors.coordinator.replay import replay
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
-    ConsumerGroupHeartbeatOp,
-    ConsumerGroupHeartbeatOpResp,
     TimerFired,
     TopicPartitions,
 )

@@ -27,6 +27,7 @@ from rafka_actors.consumer_group.assignors import (
     uniform,
 )
 from rafka_actors.consumer_group.assignors import range as range_assignor
+from rafka_actors.group_common.effects import ASSIGNOR_NAMES, GroupConfig
 
 T1, T2, T3, T4 = (uuid.UUID(int=i) for i in (1, 2, 3, 4))
 MISSING = uuid.UUID(int=99)
@@ -113,6 +114,8 @@ def test_registry() -> None:
     assert sorted(ASSIGNORS) == ["range", "uniform"]
     assert ASSIGNORS["uniform"] is uniform.assign
     assert ASSIGNORS["range"] is range_assignor.assign
+    # the names the broker's settings are checked against are the ones implemented
+    assert tuple(ASSIGNORS) == ASSIGNOR_NAMES == GroupConfig().consumer_assignors
 
 
 @pytest.mark.parametrize("name", sorted(ASSIGNORS))

@@ -7,9 +7,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from rafka_actors.classic_group.state import ClassicGroup
+from rafka_actors.consumer_group.ops import ConsumerGroupDescribeOp
 from rafka_actors.consumer_group.state import ConsumerGroup
 from rafka_actors.group_common.ops import (
-    ConsumerGroupDescribeOp,
     DeleteGroupOp,
     DescribeGroupOp,
     ExpireOffsetsOp,

@@ -38,7 +38,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from rafka_actors.consumer_group.state import ConsumerGroup, ConsumerGroupState
 from rafka_actors.consumer_group.subscription import subscribed_names
-from rafka_actors.group_common.ops import TxnMarkerOp, TxnOffsetCommitOp
+from rafka_actors.group_common.ops import (
+    TxnMarkerOp,
+    TxnOffsetCommitOp,
+)
 from rafka_actors.group_common.txn_offsets import pending_of
 
 from .harness import CONFIG, GROUP_ID, REBALANCE_TIMEOUT_MS, ConsumerHarness, durable_view

@@ -3,7 +3,11 @@ member's heartbeat, and a deleted topic's committed offsets are tombstoned in ei
 
 from __future__ import annotations
 
-from rafka_actors.group_common.ops import OffsetCommitOp, TopicsChangedOp, TopicsChangedOpResp
+from rafka_actors.group_common.ops import (
+    OffsetCommitOp,
+    TopicsChangedOp,
+    TopicsChangedOpResp,
+)
 from rafka_actors.group_common.records import OffsetTombstone
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 

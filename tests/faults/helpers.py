@@ -1,5 +1,5 @@
-"""Shared by the fault tests: op builders, coordinator logs that misbehave on cue, and a
-registry running in a nursery of its own.
+"""Shared by the fault tests: op builders (groups, share groups), coordinator logs that
+misbehave on cue, and a registry running in a nursery of its own.
 
 The fake logs subclass `MemoryCoordinatorLog`, as tests/actors/test_group_actor.py does: the
 fault is in the log, and everything above it (actor, registry, machine) is the real code.
@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.classic_group.consumer_protocol import encode_subscription
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
@@ -29,7 +30,16 @@ from rafka_actors.group_common.ops import (
     OffsetFetchOp,
     SyncGroupOp,
 )
+from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 from rafka_actors.ids import GroupKey
+from rafka_actors.share_group.ops import (
+    ShareAcquireOp,
+    ShareAcquireOpResp,
+    ShareGroupHeartbeatOp,
+    ShareGroupHeartbeatOpResp,
+    ShareSessionOp,
+    ShareSessionOpResp,
+)
 from rafka_actors.storage.coordinator_log import CoordinatorLog, MemoryCoordinatorLog
 from rafka_actors.storage.coordinator_segments import CoordinatorLogError
 
@@ -89,6 +99,54 @@ def fetch_op(group: str) -> OffsetFetchOp:
 
 def describe_op(group: str) -> DescribeGroupOp:
     return DescribeGroupOp(group)
+
+
+# -- share groups: topic "t" (one partition, records 0-9 on disk) ----------------------------
+SHARE_TOPIC_ID = uuid.uuid5(uuid.NAMESPACE_DNS, "t")
+SHARE_TOPICS = TopicImage.of(1, [TopicInfo("t", SHARE_TOPIC_ID, 1)])
+LOCK_MS, SHARE_SESSION_MS, SHARE_HEARTBEAT_MS = 30_000, 45_000, 5_000
+SHARE_CONFIG = GroupConfig(
+    share_record_lock_duration_ms=LOCK_MS,
+    share_session_timeout_ms=SHARE_SESSION_MS,
+    share_heartbeat_interval_ms=SHARE_HEARTBEAT_MS,
+    share_auto_offset_reset="earliest",
+)
+ACCEPT = 1  # Kafka's AcknowledgeType
+LOG_END = 10
+
+
+def share_join(group: str, member: str) -> ShareGroupHeartbeatOp:
+    return ShareGroupHeartbeatOp(group, member, 0, subscribed_topic_names=("t",))
+
+
+def share_heartbeat(group: str, joined: ShareGroupHeartbeatOpResp) -> ShareGroupHeartbeatOp:
+    assert joined.member_id is not None
+    return ShareGroupHeartbeatOp(group, joined.member_id, joined.member_epoch)
+
+
+def share_session(
+    group: str, member: str, epoch: int, acks: tuple[Any, ...] = ()
+) -> ShareSessionOp:
+    """A ShareFetch's first half: epoch 0 opens the session on partition t-0."""
+    added = (("t", 0),) if epoch == 0 else ()
+    bounds = (("t", 0, 0, LOG_END),) if epoch == 0 else ()
+    return ShareSessionOp(group, member, epoch, added=added, acks=acks, log_bounds=bounds)
+
+
+def share_acquire(group: str, member: str, first: int, last: int = LOG_END - 1) -> ShareAcquireOp:
+    """A ShareFetch's second half, the gateway having read records `first`-`last` of t-0."""
+    return ShareAcquireOp(group, member, (("t", 0, 0, LOG_END, first, last),))
+
+
+def acquired(answer: ShareAcquireOpResp) -> list[tuple[int, int, int]]:
+    """(first, last, delivery count) of each range acquired from t-0."""
+    assert answer.error_code == OK, answer
+    return [run for topic, _partition, runs in answer.acquired if topic == "t" for run in runs]
+
+
+def session_ok(answer: ShareSessionOpResp) -> ShareSessionOpResp:
+    assert answer.error_code == OK and all(e == OK for *_, e in answer.ack_errors), answer
+    return answer
 
 
 # -- answers ----------------------------------------------------------------------------------

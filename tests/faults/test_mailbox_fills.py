@@ -19,7 +19,7 @@ import pytest
 import trio
 import trio.testing
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 
 from .helpers import (
     NO_DELAY,

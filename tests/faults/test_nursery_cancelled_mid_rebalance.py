@@ -24,8 +24,8 @@ import trio
 import trio.testing
 from tricycle import open_service_nursery
 
-from rafka_actors.actors import registry as registry_module
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors import actor_registry as registry_module
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.actors.reply import ReplySlot
 from rafka_actors.storage.durable_log import DurableCoordinatorLog
 

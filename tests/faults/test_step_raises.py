@@ -18,7 +18,10 @@ import trio
 import trio.testing
 
 from rafka_actors.coordinator import machine
-from rafka_actors.group_common.ops import DescribeGroupOp, TimerFired
+from rafka_actors.group_common.ops import (
+    DescribeGroupOp,
+    TimerFired,
+)
 
 from .helpers import (
     NOT_AVAILABLE,

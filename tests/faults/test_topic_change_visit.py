@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import trio
 
-from rafka_actors.group_common.ops import OffsetCommitOp, OffsetFetchOp, TopicsChangedOp
+from rafka_actors.group_common.ops import (
+    OffsetCommitOp,
+    OffsetFetchOp,
+    TopicsChangedOp,
+)
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
 

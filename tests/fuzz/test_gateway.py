@@ -29,7 +29,7 @@ from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.metadata.v12.response import MetadataResponse
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.actors.txn_markers import MarkerWriter
 from rafka_actors.actors.txn_registry import TransactionRegistry
 from rafka_actors.auth.scram import Mechanism, derive_credential

@@ -25,14 +25,15 @@ from hypothesis import strategies as st
 
 from rafka_actors.classic_group.consumer_protocol import encode_subscription
 from rafka_actors.classic_group.state import ClassicGroup
+from rafka_actors.consumer_group.ops import (
+    ConsumerGroupDescribeOp,
+    ConsumerGroupHeartbeatOp,
+)
 from rafka_actors.consumer_group.state import ConsumerGroup
 from rafka_actors.coordinator import machine
 from rafka_actors.coordinator.replay import replay
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
-    OP_CODES,
-    ConsumerGroupDescribeOp,
-    ConsumerGroupHeartbeatOp,
     DeleteGroupOp,
     DescribeGroupOp,
     ExpireOffsetsOp,
@@ -59,7 +60,6 @@ FOO = uuid.uuid5(uuid.NAMESPACE_DNS, "foo")
 BAR = uuid.uuid5(uuid.NAMESPACE_DNS, "bar")
 IMAGE = TopicImage.of(1, [TopicInfo("foo", FOO, 3), TopicInfo("bar", BAR, 1)])
 MAX_TIMER_FIRINGS = 1000  # per step: more would mean a deadline that never moves on
-_RESPONSE = {code: cls for cls, code in OP_CODES.items()}
 
 # -- hostile values -----------------------------------------------------------------------
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -208,7 +208,7 @@ class Run:
         self.now = now
         self.group: Any = None
         self.records: list[Record] = []
-        self.asked: dict[int, type] = {}  # waiter -> op type, until answered
+        self.asked: dict[int, Any] = {}  # waiter -> its op, until answered
         self.next_waiter = 1
         self.members: list[str] = []
         self.epochs: list[int] = []
@@ -230,7 +230,7 @@ class Run:
         for answered, response in result.replies:
             expected = self.asked.pop(answered, None)
             assert expected is not None, f"reply {response!r} to waiter {answered} that never asked"
-            assert type(response) is _RESPONSE[OP_CODES[expected] | 0x80], (expected, response)
+            assert type(response) is type(expected.error_reply(0)), (expected, response)
             self._learn(response)
         for record in result.records:
             payload = encode_entry(self.key, record)
@@ -265,7 +265,7 @@ class Run:
         waiter = self.next_waiter
         self.next_waiter += 1
         if not isinstance(op, TimerFired):
-            self.asked[waiter] = type(op)
+            self.asked[waiter] = op
         self.step(op, waiter if not isinstance(op, TimerFired) else -1)
         deadline = machine.next_deadline(self.group)
         assert deadline is None or deadline >= self.now, (deadline, self.now)

@@ -18,7 +18,11 @@ from rafka_actors.gateway.apis.configs import group_entries
 from rafka_actors.gateway.apis.partitions_admin import TellGroups
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.steps import Ask
-from rafka_actors.group_common.ops import GroupConfigOp, GroupConfigOpResp, TopicsChangedOp
+from rafka_actors.group_common.ops import (
+    GroupConfigOp,
+    GroupConfigOpResp,
+    TopicsChangedOp,
+)
 from rafka_actors.ids import GroupKey
 from rafka_actors.protocol.messages import request_class
 from rafka_actors.storage.data_plane import DataPlane

@@ -15,12 +15,12 @@ from kio.schema.errors import ErrorCode
 
 from rafka_actors.auth.users import User
 from rafka_actors.config import BrokerConfig
+from rafka_actors.consumer_group.ops import ConsumerGroupDescribeOpResp
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.apis._build import make
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.steps import Ask, AwaitAppend
 from rafka_actors.group_common.ops import (
-    ConsumerGroupDescribeOpResp,
     DeleteGroupOpResp,
     DescribeGroupOpResp,
     HeartbeatOp,

@@ -21,7 +21,7 @@ import trio.testing
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.auth.users import User
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE

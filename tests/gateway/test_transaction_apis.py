@@ -19,7 +19,7 @@ from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.apis._build import make
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.txn_steps import AskTxn
-from rafka_actors.ids import GroupKey
+from rafka_actors.ids import TxnKey
 from rafka_actors.protocol.messages import request_class
 from rafka_actors.storage.data_plane import DataPlane
 from rafka_actors.transaction.ops import (
@@ -85,7 +85,7 @@ def test_init_producer_id_asks_the_actor_of_the_id_in_the_connections_org(
 ) -> None:
     step = API_TABLE[INIT].handler(ctx, conn(), 4, init("copier", pid=1000, epoch=3))
     assert isinstance(step, AskTxn)
-    assert step.key == GroupKey(ORG, "copier")
+    assert step.key == TxnKey(ORG, "copier")
     assert step.op == InitProducerIdOp(30_000, 1000, 3)
     response = step.then(InitProducerIdResp(ErrorCode.none, 1000, 4))
     assert (response.error_code, response.producer_id, response.producer_epoch) == (0, 1000, 4)

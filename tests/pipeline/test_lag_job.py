@@ -199,7 +199,7 @@ async def test_the_live_metric_agrees_with_the_pipeline(
     import trio
     from prometheus_client.core import Metric
 
-    from rafka_actors.actors.registry import GroupRegistry
+    from rafka_actors.actors.group_registry import GroupRegistry
     from rafka_actors.broker import group_config
     from rafka_actors.config import BrokerConfig
     from rafka_actors.data_dir import open_coordinator_log

@@ -23,15 +23,15 @@ from rafka_actors.coordinator import machine
 from rafka_actors.coordinator.latest import GroupRecords
 from rafka_actors.coordinator.replay import replay
 from rafka_actors.group_common.effects import GroupConfig
-from rafka_actors.group_common.ops import (
+from rafka_actors.group_common.ops import TimerFired
+from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
+from rafka_actors.share_group.ops import (
     AlterShareOffsetsOp,
     DeleteShareOffsetsOp,
     ShareAcquireOp,
     ShareGroupHeartbeatOp,
     ShareSessionOp,
-    TimerFired,
 )
-from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
 from rafka_actors.share_group.partition import ACCEPT, ACQUIRED, GAP, REJECT, RELEASE
 from rafka_actors.share_group.records import ShareGroupMetadataRecord, SharePartitionRecord
 from rafka_actors.share_group.state import ShareGroup

@@ -11,22 +11,29 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.consumer_group.ops import ConsumerGroupHeartbeatOp
 from rafka_actors.coordinator import machine
 from rafka_actors.coordinator.latest import GroupRecords
 from rafka_actors.coordinator.replay import replay
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
-    AlterShareOffsetsOp,
     DeleteGroupOp,
-    DescribeShareOffsetsOp,
+    DescribeGroupOp,
+    ExpireOffsetsOp,
+    ExpireOffsetsOpResp,
+    HeartbeatOp,
     JoinGroupOp,
     OffsetCommitOp,
-    ShareAcquireOp,
-    ShareGroupHeartbeatOp,
-    ShareSessionOp,
     TimerFired,
 )
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo
+from rafka_actors.share_group.ops import (
+    AlterShareOffsetsOp,
+    DescribeShareOffsetsOp,
+    ShareAcquireOp,
+    ShareGroupHeartbeatOp,
+    ShareSessionOp,
+)
 from rafka_actors.share_group.partition import ACCEPT, RELEASE
 from rafka_actors.share_group.records import SharePartitionRecord
 from rafka_actors.share_group.state import ShareGroup
@@ -159,6 +166,20 @@ def test_one_group_id_one_type() -> None:
     assert refused.error_code == ErrorCode.group_id_not_found
     assert refused.error_message == "Group g is not a share group."
     assert not isinstance(classic.group, ShareGroup)
+
+
+def test_the_requests_of_other_group_types_are_refused_each_in_its_own_shape() -> None:
+    """Each op's own error reply: an ExpireOffsetsOp (the retention sweep, which names no
+    group) once raised here, and the sweep's every pass logged a failed actor."""
+    c = Coordinator()
+    c.join("a")
+    assert c.step(ExpireOffsetsOp(60_000)) == ExpireOffsetsOpResp(0, False)
+    described = c.step(DescribeGroupOp("g"))
+    assert (described.error_code, described.state) == (ErrorCode.group_id_not_found, "Dead")
+    heartbeat = c.step(ConsumerGroupHeartbeatOp("g", "m", 0))
+    assert heartbeat.error_code == ErrorCode.group_id_not_found
+    assert heartbeat.error_message == "Group g is not a consumer group."
+    assert c.step(HeartbeatOp("g", "m", 1)).error_code == ErrorCode.group_id_not_found
 
 
 def test_offsets_are_altered_and_the_group_deleted_only_when_empty() -> None:

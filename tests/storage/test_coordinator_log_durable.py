@@ -14,10 +14,13 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.actors.registry import GroupRegistry
+from rafka_actors.actors.group_registry import GroupRegistry
 from rafka_actors.classic_group.records import GroupMetadataRecord
 from rafka_actors.group_common.effects import GroupConfig
-from rafka_actors.group_common.ops import OffsetCommitOp, OffsetFetchOp
+from rafka_actors.group_common.ops import (
+    OffsetCommitOp,
+    OffsetFetchOp,
+)
 from rafka_actors.group_common.records import (
     GroupTombstone,
     OffsetCommitRecord,

@@ -16,6 +16,12 @@ only annotations need is still two modules that each need the other: a design pr
 Relative imports are resolved; ``from package import name`` is an import of the submodule
 ``package.name`` if there is one, else of the package. An import of ``a.b.c`` counts as an
 import of that module only, not of the ``__init__`` modules Python runs on the way.
+
+A second check, `runtime_cycles`, looks for cycles as Python meets them, counting package
+``__init__`` modules: there ``from package import name`` also reads the package's namespace,
+so it imports the package's ``__init__`` too, even where ``name`` is a submodule (a module of
+`gateway/apis/` writing ``from . import transactions`` while that package's ``__init__``
+imports it is a cycle, though each module only ever names the other's submodules).
 """
 
 from __future__ import annotations
@@ -79,6 +85,11 @@ RULES: tuple[Rule, ...] = (
     ("actors", ours("metrics"), "actors report through callbacks, not to the metrics"),
     ("lag", IO, "the lag arithmetic the metrics, the pipeline and the tools share is pure"),
     ("pipeline", ours("metrics"), "the pipeline shares lag.py with the metrics, not their code"),
+    (
+        "config",
+        ours("classic_group", "consumer_group", "share_group", "coordinator", "transaction"),
+        "the settings reach no machine: names are checked against group_common's tables",
+    ),
 )
 
 
@@ -110,9 +121,12 @@ def module_files(root: Path, package: str) -> dict[str, Path]:
     return files
 
 
-def imports_of(name: str, path: Path, modules: Iterable[str]) -> set[str]:
+def imports_of(
+    name: str, path: Path, modules: Iterable[str], *, packages_read: bool = False
+) -> set[str]:
     """What module `name` (at `path`) imports: modules of the package as the modules they
-    resolve to, anything else as written."""
+    resolve to, anything else as written. With `packages_read`, ``from package import ...``
+    imports the package (its ``__init__``) as well."""
     known = set(modules)
     roots = {module.split(".")[0] for module in known}
     is_package = path.name == "__init__.py"
@@ -138,6 +152,8 @@ def imports_of(name: str, path: Path, modules: Iterable[str]) -> set[str]:
             for alias in node.names:
                 submodule = f"{source}.{alias.name}"
                 found.add(submodule if submodule in known else ours_or_written(source))
+            if packages_read and source in known:
+                found.add(source)
     found.discard(name)
     return found
 
@@ -164,6 +180,16 @@ def layering_violations(
                 if any(_within(target, banned) for banned in forbidden):
                     problems.append(f"{module} imports {target}: {why}")
     return problems + _cycles(graph, files, known)
+
+
+def runtime_cycles(root: Path, package: str) -> list[str]:
+    """Every import cycle between modules of `package`, package ``__init__`` modules counted
+    as Python runs them (`imports_of`'s `packages_read`)."""
+    files = module_files(root, package)
+    graph = {
+        name: imports_of(name, path, files, packages_read=True) for name, path in files.items()
+    }
+    return _cycles(graph, files, Known())
 
 
 def _cycles(graph: dict[str, set[str]], files: dict[str, Path], known: Known) -> list[str]:
@@ -219,6 +245,10 @@ def stale_known_violations(
 
 def test_src_has_no_cycles_and_keeps_its_layers() -> None:
     assert layering_violations(SRC, PACKAGE, RULES, KNOWN_VIOLATIONS_BEING_REMOVED) == []
+
+
+def test_src_has_no_import_cycle_at_runtime_counting_package_init_modules() -> None:
+    assert runtime_cycles(SRC, PACKAGE) == []
 
 
 def test_every_known_violation_still_occurs() -> None:
@@ -302,3 +332,25 @@ def test_imports_resolve_to_the_modules_they_name(tmp_path: Path) -> None:
     assert deep == {"os.path", "fake.pkg.mod", "fake.top", "fake.pkg"}
     init = imports_of("fake.pkg", files["fake.pkg"], files)
     assert init == {"fake.pkg.mod"}
+    read = imports_of("fake.pkg.sub.deep", files["fake.pkg.sub.deep"], files, packages_read=True)
+    assert read == deep | {"fake", "fake.pkg"}  # `from ... import top`, `from .. import mod`
+
+
+def test_the_runtime_check_finds_a_package_that_its_own_module_reads(tmp_path: Path) -> None:
+    """The shape `gateway/apis/init_producer_id.py` had: a package's ``__init__`` imports its
+    modules, one of which reads the package for a sibling. The first check sees no cycle."""
+    _write(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/apis/__init__.py": "from . import a, b\n",
+            "fake/apis/a.py": "from . import b\n",
+            "fake/apis/b.py": "",
+        },
+    )
+    assert layering_violations(tmp_path, "fake", []) == []
+    assert runtime_cycles(tmp_path, "fake") == [
+        "import cycle: fake.apis -> fake.apis.a -> fake.apis"
+    ]
+    _write(tmp_path, {"fake/apis/a.py": "from .b import THING\n"})  # the module, not the package
+    assert runtime_cycles(tmp_path, "fake") == []

@@ -8,7 +8,10 @@ from hypothesis import strategies as st
 
 from rafka_actors.gateway.apis import groups
 from rafka_actors.gateway.apis._build import schema
-from rafka_actors.group_common.ops import JoinGroupOpResp, SyncGroupOpResp
+from rafka_actors.group_common.ops import (
+    JoinGroupOpResp,
+    SyncGroupOpResp,
+)
 from rafka_actors.protocol.codec import encode_body, encode_response
 from rafka_actors.protocol.headers import RequestHeader
 from rafka_actors.protocol.response_template import (

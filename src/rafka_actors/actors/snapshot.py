@@ -26,7 +26,10 @@ from ..consumer_group.state import ConsumerGroup
 from ..coordinator.machine import AnyGroup
 from ..group_common.committed import CommittedOffset
 from ..group_common.offsets import fetched
-from ..group_common.ops import OffsetFetchOp, OffsetFetchOpResp
+from ..group_common.ops import (
+    OffsetFetchOp,
+    OffsetFetchOpResp,
+)
 from ..group_common.txn_offsets import pending_partitions
 from ..share_group.state import ShareGroup
 

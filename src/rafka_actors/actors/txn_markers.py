@@ -11,13 +11,14 @@ too); any other error is retried by the actor.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
 from ..group_common.ops import TxnMarkerOp
 from ..ids import GroupKey
+from ..storage.data_plane import DataPlane
 from ..transaction.state import Markers
 
 log = logging.getLogger(__name__)
@@ -34,22 +35,6 @@ _NOT_NEEDED = frozenset(
 )
 
 
-class DataMarkers(Protocol):
-    """What MarkerWriter needs of the data plane (DataPlane.write_txn_markers): a Protocol so
-    its unit test can stand in for it."""
-
-    async def write_txn_markers(
-        self,
-        org_id: int,
-        producer_id: int,
-        producer_epoch: int,
-        committed: bool,
-        partitions: Iterable[tuple[str, int]],
-        coordinator_epoch: int = 0,
-        transaction_version: int = 0,
-    ) -> dict[tuple[str, int], int]: ...
-
-
 AskGroup = Callable[[GroupKey, Any], Awaitable[Any]]
 
 
@@ -62,7 +47,7 @@ class MarkerSink(Protocol):
 class MarkerWriter:
     """Writes markers through the data plane and the group registry."""
 
-    def __init__(self, data: DataMarkers, ask_group: AskGroup) -> None:
+    def __init__(self, data: DataPlane, ask_group: AskGroup) -> None:
         self._data = data
         self._ask_group = ask_group
 

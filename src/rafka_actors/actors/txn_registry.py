@@ -1,12 +1,12 @@
-"""The transaction registry: finds or starts the actor of an `(org_id, transactional.id)`.
+"""The transaction registry: the registry base (actor_registry.py) for `(org_id, transactional
+id)` keys.
 
-A sibling of the group registry (registry.py), simpler: Kafka's coordinator keeps every
-transactional id's metadata in memory, and so does this registry, as the immutable
-`Transaction` each actor last published (read from the transaction log at start-up). That
-is what DescribeTransactions and ListTransactions read, and what a new actor starts from: no
-replay after start-up. An actor runs while its transaction is open (its timeout and its
-markers need it) or while it has mail; an actor that dies stays dead alone, and the next
-request starts a fresh one from the log.
+Kafka's coordinator keeps every transactional id's metadata in memory, and so does this
+registry, as the immutable `Transaction` each actor last published (read from the transaction
+log at start-up). That is what DescribeTransactions and ListTransactions read, and what a new
+actor starts from: nothing rests, and nothing is replayed after start-up but for an actor that
+died. An actor runs while its transaction is open (its timeout and its markers need it) or
+while it has mail.
 
 `resume` starts, after a restart, the actors of open transactions: a Prepare* one completes
 its markers, an Ongoing one gets its timeout back.
@@ -16,25 +16,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import trio
 
-from .. import telemetry
+from ..ids import TxnKey
 from ..storage.coordinator_log import CoordinatorLog
 from ..transaction.ops import ExpireTxnOp
 from ..transaction.records import replay
 from ..transaction.state import Transaction, TxnConfig
+from .actor_registry import ActorRegistry, Resting
 from .clock import now_ms
-from .group_actor import Envelope
-from .reply import ReplySlot
-from .txn_actor import TransactionActor, TxnKey
+from .mailbox_actor import DEFAULT_COMMIT_TIMEOUT_S, MailboxActor
+from .txn_actor import Txn, TxnSettings, new_txn_actor
 from .txn_markers import MarkerSink
 
 log = logging.getLogger(__name__)
 
 
-class TransactionRegistry:
+class TransactionRegistry(ActorRegistry[TxnKey, Txn]):
     def __init__(
         self,
         nursery: trio.Nursery,
@@ -43,75 +42,30 @@ class TransactionRegistry:
         markers: MarkerSink,
         new_producer_id: Callable[[], int],
         *,
-        commit_timeout_s: float = 5.0,
+        commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
     ) -> None:
-        self._nursery = nursery
-        self._config = config
+        super().__init__(nursery)
         self._log = txn_log
-        self._markers = markers
-        self._new_producer_id = new_producer_id
-        self._commit_timeout_s = commit_timeout_s
-        self._running: dict[TxnKey, TransactionActor] = {}
-        self._known: dict[TxnKey, Transaction] = {}
-        for key in list(txn_log.keys()):  # (a log, not a dict)
-            txn = replay(txn_log.records_of(key))
-            if txn is not None:
-                self._known[key] = txn
-
-    async def ask(self, key: TxnKey, op: Any) -> Any:
-        """The answer of the transactional id's actor to `op`."""
-        reply = ReplySlot()
-        envelope = Envelope(op, reply, telemetry.current_context())
-        while True:
-            actor = self._running.get(key) or self._start(key)
-            try:
-                try:
-                    actor.mailbox.send_nowait(envelope)
-                except trio.WouldBlock:
-                    await actor.mailbox.send(envelope)
-                break
-            except trio.BrokenResourceError:  # it stopped while we waited for room
-                continue
-        return await reply.receive()
-
-    def _start(self, key: TxnKey) -> TransactionActor:
-        actor = TransactionActor(
-            key,
-            self._config,
-            self._log,
-            self._markers,
-            self._new_producer_id,
-            txn=self._known.get(key),
-            publish=self._publish,
-            commit_timeout_s=self._commit_timeout_s,
-            on_stop=lambda: self._stopped(key, actor),
+        self._settings = TxnSettings(
+            config, txn_log, markers, new_producer_id, self._publish, commit_timeout_s
         )
-        self._running[key] = actor
-        self._nursery.start_soon(self._supervise, actor)
-        return actor
+        self._known: dict[TxnKey, Transaction] = {}
+        stored = txn_log.keys()  # (org id, transactional id) pairs
+        for org_id, transactional_id in stored:
+            key = TxnKey(org_id, transactional_id)
+            self._publish(key, replay(txn_log.records_of(key)))
 
-    def _stopped(self, key: TxnKey, actor: TransactionActor) -> None:
-        if self._running.get(key) is actor:
-            del self._running[key]
+    def _new_actor(self, key: TxnKey, resting: Resting[Txn] | None) -> MailboxActor[TxnKey, Txn]:
+        return new_txn_actor(key, self._settings, self._known.get(key))
 
-    def _publish(self, key: TxnKey, txn: Transaction | None) -> None:
+    def _publish(self, key: TxnKey, txn: Txn) -> None:
         if txn is None:
             self._known.pop(key, None)
         else:
             self._known[key] = txn
 
-    async def _supervise(self, actor: TransactionActor) -> None:
-        key = actor.key
-        try:
-            await actor.run()
-        except Exception:
-            log.exception(
-                "transactional id %s: actor died; it restarts on the next request", key.group_id
-            )
-            txn = replay(self._log.records_of(key))  # what was published may be stale
-            self._publish(key, txn)
-        finally:
-            self._stopped(key, actor)
+    def _died(self, key: TxnKey) -> None:
+        self._publish(key, replay(self._log.records_of(key)))  # what was published may be stale
 
     async def expire_periodically(self, interval_ms: int, expiration_ms: int) -> None:
         """Kafka's transactional id expiry: every interval, forget the ids with no open
@@ -133,17 +87,12 @@ class TransactionRegistry:
         for key in due:
             if (await self.ask(key, ExpireTxnOp(expiration_ms))).expired:
                 expired += 1
-                log.info("transactional id %s of org %d expired", key.group_id, key.org_id)
+                log.info("transactional id %s of org %d expired", key.transactional_id, key.org_id)
         return expired
 
     def resume(self) -> int:
         """Start the actors of open transactions (after a restart); how many."""
-        resumed = 0
-        for key, txn in list(self._known.items()):
-            if txn.open and key not in self._running:
-                self._start(key)
-                resumed += 1
-        return resumed
+        return self._resume([key for key, txn in self._known.items() if txn.open])
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -163,6 +112,3 @@ class TransactionRegistry:
         for key, txn in list(self._known.items()):
             if key.org_id == org_id:
                 yield txn
-
-    def running(self) -> int:
-        return len(self._running)

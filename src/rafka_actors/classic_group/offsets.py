@@ -16,7 +16,6 @@ from kio.schema.errors import ErrorCode
 from ..group_common.committed import CommittedOffset
 from ..group_common.effects import Effects
 from ..group_common.offsets import (
-    all_failed,
     delete_unsubscribed,
     expire,
     store_offsets,
@@ -30,7 +29,7 @@ from ..group_common.ops import (
     OffsetDeleteOpResp,
     TxnOffsetCommitOp,
 )
-from ..group_common.txn_offsets import store_pending, txn_failed
+from ..group_common.txn_offsets import store_pending
 from . import rebalance as rb
 from .consumer_protocol import subscribed_topics
 from .membership import validate_member
@@ -48,13 +47,13 @@ def commit(
                 if op.api_version >= 9
                 else ErrorCode.illegal_generation
             )
-            fx.reply(waiter, all_failed(op, code))
+            fx.reply(waiter, op.error_reply(code))
             return None
         group = ClassicGroup(op.group_id, fx.fresh_cgp_id, state_timestamp_ms=fx.now)
         store_group(fx, group, "simple group created by a commit")
     error = _validate_commit(group, op)
     if error:
-        fx.reply(waiter, all_failed(op, error))
+        fx.reply(waiter, op.error_reply(error))
         return group
     member = group.members.get(op.member_id)
     if member is not None:
@@ -91,13 +90,13 @@ def txn_commit(
     state, and the group's state is not enforced (no REBALANCE_IN_PROGRESS)."""
     if group is None:
         if op.generation_id >= 0:
-            fx.reply(waiter, txn_failed(op, ErrorCode.illegal_generation))
+            fx.reply(waiter, op.error_reply(ErrorCode.illegal_generation))
             return None
         group = ClassicGroup(op.group_id, fx.fresh_cgp_id, state_timestamp_ms=fx.now)
         store_group(fx, group, "simple group created by a transactional commit")
     error = _validate_txn_commit(group, op)
     if error:
-        fx.reply(waiter, txn_failed(op, error))
+        fx.reply(waiter, op.error_reply(error))
         return group
     store_pending(group, op, waiter, fx)
     return group

@@ -25,13 +25,15 @@ from ..group_common.effects import Effects
 from ..group_common.ops import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroupHeartbeatOp,
-    ConsumerGroupHeartbeatOpResp,
     TopicPartitions,
 )
 from . import membership
 from .cadence import heartbeat_interval_ms
 from .membership import Refusal, bump_epoch_if_metadata_changed, store_member, validate_epoch
+from .ops import (
+    ConsumerGroupHeartbeatOp,
+    ConsumerGroupHeartbeatOpResp,
+)
 from .reconcile import FencedMember, Owned
 from .state import Assignment, ConsumerGroup, ConsumerMember, OtherGroup, Subscription
 from .subscription import regex_error

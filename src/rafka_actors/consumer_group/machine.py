@@ -17,9 +17,6 @@ from kio.schema.errors import ErrorCode
 from ..group_common.effects import Effects
 from ..group_common.offsets import delete_group
 from ..group_common.ops import (
-    ConsumerGroupDescribeOp,
-    ConsumerGroupDescribeOpResp,
-    ConsumerGroupHeartbeatOp,
     DeleteGroupOp,
     DeleteGroupOpResp,
     DescribeGroupOp,
@@ -40,6 +37,11 @@ from ..group_common.txn_offsets import apply_marker
 from . import classic_members, offsets, timers
 from .heartbeat import heartbeat, response_assignment
 from .membership import Refusal
+from .ops import (
+    ConsumerGroupDescribeOp,
+    ConsumerGroupDescribeOpResp,
+    ConsumerGroupHeartbeatOp,
+)
 from .state import ConsumerGroup, OtherGroup
 from .target import preferred_assignor
 

@@ -18,8 +18,8 @@ import dataclasses
 from kio.schema.errors import ErrorCode
 
 from ..group_common.effects import Effects, MemberFenced
-from ..group_common.ops import (
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+from ..group_common.ops import LEAVE_GROUP_STATIC_MEMBER_EPOCH
+from .ops import (
     ConsumerGroupHeartbeatOp,
     ConsumerGroupHeartbeatOpResp,
 )

@@ -18,7 +18,6 @@ from kio.schema.errors import ErrorCode
 
 from ..group_common.effects import Effects
 from ..group_common.offsets import (
-    all_failed,
     delete_unsubscribed,
     expire,
     fetch,
@@ -33,7 +32,7 @@ from ..group_common.ops import (
     OffsetFetchOpResp,
     TxnOffsetCommitOp,
 )
-from ..group_common.txn_offsets import store_pending, txn_failed
+from ..group_common.txn_offsets import store_pending
 from .state import ConsumerGroup, ConsumerMember
 from .subscription import subscribed_names
 
@@ -41,7 +40,7 @@ from .subscription import subscribed_names
 def commit(group: ConsumerGroup, op: OffsetCommitOp, waiter: int, fx: Effects) -> ConsumerGroup:
     error = _validate_commit(group, op)
     if error:
-        fx.reply(waiter, all_failed(op, error))
+        fx.reply(waiter, op.error_reply(error))
     else:
         store_offsets(group, op, waiter, fx)
     return group
@@ -83,7 +82,7 @@ def txn_commit(
             if error == ErrorCode.stale_member_epoch and op.api_version < STALE_EPOCH_TXN_VERSION:
                 error = ErrorCode.illegal_generation
     if error:
-        fx.reply(waiter, txn_failed(op, error))
+        fx.reply(waiter, op.error_reply(error))
     else:
         store_pending(group, op, waiter, fx)
     return group

@@ -185,7 +185,7 @@ class LatestRecords(Generic[V]):
         self._groups: dict[tuple[int, str], GroupRecords[V]] = {}
 
     def apply(
-        self, key: GroupKey, records: Sequence[Record], stored: Sequence[V] | None = None
+        self, key: tuple[int, str], records: Sequence[Record], stored: Sequence[V] | None = None
     ) -> None:
         latest = self._groups.get(key) or GroupRecords()
         latest.apply(records, stored)
@@ -209,11 +209,11 @@ class LatestRecords(Generic[V]):
                 if latest.is_empty():
                     del groups[(org_id, group_id)]
 
-    def records_of(self, key: GroupKey) -> list[V]:
+    def records_of(self, key: tuple[int, str]) -> list[V]:
         latest = self._groups.get(key)
         return [] if latest is None else latest.records()
 
-    def membership_of(self, key: GroupKey) -> list[V]:
+    def membership_of(self, key: tuple[int, str]) -> list[V]:
         latest = self._groups.get(key)
         return [] if latest is None else latest.membership()
 

@@ -30,11 +30,11 @@ from ..classic_group.records import group_record
 from ..classic_group.state import ClassicGroup
 from ..consumer_group import machine as consumer_machine
 from ..consumer_group import timers as consumer_timers
+from ..consumer_group.ops import ConsumerGroupHeartbeatOp
 from ..consumer_group.records import ConsumerStateTombstone
 from ..consumer_group.state import ConsumerGroup
 from ..group_common.effects import Effects, GroupConfig
 from ..group_common.ops import (
-    ConsumerGroupHeartbeatOp,
     JoinGroupOp,
     OffsetCommitOp,
     TimerFired,
@@ -44,6 +44,7 @@ from ..group_common.ops import (
 from ..group_common.records import Record
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..share_group import machine as share_machine
+from ..share_group.ops import ShareGroupHeartbeatOp
 from ..share_group.state import ShareGroup
 from . import migration
 from .topic_changes import topics_changed
@@ -85,7 +86,7 @@ _CREATING = frozenset(
         JoinGroupOp,
         OffsetCommitOp,
         ConsumerGroupHeartbeatOp,
-        share_machine.ShareGroupHeartbeatOp,
+        ShareGroupHeartbeatOp,
         TxnOffsetCommitOp,
     }
 )

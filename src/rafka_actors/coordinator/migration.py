@@ -71,7 +71,11 @@ from ..group_common.consumer_embedded import (
     version_of,
 )
 from ..group_common.effects import Effects, MemberFenced
-from ..group_common.ops import JoinGroupOp, JoinGroupOpResp, SyncGroupOpResp
+from ..group_common.ops import (
+    JoinGroupOp,
+    JoinGroupOpResp,
+    SyncGroupOpResp,
+)
 from ..group_common.records import Record
 from ..group_common.topic_image import TopicImage
 

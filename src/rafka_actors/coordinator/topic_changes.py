@@ -20,7 +20,10 @@ from ..consumer_group.membership import bump_epoch_if_metadata_changed
 from ..consumer_group.state import ConsumerGroup
 from ..consumer_group.target import maybe_assign
 from ..group_common.effects import Effects
-from ..group_common.ops import TopicsChangedOp, TopicsChangedOpResp
+from ..group_common.ops import (
+    TopicsChangedOp,
+    TopicsChangedOpResp,
+)
 from ..group_common.records import OffsetTombstone
 from ..group_common.txn_offsets import drop_pending, pending_partitions
 

@@ -3,7 +3,7 @@
 A request's path: the frame is cut from the stream (frames.py), its header parsed and its body
 decoded (protocol/), and the API's handler (apis/) turns it into the response or into a step
 to take first (steps.py): for a group API, an op asked of the group's actor through its
-mailbox (actors/registry.py), whose answer the handler then turns into the response. The
+mailbox (actors/actor_registry.py), whose answer the handler then turns into the response. The
 response is encoded and sent, and only then is the next frame read.
 
 Requests on a connection are handled one at a time, in arrival order, exactly as Kafka does

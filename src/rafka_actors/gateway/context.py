@@ -2,7 +2,8 @@
 
 One `BrokerContext` per broker; one `ConnectionInfo` per client connection. Handlers are plain
 functions, `handle(ctx, conn, version, request)`, returning the response (None: send nothing,
-as for Produce with acks=0) or a step the connection takes first (steps.py).
+as for Produce with acks=0) or a step the connection takes first (steps.py). A handler that
+reads or writes files itself (a partition log, through the data plane) says so: `@file_io`.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
-from ..actors.registry import GroupRegistry
+from ..actors.group_registry import GroupRegistry
 from ..actors.txn_registry import TransactionRegistry
 from ..auth.acl_operations import AclOperation, cluster_operations
 from ..auth.session import SaslSession
@@ -154,6 +155,17 @@ class ConnectionInfo:
 
 # (ctx, conn, version, request) -> the response, None (send nothing) or a step (steps.py)
 Handler = Callable[[BrokerContext, ConnectionInfo, int, Any], Any]
+H = TypeVar("H", bound=Handler)
+
+
+def file_io(handler: H) -> H:
+    """Says that `handler` reads or writes files itself, through the data plane or a store:
+    a partition log's append or read, a topic's directory, a store's JSON file. It does so on
+    the event loop, as Kafka's request threads write their logs: only what the page cache
+    makes quick (fsyncs run in worker threads, elsewhere). Every other handler is sans-IO;
+    tests/gateway/conftest.py holds them to it."""
+    handler.file_io = True  # type: ignore[attr-defined]
+    return handler
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,3 +179,8 @@ class Api:
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
+
+    @property
+    def file_io(self) -> bool:
+        """Whether its handler does file I/O itself (`file_io`)."""
+        return getattr(self.handler, "file_io", False)

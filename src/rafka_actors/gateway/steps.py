@@ -1,11 +1,13 @@
 """What a handler's answer waits for: the steps the connection takes on a handler's behalf.
 
-API handlers (apis/) are plain functions, sans-IO: a request in, and out either the response or
-a step naming what must happen first, with `then`, the plain function that takes the step's
-outcome to the response (or to the next step). Only the connection (connection.py) takes
-steps, with `settle`; a handler never awaits, so each is testable by calling it and looking at
-what it returned, and the group APIs' only way to a group is `Ask`: an op in a group's mailbox
-(actors/registry.py), its answer back.
+API handlers (apis/) are plain functions: a request in, and out either the response or a step
+naming what must happen first, with `then`, the plain function that takes the step's outcome
+to the response (or to the next step). Only the connection (connection.py) takes steps, with
+`settle`; a handler never awaits, so each is testable by calling it and looking at what it
+returned, and the group APIs' only way to a group is `Ask`: an op in a group's mailbox
+(actors/actor_registry.py), its answer back. A handler is sans-IO unless it says otherwise
+(`@file_io`, context.py): Produce appends to a partition log and Fetch reads one on the event
+loop, through the data plane, where the page cache makes that quick.
 """
 
 from __future__ import annotations

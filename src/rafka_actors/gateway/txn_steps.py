@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import trio
 from kio.schema.errors import ErrorCode
 
-from ..ids import GroupKey
+from ..ids import TxnKey
 from .steps import Step
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class Retry(NamedTuple):
 class AskTxn(Step):
     """Ask the actor of `(org id, transactional id)` its op; `then` gets its answer."""
 
-    key: GroupKey
+    key: TxnKey
     op: Any
     then: Callable[[Any], Any]
     retry: Retry | None = None
@@ -68,4 +68,4 @@ def ask_txn(
     then: Callable[[Any], Any],
     retry: Retry | None = None,
 ) -> AskTxn:
-    return AskTxn(GroupKey(org_id, transactional_id), op, then, retry)
+    return AskTxn(TxnKey(org_id, transactional_id), op, then, retry)

@@ -9,10 +9,15 @@ keyed by waiter token, and events for telemetry (e.g. a completed rebalance).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from .records import Record
 from .topic_image import EMPTY_IMAGE, TopicImage
+
+# The server assignors of KIP-848 consumer groups, by the names clients send
+# (ConsumerGroupHeartbeat.ServerAssignor) and group.consumer.assignors lists: the one table
+# the settings are checked against (consumer_group/assignors/ implements each).
+ASSIGNOR_NAMES: Final = ("uniform", "range")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +32,7 @@ class GroupConfig:
     consumer_session_timeout_ms: int = 45000
     consumer_heartbeat_interval_ms: int = 5000
     consumer_rebalance_heartbeat_interval_ms: int = 250  # consumer_group/cadence.py
-    consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
+    consumer_assignors: tuple[str, ...] = ASSIGNOR_NAMES  # the first is the default
     consumer_assignment_interval_ms: int = 1000
     consumer_max_size: int = 2**31 - 1
     # KIP-932 share groups (share_group/), with Kafka's names and defaults in config.py

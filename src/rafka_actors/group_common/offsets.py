@@ -55,10 +55,6 @@ def store_offsets(group: OffsetHolder, op: OffsetCommitOp, waiter: int, fx: Effe
     fx.reply(waiter, OffsetCommitOpResp(tuple(results)))
 
 
-def all_failed(op: OffsetCommitOp, error: int) -> OffsetCommitOpResp:
-    return OffsetCommitOpResp(tuple((t, p, int(error)) for t, p, *_ in op.offsets))
-
-
 def fetch(group: GroupT, op: OffsetFetchOp, waiter: int, fx: Effects) -> GroupT:
     if group is None:
         fx.reply(waiter, fetched({}, op.partitions))

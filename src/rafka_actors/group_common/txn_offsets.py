@@ -139,15 +139,10 @@ def fenced_epoch(group: OffsetHolder, producer_id: int, epoch: int) -> bool:
     return epoch < epochs_of(group).get(producer_id, epoch)
 
 
-def txn_failed(op: TxnOffsetCommitOp, error: int) -> TxnOffsetCommitOpResp:
-    """Every partition of the request refused with `error`."""
-    return TxnOffsetCommitOpResp(tuple((t, p, int(error)) for t, p, *_ in op.offsets))
-
-
 def store_pending(group: OffsetHolder, op: TxnOffsetCommitOp, waiter: int, fx: Effects) -> None:
     """Keep a validated TxnOffsetCommit's offsets pending, each within the metadata limit."""
     if fenced_epoch(group, op.producer_id, op.producer_epoch):
-        fx.reply(waiter, txn_failed(op, ErrorCode.invalid_producer_epoch))
+        fx.reply(waiter, op.error_reply(ErrorCode.invalid_producer_epoch))
         return
     group_id, pending = group.group_id, _txn_of(group).pending
     results = []

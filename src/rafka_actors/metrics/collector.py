@@ -28,7 +28,7 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ..actors.registry import GroupRegistry
+from ..actors.group_registry import GroupRegistry
 from ..ids import GroupKey
 from ..lag import lag_ms, lag_records, wall_clock_ms
 from ..pipeline.burrow import Commit, Status, evaluate, group_status

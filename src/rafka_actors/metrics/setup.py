@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import trio
 
-from ..actors.registry import GroupRegistry
+from ..actors.group_registry import GroupRegistry
 from ..config import BrokerConfig, ConfigError, split_host_port
 from ..refusals import CannotListen
 from ..storage.data_plane import DataPlane

@@ -21,34 +21,21 @@ from ..group_common.effects import Effects, MemberFenced
 from ..group_common.group_configs import READ_COMMITTED
 from ..group_common.ops import (
     LEAVE_GROUP_MEMBER_EPOCH,
-    AlterShareOffsetsOp,
-    AlterShareOffsetsOpResp,
-    ConsumerGroupDescribeOp,
-    ConsumerGroupDescribeOpResp,
-    ConsumerGroupHeartbeatOp,
-    ConsumerGroupHeartbeatOpResp,
     DeleteGroupOp,
     DeleteGroupOpResp,
+    JoinGroupOp,
+    TimerFired,
+    TxnMarkerOp,
+    TxnMarkerOpResp,
+)
+from ..group_common.records import GroupTombstone
+from .ops import (
+    AlterShareOffsetsOp,
+    AlterShareOffsetsOpResp,
     DeleteShareOffsetsOp,
     DeleteShareOffsetsOpResp,
-    DescribeGroupOp,
-    DescribeGroupOpResp,
     DescribeShareOffsetsOp,
     DescribeShareOffsetsOpResp,
-    ExpireOffsetsOp,
-    ExpireOffsetsOpResp,
-    HeartbeatOp,
-    HeartbeatOpResp,
-    JoinGroupOp,
-    JoinGroupOpResp,
-    LeaveGroupOp,
-    LeaveGroupOpResp,
-    OffsetCommitOp,
-    OffsetCommitOpResp,
-    OffsetDeleteOp,
-    OffsetDeleteOpResp,
-    OffsetFetchOp,
-    OffsetFetchOpResp,
     ShareAcquireOp,
     ShareAcquireOpResp,
     ShareGroupDescribeOp,
@@ -57,15 +44,7 @@ from ..group_common.ops import (
     ShareGroupHeartbeatOpResp,
     ShareSessionOp,
     ShareSessionOpResp,
-    SyncGroupOp,
-    SyncGroupOpResp,
-    TimerFired,
-    TxnMarkerOp,
-    TxnMarkerOpResp,
-    TxnOffsetCommitOp,
 )
-from ..group_common.records import GroupTombstone
-from ..group_common.txn_offsets import txn_failed
 from .partition import InvalidRecordState, SharePartition
 from .records import ShareGroupMetadataRecord, SharePartitionRecord, SharePartitionTombstone
 from .state import ASSIGNOR_NAME, ShareGroup, ShareMember, ShareSession, assignment_of
@@ -88,31 +67,14 @@ def not_share(group_id: str) -> str:
 
 def handle(group: ShareGroup | None, op: Any, waiter: int, fx: Effects) -> ShareGroup | None:
     """A share op for a share group or no group, or any op for a share group."""
-    handler = _HANDLERS.get(type(op))
-    if handler is None:
-        raise TypeError(f"share group: no handler for {type(op).__name__}")
+    handler = _HANDLERS.get(type(op), _other)  # any other op is another type's
     result: ShareGroup | None = handler(group, op, waiter, fx)
     return result
 
 
 def refuse(op: Any, waiter: int, fx: Effects) -> None:
     """A share op sent to a classic or consumer group."""
-    code, message = ErrorCode.group_id_not_found, not_share(op.group_id)
-    match op:
-        case ShareGroupHeartbeatOp():
-            fx.reply(waiter, ShareGroupHeartbeatOpResp(code, message))
-        case ShareGroupDescribeOp():
-            fx.reply(waiter, ShareGroupDescribeOpResp(code, message))
-        case ShareSessionOp():
-            fx.reply(waiter, ShareSessionOpResp(code, message))
-        case ShareAcquireOp():
-            fx.reply(waiter, ShareAcquireOpResp(code))
-        case DescribeShareOffsetsOp():
-            fx.reply(waiter, DescribeShareOffsetsOpResp(code, message))
-        case AlterShareOffsetsOp():
-            fx.reply(waiter, AlterShareOffsetsOpResp(code, message))
-        case DeleteShareOffsetsOp():
-            fx.reply(waiter, DeleteShareOffsetsOpResp(code, message))
+    fx.reply(waiter, op.error_reply(ErrorCode.group_id_not_found, not_share(op.group_id)))
 
 
 def next_deadline(group: ShareGroup | None) -> int | None:
@@ -594,38 +556,17 @@ def _delete(group: ShareGroup | None, op: DeleteGroupOp, waiter: int, fx: Effect
 
 
 # -- requests of the other group types to a share group ---------------------------------------
+# What they are refused with: GROUP_ID_NOT_FOUND (a classic describe: 'Dead', answered each
+# DescribeGroups version's way by the gateway), but for a JoinGroup (Kafka's
+# INCONSISTENT_GROUP_PROTOCOL).
+_OTHER_CODES = {JoinGroupOp: ErrorCode.inconsistent_group_protocol}
+
+
 def _other(group: ShareGroup | None, op: Any, waiter: int, fx: Effects) -> ShareGroup | None:
     """A classic or consumer request for a share group: one group id, one type."""
-    code, message = ErrorCode.group_id_not_found, f"Group {op.group_id} is not a consumer group."
-    match op:
-        case JoinGroupOp():
-            fx.reply(
-                waiter,
-                JoinGroupOpResp(ErrorCode.inconsistent_group_protocol, member_id=op.member_id),
-            )
-        case SyncGroupOp():
-            fx.reply(waiter, SyncGroupOpResp(code))
-        case HeartbeatOp():
-            fx.reply(waiter, HeartbeatOpResp(code))
-        case LeaveGroupOp():
-            fx.reply(waiter, LeaveGroupOpResp(code))
-        case OffsetCommitOp():
-            fx.reply(waiter, OffsetCommitOpResp(tuple((t, p, code) for t, p, *_ in op.offsets)))
-        case OffsetFetchOp():
-            fx.reply(waiter, OffsetFetchOpResp(code))
-        case OffsetDeleteOp():
-            fx.reply(waiter, OffsetDeleteOpResp(code))
-        case DescribeGroupOp():
-            # (not a classic group: the gateway answers each DescribeGroups version's way)
-            fx.reply(waiter, DescribeGroupOpResp(ErrorCode.group_id_not_found, "Dead"))
-        case ConsumerGroupHeartbeatOp():
-            fx.reply(waiter, ConsumerGroupHeartbeatOpResp(code, message))
-        case ConsumerGroupDescribeOp():
-            fx.reply(waiter, ConsumerGroupDescribeOpResp(code, message))
-        case ExpireOffsetsOp():  # a share group commits no offsets to expire
-            fx.reply(waiter, ExpireOffsetsOpResp(0, False))
-        case TxnOffsetCommitOp():
-            fx.reply(waiter, txn_failed(op, code))
+    code = _OTHER_CODES.get(type(op), ErrorCode.group_id_not_found)
+    group_id = "" if group is None else group.group_id
+    fx.reply(waiter, op.error_reply(code, f"Group {group_id} is not a consumer group."))
     return group
 
 
@@ -648,21 +589,4 @@ _HANDLERS: dict[type, Any] = {
     DeleteGroupOp: _delete,
     TimerFired: _timer,
     TxnMarkerOp: _txn_marker,
-    **{
-        cls: _other
-        for cls in (
-            JoinGroupOp,
-            SyncGroupOp,
-            HeartbeatOp,
-            LeaveGroupOp,
-            OffsetCommitOp,
-            OffsetFetchOp,
-            OffsetDeleteOp,
-            DescribeGroupOp,
-            ConsumerGroupHeartbeatOp,
-            ConsumerGroupDescribeOp,
-            ExpireOffsetsOp,
-            TxnOffsetCommitOp,
-        )
-    },
 }

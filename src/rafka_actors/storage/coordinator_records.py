@@ -95,7 +95,7 @@ from ..group_common.txn_offsets import (
     TxnOffsetTombstone,
     TxnProducerEpochRecord,
 )
-from ..ids import GroupKey
+from ..ids import GroupKey, LogKey
 from ..share_group.records import (
     SHARE_PARTITION_TAIL,
     ShareGroupMetadataRecord,
@@ -249,9 +249,9 @@ _ENCODING: dict[type, tuple[int, int, Callable[[Any], tuple[Any, ...]]]] = {
 }
 
 
-def encode_entry(key: GroupKey, record: Record) -> bytes:
+def encode_entry(key: LogKey, record: Record) -> bytes:
     tag, version, fields = _ENCODING[type(record)]
-    return cbor2.dumps((tag, version, key.org_id, key.group_id, *fields(record)))
+    return cbor2.dumps((tag, version, key[0], key[1], *fields(record)))
 
 
 def decode_entry(payload: bytes) -> tuple[GroupKey, Record]:

@@ -65,7 +65,7 @@ import trio
 
 from ..coordinator.latest import LatestRecords
 from ..group_common.records import OffsetCommitRecord, Record
-from ..ids import GroupKey
+from ..ids import GroupKey, LogKey
 from .coordinator_records import (
     decode_stored,
     decode_trusted,
@@ -112,7 +112,7 @@ class LogStats:
 class _Pending:
     """One append waiting for its batch to be written."""
 
-    key: GroupKey
+    key: LogKey
     records: tuple[Record, ...]
     payloads: list[bytes]
     done: trio.Event = field(default_factory=trio.Event)
@@ -260,7 +260,7 @@ class DurableCoordinatorLog:
 
     # -- the CoordinatorLog interface -----------------------------------------------------
 
-    async def append(self, key: GroupKey, records: Sequence[Record]) -> None:
+    async def append(self, key: LogKey, records: Sequence[Record]) -> None:
         """Return once ``records`` are written as the fsync policy promises; raise
         CoordinatorLogError if not."""
         if self._closed:
@@ -279,20 +279,20 @@ class DurableCoordinatorLog:
             await pending.done.wait()
         if pending.error is not None:
             raise CoordinatorLogError(
-                f"group {key.group_id}: {len(pending.records)} records not stored"
+                f"{key[1]}: {len(pending.records)} records not stored"
             ) from pending.error
 
-    def records_of(self, key: GroupKey) -> list[Record]:
+    def records_of(self, key: LogKey) -> list[Record]:
         return decode_trusted(self._view.records_of(key))
 
-    def membership_of(self, key: GroupKey) -> list[Record]:
+    def membership_of(self, key: LogKey) -> list[Record]:
         return decode_trusted(self._view.membership_of(key))
 
     def keys(self) -> list[GroupKey]:
         """Every group with stored state (for ListGroups and start-up)."""
         return self._view.keys()
 
-    def stores(self, key: GroupKey) -> bool:
+    def stores(self, key: LogKey) -> bool:
         return key in self._view
 
     @property

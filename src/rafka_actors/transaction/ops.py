@@ -3,7 +3,7 @@
 Each client API is one op; the gateway maps its answer to the response of the client's version
 (including the PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH downgrade of old versions, which is
 the wire's business, not the machine's). `TxnTimerFired` and `MarkersWritten` come from the
-actor itself.
+actor itself. Each op knows its error reply (`error_reply`), as the group ops do.
 
 `version` is the client's transaction version (state.TV_LEGACY or state.TV_2), which Kafka
 reads off the request's version: EndTxn v5, and the adds a Produce v12 or TxnOffsetCommit v5
@@ -23,6 +23,9 @@ class InitProducerIdOp:
     producer_id: int = NO_PRODUCER_ID  # v3+: the producer's current id and epoch, if any
     producer_epoch: int = NO_PRODUCER_EPOCH
 
+    def error_reply(self, code: int, message: str | None = None) -> InitProducerIdResp:
+        return InitProducerIdResp(code)
+
 
 @dataclass(frozen=True, slots=True)
 class InitProducerIdResp:
@@ -38,6 +41,9 @@ class AddPartitionsOp:
     partitions: frozenset[TopicPartition]
     version: int = TV_LEGACY
 
+    def error_reply(self, code: int, message: str | None = None) -> TxnResp:
+        return TxnResp(code)
+
 
 @dataclass(frozen=True, slots=True)
 class AddOffsetsOp:
@@ -46,6 +52,9 @@ class AddOffsetsOp:
     group_id: str
     version: int = TV_LEGACY
 
+    def error_reply(self, code: int, message: str | None = None) -> TxnResp:
+        return TxnResp(code)
+
 
 @dataclass(frozen=True, slots=True)
 class EndTxnOp:
@@ -53,6 +62,9 @@ class EndTxnOp:
     producer_epoch: int
     committed: bool
     version: int = TV_LEGACY
+
+    def error_reply(self, code: int, message: str | None = None) -> TxnResp:
+        return TxnResp(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +84,9 @@ class ExpireTxnOp:
 
     expiration_ms: int
 
+    def error_reply(self, code: int, message: str | None = None) -> ExpireTxnResp:
+        return ExpireTxnResp(False)  # not expired
+
 
 @dataclass(frozen=True, slots=True)
 class ExpireTxnResp:
@@ -80,7 +95,10 @@ class ExpireTxnResp:
 
 @dataclass(frozen=True, slots=True)
 class TxnTimerFired:
-    pass
+    """The actor's own command: the open transaction's timeout may have passed."""
+
+    def error_reply(self, code: int, message: str | None = None) -> None:
+        return None  # the actor's own: nobody waits for an answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,3 +107,6 @@ class MarkersWritten:
 
     producer_id: int
     producer_epoch: int
+
+    def error_reply(self, code: int, message: str | None = None) -> None:
+        return None  # the actor's own: nobody waits for an answer

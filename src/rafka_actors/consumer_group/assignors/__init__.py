@@ -11,15 +11,17 @@ clients put in ``ConsumerGroupHeartbeat.ServerAssignor``:
 
 from __future__ import annotations
 
+from ...group_common.effects import ASSIGNOR_NAMES
 from . import range as _range
 from . import uniform as _uniform
 from .spec import Assignment, Assignor, MemberSpec, TopicId
 
 __all__ = ["ASSIGNORS", "DEFAULT_ASSIGNOR", "Assignment", "Assignor", "MemberSpec", "TopicId"]
 
+# One implementation for each name of group_common's table (tests/consumer_group checks both).
 ASSIGNORS: dict[str, Assignor] = {
     "uniform": _uniform.assign,
     "range": _range.assign,
 }
 
-DEFAULT_ASSIGNOR = "uniform"
+DEFAULT_ASSIGNOR = ASSIGNOR_NAMES[0]

@@ -38,7 +38,7 @@ from ...storage.topic_configs import (
     validate_topic_configs,
 )
 from ...storage.topics import InvalidTopicName, Topic, validate_topic_name
-from ..context import BrokerContext, ConnectionInfo
+from ..context import BrokerContext, ConnectionInfo, file_io
 from ..steps import ask_each
 from ._build import NO_THROTTLE, make, schema
 from .broker_configs import LISTS, SENSITIVE, Entry, alter_refusal, broker_entries, broker_setting
@@ -241,11 +241,13 @@ def broker_lookup(config: BrokerConfig) -> group_configs.BrokerLookup:
 
 
 # -- AlterConfigs and IncrementalAlterConfigs -------------------------------------------------
+@file_io
 def alter_configs(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     """The legacy API: each resource's configs are replaced by those given."""
     return _alter(ctx, conn, schema(ALTER_KEY, version), request, incremental=False)
 
 
+@file_io
 def incremental_alter_configs(
     ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any
 ) -> Any:

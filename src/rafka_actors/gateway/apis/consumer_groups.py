@@ -48,15 +48,17 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...auth.acl_operations import OMITTED, group_operations
-from ...group_common.ops import (
-    LEAVE_GROUP_MEMBER_EPOCH,
+from ...consumer_group.ops import (
     ConsumerGroupDescribeOp,
     ConsumerGroupDescribeOpResp,
     ConsumerGroupHeartbeatOp,
     ConsumerGroupHeartbeatOpResp,
-    ShareGroupHeartbeatOpResp,
+)
+from ...group_common.ops import (
+    LEAVE_GROUP_MEMBER_EPOCH,
     TopicPartitions,
 )
+from ...share_group.ops import ShareGroupHeartbeatOpResp
 from ..context import BrokerContext, ConnectionInfo
 from ..identities import WithGroupIdentities
 from ..steps import ask, ask_each

@@ -31,7 +31,7 @@ from kio.schema.errors import ErrorCode
 from ...storage.data_plane import DataPlane, PartitionKey
 from ...storage.producer_state import AbortedTxn
 from ...storage.topics import Topic, TopicStore
-from ..context import BrokerContext, ConnectionInfo
+from ..context import BrokerContext, ConnectionInfo, file_io
 from ..steps import AwaitAppend
 from ._build import NO_THROTTLE, make, schema, to_ms
 
@@ -39,6 +39,7 @@ KEY = 1
 READ_COMMITTED = 1
 
 
+@file_io
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     return _poll(ctx, conn, version, request, max(0, to_ms(request.max_wait)) / 1000)
 

@@ -10,16 +10,17 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..context import BrokerContext, ConnectionInfo
-from . import transactions
+from ..context import BrokerContext, ConnectionInfo, file_io
 from ._build import NO_THROTTLE, make, schema
+from .transactions import init_producer_id as transactional_init_producer_id
 
 KEY = 22
 
 
+@file_io
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     if request.transactional_id is not None:
-        return transactions.init_producer_id(ctx, conn, version, request)
+        return transactional_init_producer_id(ctx, conn, version, request)
     mod = schema(KEY, version)
     code, producer_id, epoch = ErrorCode.none, ctx.data.producer_ids.allocate(), 0
     return make(

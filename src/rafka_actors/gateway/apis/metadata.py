@@ -28,13 +28,14 @@ from kio.serial._introspect import is_optional
 from ...auth.acl_operations import cluster_authorized_operations, topic_operations
 from ...storage.failures import StorageError
 from ...storage.topics import Topic, TopicError, TopicStore, validate_topic_name
-from ..context import BrokerContext, ConnectionInfo
+from ..context import BrokerContext, ConnectionInfo, file_io
 from ._build import NO_THROTTLE, make, schema
 
 KEY = 3
 _NULL_ID = uuid.UUID(int=0)
 
 
+@file_io
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     store = ctx.data.topics_for(conn.org_id)

@@ -34,7 +34,12 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
-from ...group_common.ops import OffsetCommitOp, OffsetCommitOpResp, OffsetFetchOp, OffsetFetchOpResp
+from ...group_common.ops import (
+    OffsetCommitOp,
+    OffsetCommitOpResp,
+    OffsetFetchOp,
+    OffsetFetchOpResp,
+)
 from ...protocol.codec import shared_response
 from ..context import BrokerContext, ConnectionInfo
 from ..steps import ask, ask_each

@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 
 from ...auth.acl_operations import OMITTED, cluster_authorized_operations
 from ...group_common.ops import TopicsChangedOp
-from ..context import BrokerContext, ConnectionInfo
+from ..context import BrokerContext, ConnectionInfo, file_io
 from ..steps import Step
 from ._build import NO_THROTTLE, make, schema
 
@@ -56,6 +56,7 @@ class TellGroups(Step):
 
 
 # -- CreatePartitions -----------------------------------------------------------------------
+@file_io
 def create_partitions(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(CREATE_PARTITIONS_KEY, version)
     names = [t.name for t in request.topics]
@@ -124,6 +125,7 @@ def _grow(
 
 
 # -- DeleteRecords --------------------------------------------------------------------------
+@file_io
 def delete_records(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(DELETE_RECORDS_KEY, version)
     store = ctx.data.topics_for(conn.org_id)

@@ -45,7 +45,7 @@ from ...storage.keyed_records import keyless_records
 from ...storage.record_batch import InvalidRecordError, parse_header, split_batches
 from ...storage.topic_configs import cleanup_policies, effective_long
 from ...storage.topics import Topic
-from ..context import BrokerContext, ConnectionInfo
+from ..context import BrokerContext, ConnectionInfo, file_io
 from ._build import NO_THROTTLE, make, schema
 from .produce_txn import NOT_VERIFIED, Pending, Verdict, verify_then
 
@@ -66,6 +66,7 @@ class _Answer(NamedTuple):
     log_append_time: int = -1  # the time stamped on the batch (LogAppendTime topics)
 
 
+@file_io
 def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(KEY, version)
     acks_ok = request.acks in (-1, 0, 1)

@@ -16,7 +16,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...group_common.ops import (
+from ...share_group.ops import (
     AlterShareOffsetsOp,
     AlterShareOffsetsOpResp,
     DeleteShareOffsetsOp,

@@ -31,7 +31,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...auth.acl_operations import OMITTED, group_operations
-from ...group_common.ops import (
+from ...share_group.ops import (
     ShareAck,
     ShareAcquireOp,
     ShareAcquireOpResp,
@@ -45,7 +45,7 @@ from ...group_common.ops import (
 )
 from ...storage.data_plane import PartitionKey
 from ...storage.topics import Topic
-from ..context import BrokerContext, ConnectionInfo
+from ..context import BrokerContext, ConnectionInfo, file_io
 from ..identities import WithGroupIdentities
 from ..steps import AwaitAppend, Step, ask, ask_each
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
@@ -239,6 +239,7 @@ def _woken(parts: _Partitions, session: ShareSessionOpResp, then: Callable[[None
     return WakeReaders(keys, then) if keys else then(None)
 
 
+@file_io
 def share_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(FETCH_KEY, version)
     group_id = request.group_id

@@ -25,7 +25,7 @@ from ...storage.topics import (
     TopicExists,
     validate_topic_name,
 )
-from ..context import BrokerContext, ConnectionInfo
+from ..context import BrokerContext, ConnectionInfo, file_io
 from ._build import NO_THROTTLE, make, schema
 from .configs import topic_entries
 from .partitions_admin import TellGroups
@@ -36,6 +36,7 @@ CREATE_KEY = 19
 DELETE_KEY = 20
 
 
+@file_io
 def create_topics(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(CREATE_KEY, version)
     results = tuple(_create_one(ctx, conn, mod, t, request.validate_only) for t in request.topics)
@@ -127,6 +128,7 @@ def _check_create(
     return ErrorCode.none, None
 
 
+@file_io
 def delete_topics(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(DELETE_KEY, version)
     if version >= 6:

@@ -1,22 +1,14 @@
-"""The registry: finds or starts the actor of a `(org_id, group_id)`, and supervises them all.
+"""The group registry: the registry base (actor_registry.py) for `(org_id, group_id)` keys.
 
-`ask(key, op)` is the one way in: it posts the op with a one-shot reply to the group's actor,
-starting one in the registry's nursery if none runs, and waits for the answer. A pure read
-(an OffsetFetch that names no KIP-848 member) is answered from the snapshot the actor last
-published, when there is one (snapshot.py), without the mailbox; and so is a pure read of a
+A pure read (an OffsetFetch that names no KIP-848 member) is answered from the snapshot the
+group's actor last published (snapshot.py), without the mailbox; and so is a pure read of a
 group the log has never stored, while no actor runs for it (a lag exporter's or a new
 consumer's committed() before any commit): there is nothing to read, and nobody changing it.
 
-Passivation keeps memory with the groups in use, not every group ever seen. An actor stops as
-soon as it is idle (actors/group_actor.py); its group, exactly what its stored records say,
-rests here with its snapshot for `group.passivation.idle.ms`, so that its next request starts a
-new actor without replaying the log, and a read finds the snapshot. The passivation sweep then
-drops it; the next request rebuilds it from the log. With a delay of 0 nothing rests.
-
-Supervision: an actor that dies stays dead alone. Its siblings (this nursery) never notice; it
-has answered everything it held (group_actor.py), and the next request for its group starts a
-fresh one from the log. A request that races with an actor's stop finds its mailbox closed and
-is sent to a fresh one.
+An actor starts from its resting group and snapshot, or from the group as the log has it.
+Passivation: an actor stops as soon as its group is idle (group_actor.py); the group, exactly
+what its stored records say, rests here with its snapshot for `group.passivation.idle.ms`, so
+its next request starts a new actor without replaying the log and a read finds the snapshot.
 
 ListGroups reads published snapshots, and for a group without one a summary that the registry
 keeps once it has read it from the log (a lag exporter listing 100 000 groups every few
@@ -25,14 +17,13 @@ seconds must not decode them all each time).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import trio
 
-from .. import telemetry
 from ..coordinator.machine import AnyGroup
 from ..group_common import group_configs
 from ..group_common.effects import GroupConfig
@@ -41,9 +32,10 @@ from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey
 from ..storage.coordinator_log import CoordinatorLog
 from . import snapshot
+from .actor_registry import ActorRegistry, Resting
 from .clock import now_ms
-from .group_actor import DEFAULT_COMMIT_TIMEOUT_S, Envelope, GroupActor
-from .reply import ReplySlot
+from .group_actor import GroupSettings, new_group_actor
+from .mailbox_actor import DEFAULT_COMMIT_TIMEOUT_S, MailboxActor
 from .snapshot import GroupSnapshot, GroupSummary, summary_of
 from .stored_groups import stored_group, stored_membership
 
@@ -51,18 +43,8 @@ __all__ = ["GroupRegistry", "GroupSummary"]
 
 log = logging.getLogger(__name__)
 
-# Resting groups the passivation sweep looks at between checkpoints, so that requests are
-# answered during a sweep over 100 000 groups.
-SWEEP_CHUNK: Final = 512
 
-
-@dataclass(slots=True)
-class _Resting:
-    group: AnyGroup
-    since: float  # trio time it came to rest
-
-
-class GroupRegistry:
+class GroupRegistry(ActorRegistry[GroupKey, AnyGroup]):
     def __init__(
         self,
         nursery: trio.Nursery,
@@ -75,107 +57,62 @@ class GroupRegistry:
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         group_overrides: Callable[[GroupKey], Iterable[tuple[str, str]]] = lambda _key: (),
     ) -> None:
-        self._nursery = nursery
+        super().__init__(nursery, passivate_after_s=passivate_after_s)
         self._overrides = group_overrides  # a group's dynamic configs (issue 45)
         self._config = config
         self._log = coordinator_log
-        self._mailbox_size = mailbox_size
-        self._topics = topics  # topics(org_id): the image of that org's topics only
-        self._passivate_after_s = passivate_after_s
-        self._commit_timeout_s = commit_timeout_s
-        # told each batch of records an actor stored (metrics/: rebalances counted)
-        self.on_stored: Callable[[GroupKey, list[Any]], None] | None = None
-        self._running: dict[GroupKey, GroupActor] = {}
-        self._resting: dict[GroupKey, _Resting] = {}
+        self._settings = GroupSettings(
+            config,
+            coordinator_log,
+            topics,  # topics(org_id): the image of that org's topics only
+            self._publish,
+            None,
+            mailbox_size,
+            commit_timeout_s,
+        )
         self._published: dict[GroupKey, GroupSnapshot] = {}  # of running and resting groups
         # ListGroups' lines of groups with neither: read once from the log
         self._summaries: dict[GroupKey, GroupSummary | None] = {}
         # snapshots of groups without a published one, read from the log for the metrics
         self._read_for_metrics: dict[GroupKey, GroupSnapshot] = {}
-        if passivate_after_s > 0:
-            nursery.start_soon(self._passivate_forever)
 
-    async def ask(self, key: GroupKey, op: Any) -> Any:
-        """The answer of the group's actor to `op` (or of its latest snapshot, for a pure
-        read). Waits for room in a full mailbox (backpressure)."""
+    def _read(self, key: GroupKey, op: Any) -> Any:
         published = self._published.get(key)
         if published is None and key not in self._running and not self._log.stores(key):
             published = snapshot.NO_GROUP  # nothing stored, nobody changing it: nothing to read
-        if published is not None:
-            answer = snapshot.read(published, op)
-            if answer is not None:
-                await trio.lowlevel.checkpoint()
-                return answer
-        reply = ReplySlot()
-        envelope = Envelope(op, reply, telemetry.current_context())
-        while True:
-            actor = self._running.get(key) or self._start(key)
-            try:
-                try:
-                    actor.mailbox.send_nowait(envelope)  # waiting for the reply is the checkpoint
-                except trio.WouldBlock:
-                    await actor.mailbox.send(envelope)
-                break
-            except trio.BrokenResourceError:  # it stopped while we waited for room
-                continue
-        return await reply.receive()
+        return None if published is None else snapshot.read(published, op)
 
-    def _start(self, key: GroupKey) -> GroupActor:
+    def _new_actor(
+        self, key: GroupKey, resting: Resting[AnyGroup] | None
+    ) -> MailboxActor[GroupKey, AnyGroup]:
         config = group_configs.effective(self._config, self._overrides(key))
-        resting = self._resting.pop(key, None)
         if resting is not None:
-            group, published = resting.group, self._published.get(key)
+            group, published = resting.state, self._published.get(key)
         else:
             group, published = stored_group(self._log, key, now_ms(), config), None
-        actor = GroupActor(
-            key,
-            config,
-            self._log,
-            group=group,
-            mailbox_size=self._mailbox_size,
-            topics=self._topics,
-            publish=self._publish,
-            commit_timeout_s=self._commit_timeout_s,
-            published=published,
-            base_config=self._config,
-            stored=self.on_stored,
-        )
-        self._running[key] = actor
-        self._nursery.start_soon(self._supervise, actor)
-        return actor
+        return new_group_actor(key, self._settings, group, config=config, published=published)
+
+    @property
+    def on_stored(self) -> Callable[[GroupKey, list[Any]], None] | None:
+        """Told each batch of records an actor stored (metrics/: rebalances counted)."""
+        return self._settings.stored
+
+    @on_stored.setter
+    def on_stored(self, stored: Callable[[GroupKey, list[Any]], None] | None) -> None:
+        self._settings = dataclasses.replace(self._settings, stored=stored)  # later actors
 
     def _publish(self, key: GroupKey, published: GroupSnapshot) -> None:
         self._published[key] = published
         if self._read_for_metrics:
             self._read_for_metrics.pop(key, None)  # older than this, now
 
-    async def _supervise(self, actor: GroupActor) -> None:
-        key = actor.key
-        try:
-            group = await actor.run()
-        except Exception:
-            log.exception("group %s: actor died; it restarts on the next request", key.group_id)
-            # what was said of it may be stale now: read from the log when next asked or listed
-            self._published.pop(key, None)
-            self._summaries.pop(key, None)
-            return
-        finally:  # stopped, died or cancelled (the registry shuts down): no longer running
-            if self._running.get(key) is actor:
-                del self._running[key]
-        # No checkpoint since it found its mailbox empty: nobody has posted to it since.
-        self._rest(key, group)
+    def _died(self, key: GroupKey) -> None:
+        # what was said of it may be stale now: read from the log when next asked or listed
+        self._published.pop(key, None)
+        self._summaries.pop(key, None)
 
-    def _rest(self, key: GroupKey, group: AnyGroup) -> None:
-        """Keep a stopped actor's group for the passivation delay (not a group that does not
-        exist: asking about unknown groups must leave nothing behind)."""
-        if group is None or not self._passivate_after_s:
-            self._drop(key, group)
-        else:
-            self._resting[key] = _Resting(group, trio.current_time())
-
-    def _drop(self, key: GroupKey, group: AnyGroup) -> None:
-        """Forget a resting group; a listed one keeps its summary (what the log says)."""
-        self._resting.pop(key, None)
+    def _forget(self, key: GroupKey, group: AnyGroup) -> None:
+        """A group no longer resting; a listed one keeps its summary (what the log says)."""
         self._published.pop(key, None)
         if key in self._summaries:
             summary = summary_of(key.group_id, group)
@@ -183,25 +120,6 @@ class GroupRegistry:
                 del self._summaries[key]
             else:
                 self._summaries[key] = summary
-
-    async def _passivate_forever(self) -> None:
-        """Every half delay, drop the groups resting for the whole delay: one sweep instead of
-        a timer per group."""
-        while True:
-            await trio.sleep(self._passivate_after_s / 2)
-            await self._sweep(trio.current_time() - self._passivate_after_s)
-
-    async def _sweep(self, cutoff: float) -> None:
-        # A snapshot of the keys, which ends with the pass (kept while the sweeper sleeps, it
-        # would keep every group dropped here alive for another half delay).
-        keys = list(self._resting)
-        for start in range(0, len(keys), SWEEP_CHUNK):
-            if start:
-                await trio.lowlevel.checkpoint()
-            for key in keys[start : start + SWEEP_CHUNK]:
-                resting = self._resting.get(key)
-                if resting is not None and resting.since <= cutoff:
-                    self._drop(key, resting.group)
 
     # -- topic changes (issue 45) ---------------------------------------------------------
 
@@ -234,13 +152,12 @@ class GroupRegistry:
         async def visit() -> None:
             try:
                 for key in sorted(keys, key=lambda k: k.group_id):
-                    in_use = key in self._running or key in self._resting
+                    in_use = self.in_use(key)
                     try:
                         answers.append(await self.ask(key, op))
                     except Exception:  # one group's fault stays its own
                         log.exception("group %s: %s failed", key.group_id, type(op).__name__)
-                    if not in_use and key in self._resting:  # visited only: not kept
-                        self._drop(key, self._resting[key].group)
+                    self._drop_if_unused(key, in_use)  # visited only: not kept
                 if finished is not None:
                     try:
                         finished()
@@ -269,10 +186,9 @@ class GroupRegistry:
         for key in stored:
             # A group nobody uses is visited and dropped again: the sweep does not keep what
             # it read in memory.
-            in_use = key in self._running or key in self._resting
+            in_use = self.in_use(key)
             answer = await self.ask(key, ExpireOffsetsOp(retention_ms))
-            if not in_use and key in self._resting:
-                self._drop(key, self._resting[key].group)
+            self._drop_if_unused(key, in_use)
             deleted += answer.group_deleted
             if answer.expired:
                 log.info(
@@ -289,14 +205,13 @@ class GroupRegistry:
         Who the members are needs no offsets: with 100 000 simple groups, decoding and
         replaying their offsets was 40% of start-up."""
         now = now_ms()
-        resumed = 0
         stored = self._log.keys()
-        for key in stored:
-            group = stored_membership(self._log, key, now, self._config)
-            if group is not None and group.members and key not in self._running:
-                self._start(key)  # its members' session timers must run
-                resumed += 1
-        return resumed
+        return self._resume(key for key in stored if self._has_members(key, now))
+
+    def _has_members(self, key: GroupKey, now: int) -> bool:
+        """Whether the group had members (its session timers must run)."""
+        group = stored_membership(self._log, key, now, self._config)
+        return group is not None and bool(group.members)
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -345,15 +260,3 @@ class GroupRegistry:
         records only for a group stored without a group record (offsets alone)."""
         group = stored_membership(self._log, key, now, self._config)
         return group if group is not None else stored_group(self._log, key, now, self._config)
-
-    def __len__(self) -> int:
-        """How many groups are held in memory: running actors and resting groups."""
-        return len(self._running) + len(self._resting)
-
-    def running(self) -> int:
-        """How many actors run now."""
-        return len(self._running)
-
-    def resting(self) -> int:
-        """How many stopped actors' groups are kept for their next request."""
-        return len(self._resting)
