@@ -1,6 +1,7 @@
 """An idle group's actor waits `idle_grace_s` for more mail before it stops (issue 53, lever
-4): a burst of commits to an Empty group is served by one actor, not one started per commit;
-a sweep's visit of a group nobody uses still keeps nothing of it."""
+4), once its group is asked again within the grace of coming to rest: a burst of commits to
+an Empty group is served by one actor, not one started per commit; a group asked once does
+not linger; a sweep's visit of a group nobody uses still keeps nothing of it."""
 
 from __future__ import annotations
 
@@ -40,8 +41,10 @@ async def test_a_burst_of_commits_to_an_empty_group_is_served_by_one_actor(
     async with trio.open_nursery() as nursery:
         registry = GroupRegistry(nursery, GroupConfig(), log, passivate_after_s=10, idle_grace_s=1)
         await registry.ask(K, commit(0))
+        assert registry.running() == 0  # asked once: no grace, it stopped at once
+        await registry.ask(K, commit(1))  # asked again soon after: a burst, it lingers
         actor = registry._running[K]
-        for offset in range(1, 20):
+        for offset in range(2, 20):
             await trio.sleep(0.5)  # within the grace: the same actor answers
             await registry.ask(K, commit(offset))
             assert registry._running.get(K) is actor
@@ -72,13 +75,14 @@ async def test_an_actor_in_its_grace_stops_when_a_sender_comes_too_late(
         MailboxActor.run = counted  # type: ignore[method-assign]
         try:
             await registry.ask(K, commit(1))
+            await registry.ask(K, commit(2))  # lingers
             await trio.sleep(1.5)
-            await registry.ask(K, commit(2))
+            await registry.ask(K, commit(3))
         finally:
             MailboxActor.run = original  # type: ignore[method-assign]
-        assert len(starts) == 2
+        assert len(starts) == 3
         fetched = await registry.ask(K, OffsetFetchOp("g", None))
-        assert fetched.offsets[0][2] == 2
+        assert fetched.offsets[0][2] == 3
         nursery.cancel_scope.cancel()
 
 
@@ -94,6 +98,7 @@ async def test_a_sweep_visit_does_not_keep_a_lingering_actor_or_its_group(
         )
         for i, key in enumerate(keys):
             await registry.ask(key, commit(i, key.group_id))
+            await registry.ask(key, commit(i, key.group_id))  # lingers
         await trio.sleep(16)  # every group stopped and dropped
         assert len(registry) == 0
         await registry.ask(keys[0], OffsetFetchOp("g0", None))  # in use again (an actor)

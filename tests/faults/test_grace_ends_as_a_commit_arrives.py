@@ -40,6 +40,8 @@ async def test_a_commit_at_the_end_of_the_grace_is_acknowledged_and_stored(
         for pause in [GRACE_S] * 40 + [GRACE_S - 1e-6, GRACE_S + 1e-6] * 10:
             with trio.fail_after(5):  # a commit lost in a stopping actor's mailbox: never answered
                 assert commit_error(await registry.ask(K, commit_op("g", 0, offset))) == OK
+                offset += 1  # asked again at once: this actor lingers
+                assert commit_error(await registry.ask(K, commit_op("g", 0, offset))) == OK
             await trio.sleep(pause)  # the actor's grace ends at (about) the same instant
             offset += 1
         assert commit_error(await registry.ask(K, commit_op("g", 0, offset))) == OK
@@ -53,7 +55,10 @@ async def test_cancelling_the_registry_during_a_grace_ends_the_actor_cleanly(
 ) -> None:
     log = MemoryCoordinatorLog()
     async with trio.open_nursery() as nursery:
-        registry = GroupRegistry(nursery, GroupConfig(), log, idle_grace_s=GRACE_S)
+        registry = GroupRegistry(
+            nursery, GroupConfig(), log, passivate_after_s=10, idle_grace_s=GRACE_S
+        )
+        assert commit_error(await registry.ask(K, commit_op("g", 0, 6))) == OK
         assert commit_error(await registry.ask(K, commit_op("g", 0, 7))) == OK
         assert registry.running() == 1  # waiting out its grace
         nursery.cancel_scope.cancel()

@@ -104,12 +104,22 @@ class ActorRegistry(Generic[K, S]):
         return await reply.receive()
 
     def _start(self, key: K) -> MailboxActor[K, S]:
-        actor = self._new_actor(key, self._resting.pop(key, None))
+        resting = self._resting.pop(key, None)
+        actor = self._new_actor(key, resting)
         actor.on_stop = partial(self._stopped, actor)
-        actor.idle_grace_s = self._idle_grace_s
+        actor.idle_grace_s = self._grace_for(resting)
         self._running[key] = actor
         self._nursery.start_soon(self._supervise, actor)
         return actor
+
+    def _grace_for(self, resting: Resting[S] | None) -> float:
+        """The idle grace of a key asked again within the grace of coming to rest (a burst:
+        a consumer's commits); none for a key asked once (100 000 groups created, one commit
+        each, would each pay a timer and a wake-up, and hold a task for the grace)."""
+        grace = self._idle_grace_s
+        if grace and resting is not None and trio.current_time() - resting.since <= grace:
+            return grace
+        return 0.0
 
     def _stopped(self, actor: MailboxActor[K, S], state: S) -> None:
         """`actor` stopped idle, in the turn it closed its mailbox: rest its state."""
