@@ -142,8 +142,8 @@ class BrokerConfig:
         metadata=_doc("an idle Empty group's actor stops after this long"),
     )
     group_actor_idle_grace_ms: int = field(
-        # not a Kafka setting: an idle group's actor waits this long for more requests before
-        # it stops (its group then rests for group.passivation.idle.ms); 0 stops it at once
+        # not a Kafka setting: an idle group's actor, asked again within this long of its group
+        # coming to rest, waits this long for more requests before it stops; 0: never waits
         default=1000,
         metadata=_doc("an idle group's actor waits this long for mail before it stops"),
     )

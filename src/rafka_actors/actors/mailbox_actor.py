@@ -34,9 +34,11 @@ which rests it and forgets the actor). A sender that comes later finds the mailb
 asks the registry again. Whatever else ends the actor (cancelled, a bug), everything it holds
 or still has queued is answered, and the mailbox closed (`_drain`): no caller waits forever.
 
-The grace (issue 53, lever 4; `group.actor.idle.grace.ms`, 1 s): a simple consumer's group is
-Empty, so without it every commit started an actor (a mailbox, the machine's wiring, a task
-and its first scheduler pass). Side by side with the build before it, under
+The grace (issue 53, lever 4; `group.actor.idle.grace.ms`, 1 s), which the registry gives an
+actor whose key was asked again within the grace of coming to rest (a burst), and not one
+asked once (actor_registry.py): a simple consumer's group is Empty, so without it every
+commit started an actor (a mailbox, the machine's wiring, a task and its first scheduler
+pass). Side by side with the build before it, under
 `coordinator.log.fsync=always`, `bench/request_cost.py --ops commit --brokers
 'new=rafka-actors,main=rafka-actors@<main's python>'` in both orders: 16 committers in 16
 groups (`--clients 16`, 3 runs) 1.43x, 1.59x and 2.89x the commits/s (e.g. 2 466 against
