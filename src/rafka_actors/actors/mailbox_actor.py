@@ -45,7 +45,9 @@ groups (`--clients 16`, 3 runs) 1.43x, 1.59x and 2.89x the commits/s (e.g. 2 466
 1 552/s) at 0.71-0.79x the broker CPU per commit; one committer (4 runs) 0.79-0.92x the CPU per
 commit. With confluent-kafka clients (`bench/run.py --workloads c`, 2 runs), whose 16 threads
 share one process and limit that figure, 16 clients 1.07x and 1.15x; one client's rate is
-within the noise (1.33x and 0.75x, its p50 latency 1.21x and 1.22x better).
+within the noise (1.33x and 0.75x, its p50 latency 1.21x and 1.22x better). With the burst
+rule, 16 committers 1.76x (2 253 against 1 278/s); (g)'s 100 000 one-commit groups unchanged
+(docs/performance.md, "Issue 53, levers 4 and 5").
 
 Follow-ups. A state may call for work outside any turn (a prepared transaction's markers):
 `Machine.follow_up` gives it, the actor runs it in a nursery of its own (only a kind that
