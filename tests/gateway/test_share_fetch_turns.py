@@ -1,8 +1,9 @@
 """A ShareFetch whose records are already on disk is one ask of the share group's actor and
 one append of its coordinator log (issue 52 §5), even with acknowledgements piggy-backed: the
 session step, the read and the acquisition happen in one turn, as Kafka's SharePartition
-acquires on the leader. The handler runs against a real GroupRegistry and DataPlane; the ask
-and the appends are counted where they happen (the registry's `ask`, the log's `append`).
+acquires on the leader. The handler (sans-IO now: the actor reads, and tests/gateway/conftest.py
+holds the handler to it) runs against a real GroupRegistry and DataPlane; the ask and the
+appends are counted where they happen (the registry's `ask`, the log's `append`).
 
 Seen to fail before the change: two asks per fetch (`ShareSessionOp`, then `ShareAcquireOp`)
 and two appends for a fetch that acknowledges and acquires.
@@ -18,7 +19,7 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from rafka_actors.gateway.apis import share_groups
+from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.context import BrokerContext, ConnectionInfo
 from rafka_actors.gateway.steps import settle
 from rafka_actors.group_common.effects import GroupConfig
@@ -93,7 +94,7 @@ async def test_a_share_fetch_of_records_on_disk_is_one_ask_and_one_append(
         registry.ask = counted_ask  # type: ignore[method-assign]
         conn = ConnectionInfo("10.0.0.7", 4242)
         member_id = str(uuid.uuid4())
-        joined = await _call(ctx, conn, share_groups.share_group_heartbeat, req(
+        joined = await _call(ctx, conn, API_TABLE[76].handler, req(
             76, 1, group_id="g", member_id=member_id, member_epoch=0, rack_id=None,
             subscribed_topic_names=("t",),
         ))  # fmt: skip
@@ -103,9 +104,7 @@ async def test_a_share_fetch_of_records_on_disk_is_one_ask_and_one_append(
         ctx.data.append(topic, 0, [memoryview(build_batch([(None, b"a")] * 3))])
 
         asks, log.appends = 0, 0
-        first = await _call(
-            ctx, conn, share_groups.share_fetch, _fetch(topic.topic_id, member_id, 0)
-        )
+        first = await _call(ctx, conn, API_TABLE[78].handler, _fetch(topic.topic_id, member_id, 0))
         assert _acquired(first) == [(0, 2, 1)]
         assert (asks, log.appends) == (1, 1)  # initialised and acquired: stored together
 
@@ -113,7 +112,7 @@ async def test_a_share_fetch_of_records_on_disk_is_one_ask_and_one_append(
         ctx.data.append(topic, 0, [memoryview(batch)])
         asks, log.appends = 0, 0
         second = _fetch(topic.topic_id, member_id, 1, acks=[(0, 2, ACCEPT)])
-        assert _acquired(await _call(ctx, conn, share_groups.share_fetch, second)) == [(3, 5, 1)]
+        assert _acquired(await _call(ctx, conn, API_TABLE[78].handler, second)) == [(3, 5, 1)]
         assert (asks, log.appends) == (1, 1)  # acknowledged and acquired: stored together
 
 

@@ -17,8 +17,8 @@ its max wait (a long poll, as Fetch's), or until the first lock of its partition
 then asks again (a `retry`: steps 2 and 3); a successful acknowledgement of a partition
 (another member's ShareFetch or ShareAcknowledge) wakes it too, since a released record, or
 room in a full window, may now be acquired. A ShareAcknowledge, and the final ShareFetch of a
-session (epoch -1), are step 1 alone (`ShareSessionOp`). Topics are named by id on the wire
-and by name in the group's state.
+session (epoch -1), are step 1 alone (`ShareSessionOp`). The handler itself is sans-IO: the
+actor reads. Topics are named by id on the wire and by name in the group's state.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from ...share_group.ops import (
 )
 from ...storage.data_plane import PartitionKey
 from ...storage.share_reads import trimmed
-from ..context import BrokerContext, ConnectionInfo, file_io
+from ..context import BrokerContext, ConnectionInfo
 from ..identities import WithGroupIdentities
 from ..steps import AwaitAppend, Step, ask, ask_each
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
@@ -241,7 +241,6 @@ def _woken(
     return WakeReaders(keys, then) if keys else then(None)
 
 
-@file_io
 def share_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(FETCH_KEY, version)
     group_id = request.group_id
