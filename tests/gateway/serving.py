@@ -2,7 +2,8 @@
 a GroupRegistry on a MemoryCoordinatorLog (or the log given; no initial rebalance delay), and
 the topics asked for, each `(org_id, name, partitions)`. An idle group's actor is dropped at
 once unless `passivate_after_s` is given (the broker's default keeps it 10 s). The groups' configs
-are `group_config` if given (default: no initial rebalance delay)."""
+are `group_config` if given (default: no initial rebalance delay); a ShareFetch reads the
+partition logs as the broker's does, or through `read_share` if given."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import trio
 
 from rafka_actors.actors.group_registry import GroupRegistry
+from rafka_actors.actors.share_fetch import ShareReader
 from rafka_actors.config import BrokerConfig
 from rafka_actors.gateway.apis import API_TABLE
 from rafka_actors.gateway.context import BrokerContext
@@ -30,6 +32,7 @@ async def serving_groups(
     coordinator_log: CoordinatorLog | None = None,
     passivate_after_s: float = 0.0,
     group_config: GroupConfig | None = None,
+    read_share: ShareReader | None = None,
 ) -> AsyncIterator[BrokerContext]:
     config = BrokerConfig(data_dir=tmp_path, socket_request_max_bytes=1 << 20)
     data = DataPlane.open(tmp_path, segment_bytes=1 << 20)
@@ -43,7 +46,7 @@ async def serving_groups(
                 coordinator_log or MemoryCoordinatorLog(),
                 topics=data.image_of,
                 passivate_after_s=passivate_after_s,
-                read_share=partial(read_for_share, data),  # as the broker wires it
+                read_share=read_share or partial(read_for_share, data),  # as the broker's
             )
             yield BrokerContext(config, data, "127.0.0.1", 9092, API_TABLE, groups=registry)
             nursery.cancel_scope.cancel()

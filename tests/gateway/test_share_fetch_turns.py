@@ -25,6 +25,7 @@ from rafka_actors.gateway.steps import settle
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_log import MemoryCoordinatorLog
+from rafka_actors.storage.share_reads import ShareReads, read_for_share
 
 from ..batch_builder import build_batch
 from .serving import serving_groups
@@ -119,3 +120,44 @@ async def test_a_share_fetch_of_records_on_disk_is_one_ask_and_one_append(
 async def _call(ctx: BrokerContext, conn: ConnectionInfo, handler: Any, request: Any) -> Any:
     with trio.fail_after(5):
         return await settle(handler(ctx, conn, 1, request), ctx)
+
+
+async def test_a_failed_read_fails_no_turn(tmp_path: Path) -> None:
+    """A read that raises (a partition's file gone bad) answers that ShareFetch with nothing
+    acquired; the group's turn stands: its acknowledgements are stored and its session goes
+    on. Seen to fail with the read unguarded: the turn failed, the fetch was answered
+    COORDINATOR_NOT_AVAILABLE and the group rebuilt from its log."""
+    failing = False
+    data: Any = None
+
+    def read(org_id: int, read_from: Any, max_bytes: int, committed: bool) -> ShareReads:
+        if failing:
+            raise OSError("bad sector")
+        return read_for_share(data, org_id, read_from, max_bytes, committed)
+
+    log = CountingLog()
+    async with serving_groups(
+        tmp_path, ((0, "t", 1),), log, group_config=CONFIG, read_share=read
+    ) as ctx:
+        data = ctx.data
+        conn = ConnectionInfo("10.0.0.7", 4242)
+        member_id = str(uuid.uuid4())
+        await _call(ctx, conn, API_TABLE[76].handler, req(
+            76, 1, group_id="g", member_id=member_id, member_epoch=0, rack_id=None,
+            subscribed_topic_names=("t",),
+        ))  # fmt: skip
+        topic = ctx.data.topics_for(0).by_name("t")
+        assert topic is not None
+        ctx.data.append(topic, 0, [memoryview(build_batch([(None, b"a")] * 3))])
+        first = await _call(ctx, conn, API_TABLE[78].handler, _fetch(topic.topic_id, member_id, 0))
+        assert _acquired(first) == [(0, 2, 1)]
+
+        failing, log.appends = True, 0
+        acked = _fetch(topic.topic_id, member_id, 1, acks=[(0, 2, ACCEPT)])
+        assert _acquired(await _call(ctx, conn, API_TABLE[78].handler, acked)) == []
+        assert log.appends == 1  # the acknowledgement, stored
+
+        failing = False
+        ctx.data.append(topic, 0, [memoryview(build_batch([(None, b"b")], base_offset=3))])
+        after = _fetch(topic.topic_id, member_id, 2)  # the session went on
+        assert _acquired(await _call(ctx, conn, API_TABLE[78].handler, after)) == [(3, 3, 1)]
