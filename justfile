@@ -16,6 +16,11 @@ serve *ARGS:
 test *ARGS:
     {{venv}}/bin/pytest -n 4 {{ARGS}}
 
+# librdkafka's own integration tests against the broker, one per test-runner and broker
+# (bench/librdkafka_suite.py; DIR: a librdkafka checkout, built if needed; docs/librdkafka-suite.md).
+test-librdkafka DIR *ARGS:
+    {{python}} bench/librdkafka_suite.py --librdkafka {{DIR}} {{ARGS}}
+
 # Long soak tests only.
 test-slow *ARGS:
     {{venv}}/bin/pytest -m slow {{ARGS}}

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from kafka.net.sasl.scram import ScramClient
 
-from rafka_actors.auth.scram import Mechanism, ScramExchange, derive_credential
+from rafka_actors.auth.scram import AuthFailure, Mechanism, ScramExchange, derive_credential
+from rafka_actors.auth.session import SaslSession
 from rafka_actors.auth.users import User, UsersFileError, UserStore
 
 
@@ -68,6 +69,26 @@ def test_loaded_credentials_authenticate(tmp_path: Path) -> None:
     assert store.scram_lookup(Mechanism.SCRAM_SHA_512)("bob") is None
 
 
+def test_a_user_without_credentials_loads_but_cannot_log_in(tmp_path: Path) -> None:
+    # AlterUserScramCredentials may delete a user's last credential: the user keeps its org
+    # and prefixes (an upsert gives it a credential again), and no mechanism lets it in.
+    doc = valid_document()
+    doc["users"]["alice"]["scram"] = {}
+    path = tmp_path / "users.json"
+    path.write_text(json.dumps(doc))
+    store = UserStore.load(path)
+    alice = store.users["alice"]
+    assert alice.credentials == {} and alice.org_id == 1 and alice.group_prefixes == ("team-a.",)
+    assert store.plain_lookup()("alice") is None
+    for mechanism in Mechanism:
+        assert store.scram_lookup(mechanism)("alice") is None
+    session = SaslSession(("PLAIN",), store, fake_salt_key=b"k" * 32)
+    assert session.handshake("PLAIN")
+    assert isinstance(session.step(b"\0alice\0pw"), AuthFailure)
+    store.save(path)
+    assert UserStore.load(path) == store
+
+
 def test_save_replaces_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "users.json"
     sample_store().save(path)
@@ -121,8 +142,8 @@ def mutate(doc: dict[str, Any], change: str) -> None:
             alice["group_prefixes"] = [""]
         case "prefix-not-list":
             alice["group_prefixes"] = "team-a."
-        case "no-scram":
-            alice["scram"] = {}
+        case "scram-list":
+            alice["scram"] = []
         case "bad-mechanism":
             alice["scram"]["SCRAM-SHA-1"] = sha
         case "few-iterations":
@@ -148,7 +169,7 @@ CHANGES = [
     "password-key",
     "prefix-empty-string",
     "prefix-not-list",
-    "no-scram",
+    "scram-list",
     "bad-mechanism",
     "few-iterations",
     "many-iterations",

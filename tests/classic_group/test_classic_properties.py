@@ -45,7 +45,7 @@ from kio.schema.errors import ErrorCode
 
 from rafka_actors.classic_group.state import GroupState
 from rafka_actors.coordinator import machine
-from rafka_actors.coordinator.replay import replay
+from rafka_actors.coordinator.apply import replay
 from rafka_actors.group_common.ops import (
     OffsetFetchOp,
     TxnMarkerOp,
@@ -82,9 +82,12 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         self.max_generation = 0
         self.offsets = itertools.count()
         # the model of transactional offsets: per producer its current epoch, and its pending
-        # offsets with the epoch they carry and the partitions a later regular commit won
+        # offsets with the epoch they carry, when they were committed, and the partitions a
+        # more recent offset won (a later regular commit, or another producer's merged
+        # offset committed no earlier: Kafka keeps the most recent at a marker)
         self.epochs = {100: 0, 200: 0}
         self.pending: dict[int, dict[tuple[str, int], int]] = {}
+        self.pending_at: dict[int, dict[tuple[str, int], int]] = {}
         self.pending_epoch: dict[int, int] = {}
         self.marker_epoch: dict[int, int] = {}  # the latest epoch of a marker the group got
         self.superseded: dict[int, set[tuple[str, int]]] = {}
@@ -327,8 +330,10 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         current = self.generation()
         generation = current - int(stale) if g is not None else 1
         state = g.state if g is not None else None
+        offset = next(self.offsets)
+        committed = (offset, offset % 3 - 1, f"at {offset}")  # offset, leader epoch, metadata
         response = self.h.commit(
-            {("topic", 0): next(self.offsets)},
+            [("topic", 0, *committed)],
             member_id=member_id,
             generation=generation,
             instance_id=instance,
@@ -338,6 +343,11 @@ class ClassicGroupMachine(RuleBasedStateMachine):
             for pid, offsets in self.pending.items():
                 if ("topic", 0) in offsets:
                     self.superseded[pid].add(("topic", 0))
+            # what OffsetFetch answers is what the commit's record applied
+            ((*_, offset_row, epoch_row, metadata_row, error),) = self.h.fetch(
+                [("topic", 0)]
+            ).offsets
+            assert (offset_row, epoch_row, metadata_row, error) == (*committed, ErrorCode.none)
         if known and generation < current:
             assert result[2] == ErrorCode.illegal_generation, response
         elif known:
@@ -398,6 +408,7 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         elif valid:
             assert error == ErrorCode.none
             self.pending.setdefault(producer, {})[tp] = offset
+            self.pending_at.setdefault(producer, {})[tp] = self.h.now
             self.pending_epoch[producer] = epoch
             self.superseded.setdefault(producer, set()).discard(tp)
         self.settle()
@@ -415,12 +426,16 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         response = self.h.call(TxnMarkerOp(producer, self.epochs[producer], committed))
         assert response.error_code == ErrorCode.none
         pending = self.pending.pop(producer, {})
+        pending_at = self.pending_at.pop(producer, {})
         superseded = self.superseded.pop(producer, set())
         self.pending_epoch.pop(producer, None)
         after = self.h.group.offsets if self.h.group is not None else {}
         for tp in TXN_PARTITIONS:
             if committed and tp in pending and tp not in superseded:
                 assert after[tp].offset == pending[tp]
+                for other, at in self.pending_at.items():  # older pending offsets lose to it
+                    if tp in at and at[tp] <= pending_at[tp]:
+                        self.superseded[other].add(tp)
             else:
                 assert after.get(tp) == before.get(tp)
         self.settle()

@@ -17,6 +17,7 @@ from rafka_actors.classic_group.consumer_protocol import encode_subscription
 from rafka_actors.classic_group.records import GroupMetadataRecord
 from rafka_actors.classic_group.state import GroupState
 from rafka_actors.coordinator import machine
+from rafka_actors.coordinator.apply import replay
 from rafka_actors.group_common.ops import (
     JoinGroupOpResp,
     SyncGroupOpResp,
@@ -28,6 +29,7 @@ from .harness import (
     DEFAULT_CONFIG,
     DEFAULT_PROTOCOLS,
     GROUP_ID,
+    SESSION_TIMEOUT_MS,
     GroupHarness,
     protocols,
 )
@@ -1257,3 +1259,18 @@ def test_join_completes_when_a_refused_rejoiner_is_dropped(h: GroupHarness) -> N
     assert h.state is C and h.generation == 2
     assert all(h.reply(t).error_code == ErrorCode.none for t in tokens)
     assert sorted(h.g.members) == sorted([a, b])
+
+
+def test_a_group_rebuilt_from_its_records_gives_each_member_a_fresh_session(
+    h: GroupHarness,
+) -> None:
+    """No deadline is stored: a restart starts every member's session afresh (on_loaded),
+    so a member that does not come back is still removed."""
+    a, _silent = (j.member_id for j in h.join_and_sync_group_of(2))
+    h.now += 7_000
+    h.group = replay(h.records, h.now)  # a restart
+    assert {m.heartbeat_deadline for m in h.g.members.values()} == {h.now + SESSION_TIMEOUT_MS}
+    h.sleep(SESSION_TIMEOUT_MS - 1)
+    assert h.heartbeat_error(a, 1) == ErrorCode.none
+    h.sleep(1)  # b said nothing since the restart
+    assert h.state is P and sorted(h.g.members) == [a]

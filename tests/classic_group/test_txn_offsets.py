@@ -12,8 +12,8 @@ from kio.schema.errors import ErrorCode
 from rafka_actors.actors.snapshot import read, snapshot_of
 from rafka_actors.classic_group.state import ClassicGroup, GroupState
 from rafka_actors.consumer_group.state import ConsumerGroup
+from rafka_actors.coordinator.apply import replay
 from rafka_actors.coordinator.latest import GroupRecords
-from rafka_actors.coordinator.replay import replay
 from rafka_actors.group_common.ops import (
     DeleteGroupOp,
     ExpireOffsetsOp,
@@ -200,6 +200,35 @@ def test_a_later_regular_commit_wins_over_the_pending_one() -> None:
     h.call(txn_op({TP: 42}))
     h.call(TxnMarkerOp(PID, 0, True))
     assert h.g.offsets[TP].offset == 42
+
+
+def test_a_merged_offset_wins_over_an_older_pending_one_of_another_producer() -> None:
+    """Kafka keeps, at a commit marker, the most recent of the pending offset and the one in
+    place, whether that was committed regularly or merged by another producer's marker."""
+    h = GroupHarness()
+    h.call(txn_op({TP: 10}))
+    h.now += 5
+    h.call(txn_op({TP: 20}, producer_id=OTHER_PID))
+    h.call(TxnMarkerOp(OTHER_PID, 0, True))
+    for group in (h.g, replay(h.records, h.now), rebuilt_from_the_compacted_log(h)):
+        assert group is not None and pending_of(group)[PID].superseded == {TP}
+    h.call(TxnMarkerOp(PID, 0, True))
+    assert h.g.offsets[TP].offset == 20
+    # the other way round: the pending offset is the more recent one, and wins
+    h.call(txn_op({TP: 30}, producer_id=OTHER_PID))
+    h.now += 5
+    h.call(txn_op({TP: 40}))
+    h.call(TxnMarkerOp(OTHER_PID, 0, True))
+    for group in (h.g, replay(h.records, h.now), rebuilt_from_the_compacted_log(h)):
+        assert group is not None and pending_of(group)[PID].superseded == set()
+    h.call(TxnMarkerOp(PID, 0, True))
+    assert h.g.offsets[TP].offset == 40
+
+
+def rebuilt_from_the_compacted_log(h: GroupHarness) -> Any:
+    latest: GroupRecords[Any] = GroupRecords()
+    latest.apply(h.records)
+    return replay(latest.records(), h.now)
 
 
 def test_producer_epoch_fencing() -> None:

@@ -21,7 +21,7 @@ from rafka_actors.consumer_group.ops import (
 )
 from rafka_actors.consumer_group.state import ConsumerGroup, ConsumerMember
 from rafka_actors.coordinator import machine
-from rafka_actors.coordinator.replay import replay
+from rafka_actors.coordinator.apply import replay
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
     TimerFired,
@@ -107,6 +107,7 @@ class ConsumerHarness:
         rebalance_timeout_ms: int = -1,
         assignor: str | None = None,
         version: int = 1,
+        rack_id: str | None = None,
     ) -> ConsumerGroupHeartbeatOpResp:
         resp: ConsumerGroupHeartbeatOpResp = self.send(
             ConsumerGroupHeartbeatOp(
@@ -114,6 +115,7 @@ class ConsumerHarness:
                 member_id=member_id,
                 member_epoch=epoch,
                 instance_id=instance_id,
+                rack_id=rack_id,
                 rebalance_timeout_ms=rebalance_timeout_ms,
                 subscribed_topic_names=topics,
                 subscribed_topic_regex=regex,

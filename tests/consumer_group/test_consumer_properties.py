@@ -67,8 +67,12 @@ class Reconciliation(RuleBasedStateMachine):
         self.h.create_topic("foo", 6)
         self.h.create_topic("bar", 4)
         self.clients = {m: Client() for m in MEMBERS}
-        # transactional offsets: each member's producer (id = its index) and what is pending
+        # transactional offsets: each member's producer (id = its index), what is pending and
+        # when it was committed, and what a more recent offset won (another producer's merged
+        # offset committed no earlier: Kafka keeps the most recent at a marker)
         self.pending: dict[int, dict[tuple[str, int], int]] = {}
+        self.pending_at: dict[int, dict[tuple[str, int], int]] = {}
+        self.superseded: dict[int, set[tuple[str, int]]] = {}
         self.next_offset = 0
 
     def _take(self, member_id: str, resp: object, lost: bool = False) -> None:
@@ -186,6 +190,8 @@ class Reconciliation(RuleBasedStateMachine):
         else:
             assert error == 0
             self.pending.setdefault(producer, {})[tp] = self.next_offset
+            self.pending_at.setdefault(producer, {})[tp] = self.h.now
+            self.superseded.setdefault(producer, set()).discard(tp)
 
     @rule(member=st.sampled_from(MEMBERS), committed=st.booleans())
     def txn_end(self, member: str, committed: bool) -> None:
@@ -194,10 +200,15 @@ class Reconciliation(RuleBasedStateMachine):
         before = dict(group.offsets) if group is not None else {}
         assert self.h.send(TxnMarkerOp(producer, 0, committed)).error_code == 0
         ended = self.pending.pop(producer, {})
+        ended_at = self.pending_at.pop(producer, {})
+        superseded = self.superseded.pop(producer, set())
         after = self.h.group.offsets if self.h.group is not None else {}
         for tp in {*before, *after, *ended}:
-            if committed and tp in ended:
+            if committed and tp in ended and tp not in superseded:
                 assert after[tp].offset == ended[tp]
+                for other, at in self.pending_at.items():  # older pending offsets lose to it
+                    if tp in at and at[tp] <= ended_at[tp]:
+                        self.superseded[other].add(tp)
             else:
                 assert after.get(tp) == before.get(tp)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
+from rafka_actors.consumer_group.ops import ConsumerGroupDescribeOp
 from rafka_actors.consumer_group.state import ConsumerGroupState, MemberState
 from rafka_actors.group_common.effects import GroupConfig
 
-from .harness import CONFIG, REBALANCE_TIMEOUT_MS, ConsumerHarness, durable_view
+from .harness import CONFIG, GROUP_ID, REBALANCE_TIMEOUT_MS, ConsumerHarness, durable_view
 
 SESSION = CONFIG.consumer_session_timeout_ms
 
@@ -359,3 +360,42 @@ def test_range_assignor_chosen_by_members(h: ConsumerHarness) -> None:
     h.join("m2", ("foo",), assignor="range")
     assert h.consumer.target["m1"] == {h.tid("foo"): frozenset({0, 1, 2})}
     assert h.consumer.target["m2"] == {h.tid("foo"): frozenset({3, 4, 5})}
+
+
+# -- a restart: the group rebuilt from its records --------------------------------------------
+def test_a_group_rebuilt_from_its_records_gives_each_member_a_fresh_session(
+    h: ConsumerHarness,
+) -> None:
+    """No deadline is stored: a restart starts every member's session afresh (on_loaded),
+    so a member that does not come back is still fenced."""
+    h.join("m1")
+    h.join("m2")
+    h.now += 10_000
+    h.group = h.replayed()
+    assert {m.session_deadline for m in h.consumer.members.values()} == {h.now + SESSION}
+    h.sleep(SESSION - 1)
+    assert h.heartbeat("m1", h.member("m1").member_epoch).error_code == ErrorCode.none
+    h.sleep(1)  # m2 said nothing since the restart
+    assert set(h.consumer.members) == {"m1"}
+
+
+def test_a_rebuilt_member_that_must_revoke_gets_a_fresh_rebalance_deadline(
+    h: ConsumerHarness,
+) -> None:
+    owned = {"m1": h.named(h.join("m1").assignment) or {}}
+    h.join("m2")
+    h.heartbeat("m1", 1, owned=owned["m1"])  # asked to give up half of foo
+    assert h.member("m1").current.state is MemberState.UNREVOKED_PARTITIONS
+    h.group = h.replayed()
+    assert h.member("m1").rebalance_deadline == h.now + REBALANCE_TIMEOUT_MS
+    h.sleep(REBALANCE_TIMEOUT_MS)  # it never lets go: fenced, though its session runs on
+    assert "m1" not in h.consumer.members
+
+
+def test_a_members_rack_is_kept_and_described(h: ConsumerHarness) -> None:
+    h.join("m1", rack_id="rack-a")
+    h.heartbeat("m1", 1)  # a heartbeat naming no rack keeps it
+    for group in (h.group, h.replayed()):
+        assert group.members["m1"].subscription.rack_id == "rack-a"
+    (described,) = h.send(ConsumerGroupDescribeOp(GROUP_ID)).members
+    assert described[2] == "rack-a"

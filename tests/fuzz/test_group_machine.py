@@ -31,7 +31,7 @@ from rafka_actors.consumer_group.ops import (
 )
 from rafka_actors.consumer_group.state import ConsumerGroup
 from rafka_actors.coordinator import machine
-from rafka_actors.coordinator.replay import replay
+from rafka_actors.coordinator.apply import replay
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
     DeleteGroupOp,

@@ -36,7 +36,8 @@ from .test_group_apis import Client, commit_req, committed, join_and_sync, neste
 CG_HEARTBEAT, CG_DESCRIBE = 68, 69
 API_VERSIONS, LIST, FETCH = 18, 16, 9
 REBALANCE = datetime.timedelta(seconds=30)
-OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+# READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: what Kafka 4.3.1 sends
+OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
 NO_OPERATIONS = -(2**31)
 
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from rafka_actors.ids import GroupKey
+from rafka_actors.share_group import records as share_records
 from rafka_actors.share_group.partition import (
     ACCEPT,
     ACKNOWLEDGED,
@@ -34,6 +35,7 @@ from rafka_actors.share_group.partition import (
     SharePartition,
 )
 from rafka_actors.share_group.records import SharePartitionRecord
+from rafka_actors.share_group.state import ShareGroup
 from rafka_actors.storage.coordinator_records import decode_entry, encode_entry
 
 LIMIT = 3
@@ -206,7 +208,10 @@ class SharePartitionMachine(RuleBasedStateMachine):
         key, decoded = decode_entry(encode_entry(KEY, record))
         assert key == KEY and decoded == record
         assert isinstance(decoded, SharePartitionRecord)
-        self.partition = SharePartition.restore(decoded.start_offset, decoded.batches, LIMIT)
+        group = ShareGroup("g", "cgp_g")  # what start-up does with it (coordinator/apply.py)
+        share_records.apply(group, decoded)
+        share_records.on_loaded(group, LIMIT)
+        self.partition = group.partitions[("t", 0)]
         for m in self.model.values():
             if m.state == ACQUIRED:
                 self._release(m)  # count kept; archived at the limit

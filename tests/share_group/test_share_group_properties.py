@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from rafka_actors.coordinator import machine
+from rafka_actors.coordinator.apply import replay
 from rafka_actors.coordinator.latest import GroupRecords
-from rafka_actors.coordinator.replay import replay
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import TimerFired
 from rafka_actors.group_common.topic_image import TopicImage, TopicInfo

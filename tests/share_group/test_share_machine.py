@@ -13,8 +13,8 @@ from kio.schema.errors import ErrorCode
 
 from rafka_actors.consumer_group.ops import ConsumerGroupHeartbeatOp
 from rafka_actors.coordinator import machine
+from rafka_actors.coordinator.apply import replay
 from rafka_actors.coordinator.latest import GroupRecords
-from rafka_actors.coordinator.replay import replay
 from rafka_actors.group_common.effects import GroupConfig
 from rafka_actors.group_common.ops import (
     DeleteGroupOp,

@@ -18,7 +18,7 @@ from rafka_actors.consumer_group.records import (
     ConsumerTargetMemberRecord,
     ConsumerTargetMetadataRecord,
 )
-from rafka_actors.coordinator.replay import replay
+from rafka_actors.coordinator.apply import replay
 from rafka_actors.group_common.records import Record
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.coordinator_records import (

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..coordinator.apply import replay
 from ..coordinator.machine import AnyGroup
-from ..coordinator.replay import replay
 from ..group_common.effects import GroupConfig
 from ..group_common.records import Record
 from ..ids import GroupKey

@@ -156,7 +156,7 @@ def _list(args: argparse.Namespace) -> int:
             (
                 name,
                 str(user.org_id),
-                ",".join(m.value for m in Mechanism if m in user.credentials),
+                ",".join(m.value for m in Mechanism if m in user.credentials) or "-",
                 ",".join(user.group_prefixes) or "*",
                 ",".join(user.topic_prefixes) or "*",
             )

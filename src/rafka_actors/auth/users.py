@@ -20,10 +20,12 @@ A JSON document (UTF-8), written only by `rafka-actors users` and read by the br
     }
 
 No password is ever stored, only the salted SCRAM credentials (RFC 5802), which PLAIN also
-verifies against. Loading is strict: unknown keys, wrong types, iteration counts outside Kafka's
-[4096, 16384], keys of the wrong length or a user with no credential are errors naming the user and
-the field. Saving writes a temporary file (mode 0600), fsyncs it, renames it over the old one and
-fsyncs the directory, so a crash leaves either the old file or the new one.
+verifies against. A user may have no credential ("scram": {}): it keeps its org and prefixes but
+cannot log in (AlterUserScramCredentials deleted its last one; an upsert gives it one again).
+Loading is strict: unknown keys, wrong types, iteration counts outside Kafka's [4096, 16384] or
+keys of the wrong length are errors naming the user and the field. Saving writes a temporary
+file (mode 0600), fsyncs it, renames it over the old one and fsyncs the directory, so a crash
+leaves either the old file or the new one.
 """
 
 from __future__ import annotations
@@ -194,8 +196,8 @@ def _user_from_json(name: str, entry: Any) -> User:
         if type(org_id) is not int or not 0 <= org_id < 2**63:
             raise UsersFileError("org_id must be an integer >= 0")
         scram = entry["scram"]
-        if not isinstance(scram, dict) or not scram:
-            raise UsersFileError("scram must be a non-empty object")
+        if not isinstance(scram, dict):
+            raise UsersFileError("scram must be an object")
         credentials = {_mechanism(k): _credential_from_json(k, v) for k, v in scram.items()}
         return User(
             name=name,

@@ -3,18 +3,25 @@
 One GroupMetadata record holds a whole classic group (Kafka's `__consumer_offsets` layout,
 design note 003, "Persistent record layouts"): written when a generation's assignment is
 settled, when a group becomes Empty, and when a static member is replaced. Offsets and
-tombstones are records every group type writes (group_common/records.py). Replaying them
-(replay.py) rebuilds what a restarted coordinator needs: members, generation, leader,
-assignments and offsets.
+tombstones are records every group type writes (group_common/records.py).
+
+The record is a snapshot of a group whose live state is richer (members' protocols, parked
+JoinGroups and SyncGroups, a rebalance under way): the classic handlers change the group in
+place and store its record when it settles (`Effects.write_snapshot`), as Kafka's classic
+group does (its results are not replayed). `group_of` is the record's apply, at start-up
+(coordinator/apply.py): a group with members comes back Stable (its members carry on
+heartbeating with their generation); parked requests are not part of the log (their clients
+retry).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..group_common.committed import OffsetHolder
 from ..group_common.effects import Effects
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
-from .state import ClassicGroup
+from .state import ClassicGroup, GroupState, Member
 
 # (member id, instance id, client id, client host, rebalance timeout, session timeout,
 #  subscription metadata of the chosen protocol, assignment)
@@ -44,7 +51,7 @@ ClassicRecord = GroupMetadataRecord | OffsetCommitRecord | OffsetTombstone | Gro
 def store_group(fx: Effects, group: ClassicGroup, reason: str) -> None:
     """Write the group's record; the record told this rebalance's story, so the next one
     starts afresh."""
-    fx.records.append(group_record(group, reason))
+    fx.write_snapshot(group_record(group, reason))
     group.departed = None
     group.rebalance_started_ms = -1
 
@@ -75,3 +82,36 @@ def group_record(group: ClassicGroup, reason: str = "") -> GroupMetadataRecord:
         rebalance_started_ms=group.rebalance_started_ms,
         departed=tuple(group.departed or ()),
     )
+
+
+def group_of(record: GroupMetadataRecord, previous: OffsetHolder | None) -> ClassicGroup:
+    """The group its record describes, with the offsets of the group it replaces (of any
+    type: a group keeps its offsets when it changes type)."""
+    group = ClassicGroup(
+        record.group_id,
+        record.cgp_id,
+        state=GroupState.STABLE if record.members else GroupState.EMPTY,
+        state_timestamp_ms=record.state_timestamp_ms,
+        generation=record.generation,
+        protocol_type=record.protocol_type,
+        protocol_name=record.protocol_name,
+    )
+    for row in record.members:
+        member_id, instance_id, client_id, host, rebalance_ms, session_ms, meta, assignment = row
+        group.add(
+            Member(
+                member_id=member_id,
+                instance_id=instance_id,
+                client_id=client_id,
+                client_host=host,
+                rebalance_timeout_ms=rebalance_ms,
+                session_timeout_ms=session_ms,
+                protocol_type=record.protocol_type or "",
+                protocols=((record.protocol_name or "", meta),),
+                assignment=assignment,
+            )
+        )
+    group.leader_id = record.leader_id if record.members else None
+    if previous is not None:
+        group.offsets, group.txn = previous.offsets, previous.txn
+    return group

@@ -24,6 +24,13 @@ def next_deadline(group: ClassicGroup | None) -> int | None:
     return min((d for d in deadlines if d is not None), default=None)
 
 
+def on_loaded(group: ClassicGroup, now_ms: int) -> None:
+    """A group rebuilt from its records (start-up, a failed actor): no deadline is stored,
+    so every member gets a fresh session, as after a Kafka coordinator failover."""
+    for member in group.members.values():
+        member.heartbeat_deadline = now_ms + member.session_timeout_ms
+
+
 def fire_due(group: ClassicGroup, fx: Effects) -> None:
     """Run every deadline that is due at `fx.now`, in a fixed order."""
     for member_id, deadline in list(group.pending_members.items()):

@@ -107,10 +107,7 @@ def join(group: ConsumerGroup, op: JoinGroupOp, waiter: int, fx: Effects) -> Con
     is_new = member_id not in group.members
     if is_new or updated != member.subscription or classic != member.classic:
         changed = is_new or updated.topic_names != member.subscription.topic_names
-        member.subscription = updated
-        member.classic = classic
-        group.put(member)
-        store_member(group, member, fx)
+        member = store_member(group, member_id, updated, classic, fx)
         reason = (
             f"member {member_id} joined"
             if is_new
@@ -119,6 +116,7 @@ def join(group: ConsumerGroup, op: JoinGroupOp, waiter: int, fx: Effects) -> Con
         bump_epoch_if_metadata_changed(group, fx, reason, force=changed)
     else:
         bump_epoch_if_metadata_changed(group, fx, "subscribed topics changed")
+    member = group.members[member_id]
     maybe_assign(group, fx)
     try:
         membership.reconcile_member(

@@ -205,29 +205,30 @@ def _join_or_update(
     waiter: int,
     fx: Effects,
 ) -> None:
-    before = member.current.assigned if member.member_id in group.members else None
+    member_id = member.member_id
+    before = member.current.assigned if member_id in group.members else None
     if replaced is not None:
         membership.replace(group, replaced, member, fx)
     subscription = _updated_subscription(member.subscription, op)
-    is_new = member.member_id not in group.members
-    if op.member_epoch == 0:
-        member.joined_ms = fx.now
+    is_new = member_id not in group.members
     if is_new or subscription != member.subscription:
         changed = is_new or (
             subscription.topic_names != member.subscription.topic_names
             or subscription.topic_regex != member.subscription.topic_regex
         )
-        member.subscription = subscription
-        group.put(member)
-        store_member(group, member, fx)
+        classic = None if is_new else group.members[member_id].classic
+        member = store_member(group, member_id, subscription, classic, fx)
         reason = (
-            f"member {member.member_id} joined"
+            f"member {member_id} joined"
             if is_new
-            else (f"member {member.member_id} changed its subscription")
+            else f"member {member_id} changed its subscription"
         )
         bump_epoch_if_metadata_changed(group, fx, reason, force=changed)
     else:
         bump_epoch_if_metadata_changed(group, fx, "subscribed topics changed")
+    member = group.members[member_id]
+    if op.member_epoch == 0:
+        member.joined_ms = fx.now
     maybe_assign(group, fx)
     try:
         membership.reconcile_member(group, member, owned_partitions(op.owned), fx)

@@ -33,7 +33,15 @@ from .records import (
     ConsumerTargetMetadataRecord,
     to_rows,
 )
-from .state import ConsumerGroup, ConsumerMember, MemberState, OtherGroup, Reconciliation
+from .state import (
+    ClassicMembership,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    OtherGroup,
+    Reconciliation,
+    Subscription,
+)
 from .subscription import metadata_hash, subscribed_names
 from .target import maybe_assign
 
@@ -81,14 +89,20 @@ def _is_subset(owned: Owned, assigned: dict) -> bool:
     return all(parts <= assigned.get(topic_id, frozenset()) for topic_id, parts in owned.items())
 
 
-# -- records ---------------------------------------------------------------------------------
-def store_member(group: ConsumerGroup, member: ConsumerMember, fx: Effects) -> None:
-    s = member.subscription
-    classic = member.classic
-    fx.records.append(
+# -- records (each written through Effects.write: records.py's apply makes its change) -------
+def store_member(
+    group: ConsumerGroup,
+    member_id: str,
+    s: Subscription,
+    classic: ClassicMembership | None,
+    fx: Effects,
+) -> ConsumerMember:
+    """Add the member, or change its subscription; the member as the group now holds it."""
+    fx.write(
+        group,
         ConsumerMemberMetadataRecord(
             group.group_id,
-            member.member_id,
+            member_id,
             s.instance_id,
             s.rack_id,
             s.client_id,
@@ -99,15 +113,16 @@ def store_member(group: ConsumerGroup, member: ConsumerMember, fx: Effects) -> N
             s.server_assignor,
             -1 if classic is None else classic.session_timeout_ms,
             () if classic is None else classic.protocols,
-        )
+        ),
     )
+    return group.members[member_id]
 
 
 def set_current(
     group: ConsumerGroup, member: ConsumerMember, current: Reconciliation, fx: Effects
 ) -> None:
-    group.set_current(member, current)
-    fx.records.append(
+    fx.write(
+        group,
         ConsumerCurrentAssignmentRecord(
             group.group_id,
             member.member_id,
@@ -116,7 +131,7 @@ def set_current(
             int(current.state),
             to_rows(current.assigned),
             to_rows(current.pending_revocation),
-        )
+        ),
     )
     if current.state is MemberState.UNREVOKED_PARTITIONS:
         # It must let go of what it is asked to revoke within its rebalance timeout.
@@ -138,12 +153,10 @@ def bump_epoch_if_metadata_changed(
     new_hash = metadata_hash(subscribed_names(group.members.values(), image), image)
     if new_hash == group.metadata_hash and not force:
         return
-    group.metadata_hash = new_hash
-    group.group_epoch += 1
-    fx.records.append(
-        ConsumerGroupMetadataRecord(
-            group.group_id, group.cgp_id, group.group_epoch, new_hash, reason, fx.now
-        )
+    epoch = group.group_epoch + 1
+    fx.write(
+        group,
+        ConsumerGroupMetadataRecord(group.group_id, group.cgp_id, epoch, new_hash, reason, fx.now),
     )
 
 
@@ -155,14 +168,12 @@ def successor(static: ConsumerMember, member_id: str) -> ConsumerMember:
 
 
 def replace(group: ConsumerGroup, old: ConsumerMember, new: ConsumerMember, fx: Effects) -> None:
+    """`new` takes `old`'s place, target and assignment (it is in the group after this)."""
     target = group.target.get(old.member_id, {})
-    group.remove(old.member_id)
-    fx.records.append(ConsumerMemberTombstone(group.group_id, old.member_id))
-    group.put(new)
-    group.target[new.member_id] = target
-    store_member(group, new, fx)
-    fx.records.append(ConsumerTargetMemberRecord(group.group_id, new.member_id, to_rows(target)))
-    set_current(group, new, new.current, fx)
+    fx.write(group, ConsumerMemberTombstone(group.group_id, old.member_id))
+    member = store_member(group, new.member_id, new.subscription, new.classic, fx)
+    fx.write(group, ConsumerTargetMemberRecord(group.group_id, new.member_id, to_rows(target)))
+    set_current(group, member, new.current, fx)
 
 
 # -- leaving and fencing ---------------------------------------------------------------------
@@ -227,8 +238,7 @@ def _step_out(group: ConsumerGroup, member: ConsumerMember, fx: Effects) -> None
 
 
 def fence(group: ConsumerGroup, member: ConsumerMember, fx: Effects, reason: str) -> None:
-    group.remove(member.member_id)
-    fx.records.append(ConsumerMemberTombstone(group.group_id, member.member_id))
+    fx.write(group, ConsumerMemberTombstone(group.group_id, member.member_id))
     if downgrade_follows(group, member, fx):
         # Kafka converts the group instead of bumping its epoch: the classic group takes the
         # current epoch as its generation and the target as its members' assignments.
@@ -242,9 +252,8 @@ def fence(group: ConsumerGroup, member: ConsumerMember, fx: Effects, reason: str
         # Nobody left to assign to: no new target (Kafka 4.3.1 keeps the assignment epoch, so
         # ConsumerGroupDescribe of the empty group shows the last one), and the next member's
         # assignment must not wait out the throttle (Kafka writes timestamp 0 here too).
-        group.assignment_timestamp_ms = 0
+        fx.write(group, ConsumerTargetMetadataRecord(group.group_id, group.assignment_epoch, 0))
         group.assignment_deadline = None
-        fx.records.append(ConsumerTargetMetadataRecord(group.group_id, group.assignment_epoch, 0))
         return
     maybe_assign(group, fx)
 

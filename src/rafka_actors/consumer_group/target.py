@@ -55,12 +55,9 @@ def assign(group: ConsumerGroup, fx: Effects) -> None:
     for member_id in group.members:
         new: Assignment = {t: p for t, p in result.get(member_id, {}).items() if p}
         if new != group.target.get(member_id):
-            group.target[member_id] = new
-            fx.records.append(ConsumerTargetMemberRecord(group.group_id, member_id, to_rows(new)))
-    group.assignment_epoch = group.group_epoch
-    group.assignment_timestamp_ms = fx.now
+            fx.write(group, ConsumerTargetMemberRecord(group.group_id, member_id, to_rows(new)))
+    fx.write(group, ConsumerTargetMetadataRecord(group.group_id, group.group_epoch, fx.now))
     group.assignment_deadline = None
-    fx.records.append(ConsumerTargetMetadataRecord(group.group_id, group.assignment_epoch, fx.now))
     fx.events.append(
         TargetAssigned(group.group_id, group.assignment_epoch, assignor, len(group.members))
     )

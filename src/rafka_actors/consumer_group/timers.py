@@ -28,6 +28,22 @@ def next_deadline(group: ConsumerGroup) -> int | None:
     return min(deadlines, default=None)
 
 
+def on_loaded(group: ConsumerGroup, now_ms: int, session_timeout_ms: int) -> None:
+    """A group rebuilt from its records (start-up, a failed actor), as Kafka's `onLoaded`:
+    no deadline is stored, so every member gets a fresh session (a classic member its own
+    JoinGroup's timeout), and one that was revoking a fresh rebalance deadline."""
+    group.state_timestamp_ms = now_ms
+    for member_id in [m for m in group.target if m not in group.members]:
+        del group.target[member_id]  # a target slice whose member record was compacted away
+    for member in group.members.values():
+        classic = member.classic
+        timeout = session_timeout_ms if classic is None else classic.session_timeout_ms
+        member.session_deadline = now_ms + timeout
+        if member.current.state is MemberState.UNREVOKED_PARTITIONS:
+            member.rebalance_deadline = now_ms + max(member.subscription.rebalance_timeout_ms, 0)
+            member.rebalance_epoch = member.member_epoch
+
+
 def fire_due(group: ConsumerGroup, fx: Effects) -> None:
     now = fx.now
     for member in list(group.members.values()):

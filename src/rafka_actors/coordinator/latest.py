@@ -12,11 +12,13 @@ whose key starts with its own: a group tombstone everything, a member tombstone
 consumer-group record. A share group's partition states have tails ``(1, topic, partition)``
 (kept with the consumer-group records: neither is an offset) and its group record ``()``.
 
-`GroupRecords` applies records in log order and hands them back in a canonical order (group
-record, consumer-group records, offsets): replay (replay.py) reads that, the durable log keeps
-one per group (`LatestRecords`) and its compaction uses the same keys, so the live view, a
-compacted log and a replay of the full history all agree. What is kept for a record is the
-record itself, or what the caller stores in its place (the durable log: its encoded entry).
+`GroupRecords` takes records in log order and hands them back in a canonical order (group
+record, consumer-group records, offsets, transactional offsets): the durable log keeps one
+per group (`LatestRecords`), hands them to start-up, which folds them through the same
+`apply` the live steps use (apply.py), and its compaction uses the same keys, so a compacted
+log and the full history rebuild the same group. This is a view of records by key, not of a
+group's state: what is kept for a record is the record itself, or what the caller stores in
+its place (the durable log: its encoded entry).
 """
 
 from __future__ import annotations

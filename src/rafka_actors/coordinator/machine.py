@@ -22,7 +22,7 @@ group when its last consumer-protocol member goes and classic members remain.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any
 
 from ..classic_group import machine as classic_machine
 from ..classic_group import timers as classic_timers
@@ -31,7 +31,7 @@ from ..classic_group.state import ClassicGroup
 from ..consumer_group import machine as consumer_machine
 from ..consumer_group import timers as consumer_timers
 from ..consumer_group.ops import ConsumerGroupHeartbeatOp
-from ..consumer_group.records import ConsumerStateTombstone
+from ..consumer_group.records import ConsumerStateTombstone, taking_over
 from ..consumer_group.state import ConsumerGroup
 from ..group_common.effects import Effects, GroupConfig
 from ..group_common.ops import (
@@ -47,9 +47,8 @@ from ..share_group import machine as share_machine
 from ..share_group.ops import ShareGroupHeartbeatOp
 from ..share_group.state import ShareGroup
 from . import migration
+from .apply import AnyGroup, apply
 from .topic_changes import topics_changed
-
-AnyGroup: TypeAlias = ClassicGroup | ConsumerGroup | ShareGroup | None
 
 
 def next_deadline(group: AnyGroup) -> int | None:
@@ -136,7 +135,7 @@ def handle(
     """`fresh_cgp_id` is the id of a group this op creates; it is read only when `group` is
     None and `creates_group(op)` (an existing group keeps its id, even when it changes
     type), so a caller need not mint one otherwise."""
-    fx = Effects(now_ms, config, fresh_cgp_id, topics)
+    fx = Effects(now_ms, config, fresh_cgp_id, topics, apply)
     new_group: AnyGroup
     if type(op) is TopicsChangedOp:  # issue 45: deleted topics, added partitions
         topics_changed(group, op, waiter, fx)
@@ -198,8 +197,8 @@ def _to_classic(group: ConsumerGroup, fx: Effects) -> ClassicGroup:
     classic = ClassicGroup(group.group_id, group.cgp_id, state_timestamp_ms=fx.now)
     classic.offsets = group.offsets
     classic.txn = group.txn
-    fx.records.append(ConsumerStateTombstone(group.group_id))
-    fx.records.append(group_record(classic, "empty consumer group became a classic group"))
+    fx.write(group, ConsumerStateTombstone(group.group_id))
+    fx.write_snapshot(group_record(classic, "empty consumer group became a classic group"))
     return classic
 
 
@@ -209,10 +208,6 @@ def _consumer_successor(group: ClassicGroup, fx: Effects) -> ConsumerGroup | Non
     has handed out a member id that may still join."""
     if not group.is_empty() or group.pending_members:
         return None
-    return ConsumerGroup(
-        group.group_id,
-        group.cgp_id,
-        state_timestamp_ms=fx.now,
-        offsets=group.offsets,
-        txn=group.txn,
-    )
+    successor = taking_over(group.group_id, group.cgp_id, group)
+    successor.state_timestamp_ms = fx.now
+    return successor

@@ -54,12 +54,12 @@ from ..consumer_group.records import (
     ConsumerStateTombstone,
     ConsumerTargetMemberRecord,
     ConsumerTargetMetadataRecord,
+    taking_over,
     to_rows,
 )
 from ..consumer_group.state import (
     ClassicMembership,
     ConsumerGroup,
-    ConsumerMember,
     Reconciliation,
     Subscription,
 )
@@ -101,17 +101,12 @@ def upgrade(classic: ClassicGroup, member_id: str, fx: Effects) -> Upgrade | Ref
     ):
         return None
     gid, generation = classic.group_id, classic.generation
-    group = ConsumerGroup(
-        gid,
-        classic.cgp_id,
-        group_epoch=generation,
-        assignment_epoch=generation,
-        state_timestamp_ms=fx.now,
-        offsets=classic.offsets,
-        txn=classic.txn,  # transactional offsets stay pending across the conversion
-    )
-    converted = Effects(fx.now, config, topics=fx.topics)
-    converted.records.append(
+    # transactional offsets stay pending across the conversion, like the offsets
+    group = taking_over(gid, classic.cgp_id, classic)
+    group.state_timestamp_ms = fx.now
+    converted = Effects(fx.now, config, topics=fx.topics, apply=fx.apply)
+    converted.write(
+        group,
         ConsumerGroupMetadataRecord(
             gid,
             classic.cgp_id,
@@ -119,9 +114,9 @@ def upgrade(classic: ClassicGroup, member_id: str, fx: Effects) -> Upgrade | Ref
             0,
             f"upgraded from a classic group: member {member_id} joined with the consumer protocol",
             fx.now,
-        )
+        ),
     )
-    converted.records.append(ConsumerTargetMetadataRecord(gid, generation, 0))
+    converted.write(group, ConsumerTargetMetadataRecord(gid, generation, 0))
     for old in classic.members.values():
         try:
             assignment = decode_assignment(old.assignment) if old.assignment else None
@@ -143,7 +138,8 @@ def upgrade(classic: ClassicGroup, member_id: str, fx: Effects) -> Upgrade | Ref
                 "default assignor before re-attempting the upgrade.",
             )
         assigned = by_id(assignment.partitions if assignment else (), fx.topics)
-        member = ConsumerMember(
+        member = store_member(
+            group,
             old.member_id,
             Subscription(
                 instance_id=old.instance_id,
@@ -153,15 +149,11 @@ def upgrade(classic: ClassicGroup, member_id: str, fx: Effects) -> Upgrade | Ref
                 topic_names=tuple(sorted(set(subscription.topics))),
                 rebalance_timeout_ms=old.rebalance_timeout_ms,
             ),
-            classic=ClassicMembership(old.session_timeout_ms, old.protocols),
-            session_deadline=fx.now + old.session_timeout_ms,
+            ClassicMembership(old.session_timeout_ms, old.protocols),
+            converted,
         )
-        group.put(member)
-        group.target[member.member_id] = assigned
-        store_member(group, member, converted)
-        converted.records.append(
-            ConsumerTargetMemberRecord(gid, member.member_id, to_rows(assigned))
-        )
+        member.session_deadline = fx.now + old.session_timeout_ms
+        converted.write(group, ConsumerTargetMemberRecord(gid, old.member_id, to_rows(assigned)))
         set_current(
             group, member, Reconciliation(generation, generation, assigned=assigned), converted
         )
@@ -214,8 +206,7 @@ def downgrade_for_static_join(group: ConsumerGroup, op: JoinGroupOp, fx: Effects
         return False
     if any(m.classic is None for m in group.members.values() if m is not static):
         return False
-    group.remove(static.member_id)
-    fx.records.append(ConsumerMemberTombstone(group.group_id, static.member_id))
+    fx.write(group, ConsumerMemberTombstone(group.group_id, static.member_id))
     fx.events.append(
         MemberFenced(
             group.group_id,
@@ -266,7 +257,7 @@ def downgrade(group: ConsumerGroup, gone: list[tuple[str, str]], fx: Effects) ->
         "downgraded from a consumer group: the last consumer-protocol member "
         f"{', '.join(m for m, _ in gone)} went"
     )
-    fx.records.append(ConsumerStateTombstone(group.group_id))
-    fx.records.append(group_record(classic, reason))
+    fx.write(group, ConsumerStateTombstone(group.group_id))
+    fx.write_snapshot(group_record(classic, reason))
     prepare_rebalance(classic, fx, reason)
     return classic

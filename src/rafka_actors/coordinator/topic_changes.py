@@ -39,11 +39,10 @@ def topics_changed(group: object, op: TopicsChangedOp, waiter: int, fx: Effects)
             if key[0] in deleted and (until < 0 or committed.commit_timestamp_ms <= until)
         )
         for topic, partition in gone:
-            del group.offsets[(topic, partition)]
-            fx.records.append(OffsetTombstone(group.group_id, topic, partition))
-        if group.txn is not None:  # as Kafka's tombstones, they take pending offsets too
-            for tp in sorted({tp for tp in pending_partitions(group) if tp[0] in deleted}):
-                drop_pending(group.group_id, group.txn, tp, fx)
+            fx.write(group, OffsetTombstone(group.group_id, topic, partition))
+        # as Kafka's tombstones, they take pending offsets too
+        for tp in sorted({tp for tp in pending_partitions(group) if tp[0] in deleted}):
+            drop_pending(group, tp, fx)
     if isinstance(group, ConsumerGroup) and group.members:
         bump_epoch_if_metadata_changed(group, fx, "subscribed topics' metadata changed")
         if group.group_epoch > group.assignment_epoch:

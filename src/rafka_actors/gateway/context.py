@@ -8,6 +8,7 @@ reads or writes files itself (a partition log, through the data plane) says so: 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ import trio
 
 from ..actors.group_registry import GroupRegistry
 from ..actors.txn_registry import TransactionRegistry
+from ..auth.acl_operations import AclOperation, cluster_operations
 from ..auth.session import SaslSession
 from ..auth.users import User, UserStore
 from ..config import BrokerConfig
@@ -27,6 +29,7 @@ from ..storage.disk_space import DiskSpace
 from ..storage.group_configs import GroupConfigStore
 from ..storage.topic_deletions import PendingTopicDeletions
 from .limits import ByteBudget, ConnectionLimits
+from .users_file import UsersFile
 
 CONNECTION_LOGGER = "rafka_actors.gateway.connection"
 SERVER_LOGGER = "rafka_actors.gateway.server"
@@ -53,6 +56,7 @@ class BrokerContext:
     topic_deletions: PendingTopicDeletions | None = None  # offsets still to tombstone (45)
     metrics: BrokerMetrics | None = None  # set when metrics.listen is
     frame_bytes: ByteBudget = field(init=False)  # queued.max.request.bytes
+    users_file: UsersFile = field(init=False)  # sasl.users.file, for the SCRAM admin APIs
     # one budget of connection-close log lines per broker (a flood must not flood the log)
     close_log: LogBudget = field(
         default_factory=lambda: LogBudget(logging.getLogger(CONNECTION_LOGGER), per_interval=50)
@@ -65,6 +69,7 @@ class BrokerContext:
     def __post_init__(self) -> None:
         capacity = self.config.queued_max_request_bytes
         self.frame_bytes = ByteBudget(capacity if capacity > 0 else 2**63)
+        self.users_file = UsersFile(self.config.users_file)
 
     def registry(self) -> GroupRegistry:
         if self.groups is None:
@@ -100,9 +105,12 @@ PRE_AUTH_APIS = frozenset({18, 17, 36})
 @dataclass(frozen=True, slots=True)
 class SaslSetup:
     mechanisms: tuple[str, ...]
-    users: UserStore
+    users: UserStore  # what new logins check; replaced whole when the users file changes
     fake_salt_key: bytes  # makes an unknown user's SCRAM salt stable (auth/scram.py)
     hash_limiter: trio.CapacityLimiter  # worker threads hashing PLAIN passwords
+
+    def with_users(self, users: UserStore) -> SaslSetup:
+        return dataclasses.replace(self, users=users)
 
 
 @dataclass(slots=True)
@@ -134,12 +142,15 @@ class ConnectionInfo:
     def may_use_transactional_id(self, transactional_id: str) -> bool:
         return self.user is None or self.user.may_use_transactional_id(transactional_id)
 
+    def may_on_cluster(self, operation: AclOperation) -> bool:
+        """Kafka's cluster ACL `operation`, as the tenancy model grants it (acl_operations.py)."""
+        return operation in cluster_operations(self.user)
+
     def may_act_on_cluster(self) -> bool:
         """Kafka's CLUSTER_ACTION (WriteTxnMarkers, AddPartitionsToTxn v4+, which brokers and
         admins send): they act on any producer's transaction, so a user limited to some
         topics or transactional ids may not."""
-        user = self.user
-        return user is None or not (user.topic_prefixes or user.transactional_id_prefixes)
+        return self.may_on_cluster(AclOperation.CLUSTER_ACTION)
 
 
 # (ctx, conn, version, request) -> the response, None (send nothing) or a step (steps.py)

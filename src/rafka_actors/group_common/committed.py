@@ -39,6 +39,15 @@ class TxnOffsets:
     pending: dict[int, PendingTxn] = field(default_factory=dict)  # by producer id
     epochs: dict[int, int] = field(default_factory=dict)  # producer id -> latest marker's
 
+    def supersede(self, tp: tuple[str, int], at_ms: int) -> None:
+        """An offset of `tp` committed at `at_ms` (a regular commit, or one a marker merged)
+        wins over the pending offsets of `tp` committed no later: Kafka keeps the most
+        recent of the two at a marker (by log position; the commit time stands in for it)."""
+        for txn in self.pending.values():
+            pending = txn.offsets.get(tp)
+            if pending is not None and pending.commit_timestamp_ms <= at_ms:
+                txn.superseded.add(tp)
+
 
 class OffsetHolder(Protocol):
     """A group of any type, as far as its offsets go."""

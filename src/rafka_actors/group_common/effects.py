@@ -4,10 +4,18 @@
 handler may not fetch for itself (the time, the configuration, a fresh `cgp_` id in case the
 command creates the group) and collects its outputs: records for the coordinator log, replies
 keyed by waiter token, and events for telemetry (e.g. a completed rebalance).
+
+A handler changes durable state by writing a record (`write`): the record is stored and
+applied to the group through `apply`, the coordinator's one function from a record to the
+state it makes (coordinator/apply.py), which start-up folds the stored records through too,
+so what a step leaves and what a restart rebuilds cannot drift apart. A record that is a
+snapshot of state the handler keeps richer than the record (a classic group's record, a share
+partition's) is stored as it is (`write_snapshot`) and applied only at start-up.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -98,12 +106,18 @@ class MemberRemoved:
     why: str  # "left", "session timeout", ... (as the group's next record has it)
 
 
+def _no_apply(group: Any, record: Record) -> Any:
+    raise TypeError(f"Effects made without an apply cannot write {type(record).__name__}")
+
+
 @dataclass(slots=True)
 class Effects:
     now: int
     config: GroupConfig
     fresh_cgp_id: str = ""
     topics: TopicImage = EMPTY_IMAGE
+    # the coordinator's apply (coordinator/apply.py): a record's change to a group
+    apply: Callable[[Any, Record], Any] = _no_apply
     records: list[Record] = field(default_factory=list)
     replies: list[tuple[int, Any]] = field(default_factory=list)
     events: list[Any] = field(default_factory=list)
@@ -117,6 +131,17 @@ class Effects:
         if self.earliest_deadline is None or at < self.earliest_deadline:
             self.earliest_deadline = at
         return at
+
+    def write(self, group: Any, record: Record) -> Any:
+        """Store `record` and make its change to `group` through `apply`; the group it
+        leaves (None after a group tombstone). A handler changes durable state only so."""
+        self.records.append(record)
+        return self.apply(group, record)
+
+    def write_snapshot(self, record: Record) -> None:
+        """Store a record that describes state the handler keeps (and keeps richer than the
+        record): start-up applies it, the live step has made its change already."""
+        self.records.append(record)
 
     def reply(self, waiter: int | None, response: Any) -> None:
         if waiter is not None:

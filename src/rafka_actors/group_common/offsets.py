@@ -2,10 +2,10 @@
 shares once its own protocol has validated the request.
 
 A group of either type keeps its offsets (committed.py) in `offsets`; each protocol decides
-who may commit, fetch, delete or expire (group/offsets.py for classic and simple groups,
-consumer_group/offsets.py for KIP-848 groups) and then calls these, which change the offsets,
-write their records and reply. Each partition's metadata is limited to
-`offset.metadata.max.bytes`.
+who may commit, fetch, delete or expire (classic_group/offsets.py for classic and simple
+groups, consumer_group/offsets.py for KIP-848 groups) and then calls these, which write
+their records (`Effects.write` makes each one's change) and reply. Each partition's
+metadata is limited to `offset.metadata.max.bytes`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .ops import (
     OffsetFetchOpResp,
 )
 from .records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
-from .txn_offsets import drop_pending, pending_of, pending_partitions, supersede
+from .txn_offsets import drop_pending, pending_of, pending_partitions
 
 NO_OFFSET = -1
 _OK = int(ErrorCode.none)  # the error of every stored or fetched partition, as an int
@@ -45,11 +45,9 @@ def store_offsets(group: OffsetHolder, op: OffsetCommitOp, waiter: int, fx: Effe
             results.append((topic, partition, int(ErrorCode.offset_metadata_too_large)))
             continue
         metadata = metadata or ""  # Kafka stores a null metadata as "" (NO_METADATA)
-        group.offsets[(topic, partition)] = CommittedOffset(offset, epoch, metadata, fx.now)
-        if group.txn is not None:
-            supersede(group.txn, (topic, partition))
-        fx.records.append(
-            OffsetCommitRecord(op.group_id, topic, partition, offset, epoch, metadata, fx.now)
+        fx.write(
+            group,
+            OffsetCommitRecord(op.group_id, topic, partition, offset, epoch, metadata, fx.now),
         )
         results.append((topic, partition, _OK))
     fx.reply(waiter, OffsetCommitOpResp(tuple(results)))
@@ -105,10 +103,10 @@ def delete_unsubscribed(
         if topic in subscribed:
             results.append((topic, partition, int(ErrorCode.group_subscribed_to_topic)))
             continue
-        if group.offsets.pop((topic, partition), None) is not None:
-            fx.records.append(OffsetTombstone(op.group_id, topic, partition))
-        if group.txn is not None:  # Kafka's tombstone removes the partition's pending ones too
-            drop_pending(op.group_id, group.txn, (topic, partition), fx)
+        if (topic, partition) in group.offsets:
+            fx.write(group, OffsetTombstone(op.group_id, topic, partition))
+        # Kafka's tombstone removes the partition's pending offsets too
+        drop_pending(group, (topic, partition), fx)
         results.append((topic, partition, _OK))
     fx.reply(waiter, OffsetDeleteOpResp(ErrorCode.none, tuple(results)))
 
@@ -116,8 +114,8 @@ def delete_unsubscribed(
 def delete_group(group: OffsetHolder, fx: Effects) -> None:
     """The records of deleting an empty group: its offsets, then the group itself."""
     for topic, partition in sorted(group.offsets):
-        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
-    fx.records.append(GroupTombstone(group.group_id))
+        fx.write(group, OffsetTombstone(group.group_id, topic, partition))
+    fx.write(group, GroupTombstone(group.group_id))
 
 
 def expire(
@@ -128,11 +126,10 @@ def expire(
     assert group is not None
     keep = keep or bool(pending_of(group))
     for topic, partition in expired:
-        del group.offsets[(topic, partition)]
-        fx.records.append(OffsetTombstone(group.group_id, topic, partition))
+        fx.write(group, OffsetTombstone(group.group_id, topic, partition))
     if group.offsets or keep:
         fx.reply(waiter, ExpireOffsetsOpResp(len(expired), False))
         return group
-    fx.records.append(GroupTombstone(group.group_id))
+    gone: GroupT | None = fx.write(group, GroupTombstone(group.group_id))
     fx.reply(waiter, ExpireOffsetsOpResp(len(expired), True))
-    return None
+    return gone

@@ -1,12 +1,13 @@
 """Transactional offsets (KIP-98, KIP-447): pending per producer until the transaction ends.
 
-A TxnOffsetCommit that its group's protocol has validated (group/offsets.py for classic and
-simple groups, consumer_group/offsets.py for KIP-848 groups) stores its offsets here, in the
-group's `txn.pending`, keyed by producer id, and writes one `TxnOffsetCommitRecord` each. They
-are not committed offsets: OffsetFetch does not see them, and with `require_stable` it answers
-UNSTABLE_OFFSET_COMMIT for their partitions. The transaction coordinator's end marker
-(`TxnMarkerOp`) merges them into the committed offsets or discards them, like Kafka's
-`OffsetMetadataManager.replayEndTransactionMarker` (design note 003, "In-memory structure").
+A TxnOffsetCommit that its group's protocol has validated (classic_group/offsets.py for
+classic and simple groups, consumer_group/offsets.py for KIP-848 groups) stores its offsets
+here, in the group's `txn.pending`, keyed by producer id, and writes one
+`TxnOffsetCommitRecord` each. They are not committed offsets: OffsetFetch does not see them,
+and with `require_stable` it answers UNSTABLE_OFFSET_COMMIT for their partitions. The
+transaction coordinator's end marker (`TxnMarkerOp`) merges them into the committed offsets
+or discards them, like Kafka's `OffsetMetadataManager.replayEndTransactionMarker` (design
+note 003, "In-memory structure").
 Retention never expires an offset with a pending transactional commit. OffsetDelete removes
 a partition's pending offsets with its committed one, as Kafka's offset tombstone does
 (`TxnOffsetTombstone`, key ``(20, producer id, topic, partition)``).
@@ -28,11 +29,16 @@ writes it as a `TxnProducerEpochRecord` (key ``(23, producer id)``), so a restar
 
 A group holds all this in `txn` (committed.TxnOffsets), None until its first transactional op.
 
-Order. Kafka keeps, at a commit marker, the most recent of a pending offset and a regular
-commit of the same partition made after it (by log position). The live group knows this
-order exactly (`PendingTxn.superseded`); a group rebuilt from the log, whose view keeps no
-order between the two kinds, approximates it by commit time (a regular commit strictly later
-than the pending one wins).
+Order. Kafka keeps, at a commit marker, the most recent of a pending offset and the offset
+in place (a regular commit, or one an earlier marker merged), by log position. Applying the
+records in log order (a step's, or the whole history) marks a pending offset superseded when
+an offset of its partition committed no later than it is applied after it
+(`TxnOffsets.supersede`: the commit time stands in for the position, and a tie goes to the
+offset applied later). A compacted log holds the offsets before the pending ones: there a
+pending offset is superseded by an offset in place committed strictly later than it.
+
+Every record here changes the group through its `apply_*`, live (`Effects.write`) and at
+start-up alike.
 """
 
 from __future__ import annotations
@@ -144,54 +150,33 @@ def store_pending(group: OffsetHolder, op: TxnOffsetCommitOp, waiter: int, fx: E
     if fenced_epoch(group, op.producer_id, op.producer_epoch):
         fx.reply(waiter, op.error_reply(ErrorCode.invalid_producer_epoch))
         return
-    group_id, pending = group.group_id, _txn_of(group).pending
-    results = []
-    txn: PendingTxn | None = pending.get(op.producer_id)
+    group_id, results = group.group_id, []
     for topic, partition, offset, epoch, metadata in op.offsets:
         if metadata is not None and len(metadata.encode()) > fx.config.offset_metadata_max_bytes:
             results.append((topic, partition, int(ErrorCode.offset_metadata_too_large)))
             continue
-        metadata = metadata or ""
-        if txn is None:
-            txn = pending[op.producer_id] = PendingTxn(op.producer_epoch)
-        txn.producer_epoch = op.producer_epoch
-        txn.offsets[(topic, partition)] = CommittedOffset(offset, epoch, metadata, fx.now)
-        txn.superseded.discard((topic, partition))
-        fx.records.append(
-            TxnOffsetCommitRecord(
-                group_id,
-                op.producer_id,
-                op.producer_epoch,
-                topic,
-                partition,
-                offset,
-                epoch,
-                metadata,
-                fx.now,
-            )
+        record = TxnOffsetCommitRecord(
+            group_id,
+            op.producer_id,
+            op.producer_epoch,
+            topic,
+            partition,
+            offset,
+            epoch,
+            metadata or "",
+            fx.now,
         )
+        fx.write(group, record)
         results.append((topic, partition, _OK))
     fx.reply(waiter, TxnOffsetCommitOpResp(tuple(results)))
 
 
-def drop_pending(group_id: str, state: TxnOffsets, tp: TopicPartition, fx: Effects) -> bool:
+def drop_pending(group: OffsetHolder, tp: TopicPartition, fx: Effects) -> bool:
     """Delete every producer's pending offset of `tp` (OffsetDelete); whether there was one."""
-    pending, dropped = state.pending, False
-    for producer_id, txn in list(pending.items()):
-        if txn.offsets.pop(tp, None) is not None:
-            txn.superseded.discard(tp)
-            fx.records.append(TxnOffsetTombstone(group_id, producer_id, *tp))
-            dropped = True
-            if not txn.offsets:
-                del pending[producer_id]
-    return dropped
-
-
-def supersede(state: TxnOffsets, tp: TopicPartition) -> None:
-    """A regular commit of `tp`: it wins over the pending offsets committed before it."""
-    for txn in state.pending.values():
-        if tp in txn.offsets:
-            txn.superseded.add(tp)
+    holding = [pid for pid, txn in pending_of(group).items() if tp in txn.offsets]
+    for producer_id in holding:
+        fx.write(group, TxnOffsetTombstone(group.group_id, producer_id, *tp))
+    return bool(holding)
 
 
 GroupT = TypeVar("GroupT", bound="OffsetHolder | None")
@@ -211,55 +196,74 @@ def end_transaction(group: OffsetHolder, op: TxnMarkerOp, waiter: int, fx: Effec
     marker's epoch (see "Zombies"). A marker for a producer with nothing pending is answered
     OK: the coordinator may send a marker again after a crash. A marker older than the pending
     offsets' epoch is refused (INVALID_PRODUCER_EPOCH) and changes nothing."""
-    group_id, offsets = group.group_id, group.offsets
+    group_id = group.group_id
     txn = pending_of(group).get(op.producer_id)
     if txn is not None and op.producer_epoch < txn.producer_epoch:
         fx.reply(waiter, TxnMarkerOpResp(ErrorCode.invalid_producer_epoch))
         return
     if op.producer_epoch > epochs_of(group).get(op.producer_id, -1):  # (before the marker,
         # which stays the last record of the step)
-        _txn_of(group).epochs[op.producer_id] = op.producer_epoch
-        fx.records.append(TxnProducerEpochRecord(group_id, op.producer_id, op.producer_epoch))
+        fx.write(group, TxnProducerEpochRecord(group_id, op.producer_id, op.producer_epoch))
     if txn is None:
         fx.reply(waiter, TxnMarkerOpResp(ErrorCode.none))
         return
-    del _txn_of(group).pending[op.producer_id]
-    if op.committed:
-        for (topic, partition), committed in sorted(txn.offsets.items()):
-            if (topic, partition) in txn.superseded:
-                continue
-            offsets[(topic, partition)] = committed
-            fx.records.append(
-                OffsetCommitRecord(
-                    group_id,
-                    topic,
-                    partition,
-                    committed.offset,
-                    committed.leader_epoch,
-                    committed.metadata,
-                    committed.commit_timestamp_ms,
-                )
-            )
-    fx.records.append(TxnMarkerRecord(group_id, op.producer_id, op.producer_epoch, op.committed))
+    merged = [
+        (tp, committed)
+        for tp, committed in sorted(txn.offsets.items())
+        if op.committed and tp not in txn.superseded
+    ]
+    for (topic, partition), committed in merged:
+        fx.write(
+            group,
+            OffsetCommitRecord(
+                group_id,
+                topic,
+                partition,
+                committed.offset,
+                committed.leader_epoch,
+                committed.metadata,
+                committed.commit_timestamp_ms,
+            ),
+        )
+    fx.write(group, TxnMarkerRecord(group_id, op.producer_id, op.producer_epoch, op.committed))
     fx.reply(waiter, TxnMarkerOpResp(ErrorCode.none))
 
 
-def replay_pending(
-    records: list[TxnOffsetCommitRecord],
-    offsets: dict[TopicPartition, CommittedOffset],
-) -> dict[int, PendingTxn]:
-    """The pending offsets a group's stored pending records describe (see "Order")."""
-    pending: dict[int, PendingTxn] = {}
-    for r in records:
-        txn = pending.get(r.producer_id)
-        if txn is None:
-            txn = pending[r.producer_id] = PendingTxn(r.producer_epoch)
-        txn.producer_epoch = max(txn.producer_epoch, r.producer_epoch)
-        tp = (r.topic, r.partition)
-        txn.offsets[tp] = CommittedOffset(
-            r.offset, r.leader_epoch, r.metadata, r.commit_timestamp_ms
-        )
-        regular = offsets.get(tp)
-        if regular is not None and regular.commit_timestamp_ms > r.commit_timestamp_ms:
-            txn.superseded.add(tp)
-    return pending
+# -- what each record changes: live (Effects.write) and at start-up ---------------------------
+def apply_txn_offset(group: OffsetHolder, record: TxnOffsetCommitRecord) -> None:
+    """A producer's pending offset; superseded at once by a later offset in place (a
+    compacted log applies the offsets first: see "Order")."""
+    pending = _txn_of(group).pending
+    txn = pending.get(record.producer_id)
+    if txn is None:
+        txn = pending[record.producer_id] = PendingTxn(record.producer_epoch)
+    txn.producer_epoch = max(txn.producer_epoch, record.producer_epoch)
+    tp, at = (record.topic, record.partition), record.commit_timestamp_ms
+    txn.offsets[tp] = CommittedOffset(record.offset, record.leader_epoch, record.metadata, at)
+    in_place = group.offsets.get(tp)
+    if in_place is not None and in_place.commit_timestamp_ms > at:
+        txn.superseded.add(tp)
+    else:
+        txn.superseded.discard(tp)
+
+
+def apply_txn_offset_tombstone(group: OffsetHolder, record: TxnOffsetTombstone) -> None:
+    pending = pending_of(group)
+    txn = pending.get(record.producer_id)
+    tp = (record.topic, record.partition)
+    if txn is None or txn.offsets.pop(tp, None) is None:
+        return
+    txn.superseded.discard(tp)
+    if not txn.offsets:
+        del _txn_of(group).pending[record.producer_id]
+
+
+def apply_txn_marker(group: OffsetHolder, record: TxnMarkerRecord) -> None:
+    """The producer's transaction ended: its pending offsets go (a commit's merged ones
+    were applied from the OffsetCommit records before the marker)."""
+    if group.txn is not None:
+        group.txn.pending.pop(record.producer_id, None)
+
+
+def apply_producer_epoch(group: OffsetHolder, record: TxnProducerEpochRecord) -> None:
+    _txn_of(group).epochs[record.producer_id] = record.producer_epoch

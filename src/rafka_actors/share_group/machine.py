@@ -196,8 +196,7 @@ def _heartbeat(
 
 
 def _bump(group: ShareGroup, fx: Effects) -> None:
-    group.group_epoch += 1
-    fx.records.append(ShareGroupMetadataRecord(group.group_id, group.cgp_id, group.group_epoch))
+    fx.write(group, ShareGroupMetadataRecord(group.group_id, group.cgp_id, group.group_epoch + 1))
 
 
 def _leave(
@@ -502,7 +501,7 @@ def _initialise(
 
 
 def _store(group: ShareGroup, key: tuple[str, int], partition: SharePartition, fx: Effects) -> None:
-    fx.records.append(
+    fx.write_snapshot(
         SharePartitionRecord(
             group.group_id, key[0], key[1], partition.start_offset, partition.snapshot()
         )
@@ -592,8 +591,7 @@ def _delete_offsets(
         )
         return group
     for topic, index in [k for k in group.partitions if k[0] in op.topics]:
-        del group.partitions[(topic, index)]
-        fx.records.append(SharePartitionTombstone(group.group_id, topic, index))
+        fx.write(group, SharePartitionTombstone(group.group_id, topic, index))
     results = tuple((topic, ErrorCode.none) for topic in op.topics)
     fx.reply(waiter, DeleteShareOffsetsOpResp(ErrorCode.none, results=results))
     return group
@@ -604,9 +602,9 @@ def _delete(group: ShareGroup | None, op: DeleteGroupOp, waiter: int, fx: Effect
     if group.members:
         fx.reply(waiter, DeleteGroupOpResp(ErrorCode.non_empty_group))
         return group
-    fx.records.append(GroupTombstone(group.group_id))
+    gone = fx.write(group, GroupTombstone(group.group_id))
     fx.reply(waiter, DeleteGroupOpResp(ErrorCode.none))
-    return None
+    return gone
 
 
 # -- requests of the other group types to a share group ---------------------------------------

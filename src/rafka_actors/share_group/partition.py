@@ -19,9 +19,10 @@ done, the window's start moves up past them.
 
 Pure: the time comes in as an argument, and a change returns nothing but the new state; the
 caller writes `snapshot()` to the coordinator log. A snapshot keeps acquired records as
-Acquired, with their delivery counts; a lock does not survive a restart, so `restore` releases
-them as an expired lock would: a record acquired but not acknowledged before a crash is
-delivered again with its count carried on, or archived if that count reached the limit.
+Acquired, with their delivery counts (`of_snapshot` reads it back so); a lock does not survive
+a restart, so `release_locks` then releases them as an expired lock would: a record acquired
+but not acknowledged before a crash is delivered again with its count carried on, or archived
+if that count reached the limit.
 """
 
 from __future__ import annotations
@@ -227,22 +228,25 @@ class SharePartition:
         return tuple(runs)
 
     @classmethod
-    def restore(
-        cls, start_offset: int, batches: Iterable[StateBatch], limit: int
-    ) -> SharePartition:
-        """The partition a snapshot describes, its acquired records released (their locks
-        are gone) with the delivery count `limit`."""
+    def of_snapshot(cls, start_offset: int, batches: Iterable[StateBatch]) -> SharePartition:
+        """The partition a snapshot describes; its Acquired records have no holder."""
         partition = cls(start_offset)
         for first, last, state, count in batches:
             for offset in range(max(first, start_offset), last + 1):
-                record = partition.records[offset] = InFlight(state, count)
-                if state == ACQUIRED:
-                    _release(record, limit)
+                partition.records[offset] = InFlight(state, count)
             partition.end_offset = max(partition.end_offset, last + 1)
         for offset in range(start_offset, partition.end_offset):  # holes: never handed out
             partition.records.setdefault(offset, InFlight(AVAILABLE, 0))
         partition._advance()
         return partition
+
+    def release_locks(self, limit: int) -> None:
+        """After a restart: every Acquired record is released (its lock is gone), with the
+        delivery count `limit`."""
+        for record in self.records.values():
+            if record.state == ACQUIRED:
+                _release(record, limit)
+        self._advance()
 
     def acquired_by(self, member_id: str) -> Iterator[int]:
         for offset, record in self.records.items():

@@ -50,7 +50,7 @@ The live view
 `LatestRecords` (coordinator/latest.py) is what a fully compacted log holds, in memory, with the
 same keys: per group the latest group record, the latest consumer-group record per key and the
 latest committed offset per partition. ``records_of`` returns the group record first, then the
-consumer-group records, then the offsets, which `coordinator.replay` turns back into the group.
+consumer-group records, then the offsets, which `coordinator.apply.replay` folds into the group.
 Tombstones are applied, not kept: replaying a deleted offset's absence is the same as replaying
 its tombstone, and the view then stays as small as the live state.
 """

@@ -44,7 +44,7 @@ from .ops import (
     TxnResp,
     TxnTimerFired,
 )
-from .records import TransactionTombstone, record_of
+from .records import TransactionTombstone, apply, record_of
 from .state import (
     COMPLETED,
     NO_PRODUCER_EPOCH,
@@ -89,7 +89,7 @@ def handle(
         case ExpireTxnOp():
             if txn is None or txn.open or now - txn.update_ms < op.expiration_ms:
                 return Result(txn, None, ExpireTxnResp(False))
-            return Result(None, TransactionTombstone(txn.transactional_id), ExpireTxnResp(True))
+            return _written(txn, TransactionTombstone(txn.transactional_id), ExpireTxnResp(True))
         case TxnTimerFired():
             if txn is None or not _expired(txn, now):
                 return Result(txn, None, None)
@@ -119,9 +119,14 @@ def _expired(txn: Transaction, now: int) -> bool:
 
 
 def _changed(before: Transaction, after: Transaction, reply: Any) -> Result:
-    """A stored change; as Kafka's, it remembers the producer id it changed from."""
+    """A stored change, the state its record applies to; as Kafka's, it remembers the
+    producer id it changed from."""
     after = replace(after, prev_producer_id=before.producer_id)
-    return Result(after, record_of(after), reply)
+    return _written(after, record_of(after), reply)
+
+
+def _written(txn: Transaction, record: Record, reply: Any) -> Result:
+    return Result(apply(txn, record), record, reply)
 
 
 def _init_producer_id(

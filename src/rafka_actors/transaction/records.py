@@ -1,8 +1,11 @@
 """The transaction log's one record: a transactional id's whole state after a change.
 
 As Kafka's `__transaction_state` (TransactionLogValue), every change writes the complete state,
-so the latest record is the state and replay is reading it back; compaction keeps only the
-latest per transactional id (its compaction key is the id's ``(org, id)``, as a group record's).
+so the latest record is the state; compaction keeps only the latest per transactional id (its
+compaction key is the id's ``(org, id)``, as a group record's). `apply` is the one way a
+record becomes the state: the machine's step returns the state its record applies to (as
+Kafka's coordinator completes a transition from the metadata it wrote), and `replay` folds the
+stored records through it.
 Stored by storage/coordinator_records.py as record type 25, in the transaction log
 (``<data dir>/transactions``): a log of its own, as Kafka keeps transactions apart from
 ``__consumer_offsets``, so a transactional id and a group of the same name never share a key.
@@ -71,7 +74,7 @@ def transaction_of(record: TransactionRecord) -> Transaction:
         record.last_producer_epoch,
         record.timeout_ms,
         TxnState(record.state),
-        frozenset((topic, p) for topic, parts in record.partitions for p in parts),
+        frozenset([(topic, p) for topic, parts in record.partitions for p in parts]),
         frozenset(record.groups),
         record.start_ms,
         record.update_ms,
@@ -81,12 +84,18 @@ def transaction_of(record: TransactionRecord) -> Transaction:
     )
 
 
+def apply(txn: Transaction | None, record: Record) -> Transaction | None:
+    """The transaction `record` leaves: the state it holds, or none after a tombstone."""
+    if type(record) is TransactionRecord:
+        return transaction_of(record)
+    if type(record) is TransactionTombstone:
+        return None
+    raise TypeError(f"not a transaction record: {type(record).__name__}")
+
+
 def replay(records: Iterable[Record]) -> Transaction | None:
-    """The transaction its stored records say: the latest record's state."""
+    """The transaction its stored records say, folded through `apply`."""
     txn = None
     for record in records:
-        if isinstance(record, TransactionRecord):
-            txn = transaction_of(record)
-        elif isinstance(record, TransactionTombstone):
-            txn = None
+        txn = apply(txn, record)
     return txn

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from ..context import Api
 from . import (
+    acls,
     api_versions,
+    client_quotas,
     configs,
     consumer_groups,
     describe_producers,
@@ -24,6 +26,7 @@ from . import (
     partitions_admin,
     produce,
     sasl,
+    scram_credentials,
     share_admin,
     share_groups,
     topics_admin,
@@ -63,6 +66,9 @@ API_TABLE: dict[int, Api] = {
         Api(26, "EndTxn", 0, 5, transactions.end_txn),
         Api(27, "WriteTxnMarkers", 1, 2, write_txn_markers.handle),
         Api(28, "TxnOffsetCommit", 0, 5, txn_offsets.txn_offset_commit, G + "txn-offset-commit"),
+        Api(29, "DescribeAcls", 1, 3, acls.describe_acls),
+        Api(30, "CreateAcls", 1, 3, acls.create_acls),
+        Api(31, "DeleteAcls", 1, 3, acls.delete_acls),
         Api(32, "DescribeConfigs", 1, 4, configs.describe_configs),
         Api(33, "AlterConfigs", 0, 2, configs.alter_configs),
         Api(35, "DescribeLogDirs", 1, 5, partitions_admin.describe_log_dirs),
@@ -71,6 +77,15 @@ API_TABLE: dict[int, Api] = {
         Api(42, "DeleteGroups", 0, 2, group_admin.delete_groups, G + "delete"),
         Api(44, "IncrementalAlterConfigs", 0, 1, configs.incremental_alter_configs),
         Api(47, "OffsetDelete", 0, 0, group_admin.offset_delete, G + "offset-delete"),
+        Api(48, "DescribeClientQuotas", 0, 1, client_quotas.describe_client_quotas),
+        Api(
+            50,
+            "DescribeUserScramCredentials",
+            0,
+            0,
+            scram_credentials.describe_user_scram_credentials,
+        ),
+        Api(51, "AlterUserScramCredentials", 0, 0, scram_credentials.alter_user_scram_credentials),
         Api(60, "DescribeCluster", 0, 2, partitions_admin.describe_cluster),
         Api(61, "DescribeProducers", 0, 0, describe_producers.handle),
         Api(65, "DescribeTransactions", 0, 0, transactions.describe_transactions),

@@ -47,6 +47,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ...auth.acl_operations import OMITTED, group_operations
 from ...consumer_group.ops import (
     ConsumerGroupDescribeOp,
     ConsumerGroupDescribeOpResp,
@@ -62,7 +63,6 @@ from ..context import BrokerContext, ConnectionInfo
 from ..identities import WithGroupIdentities
 from ..steps import ask, ask_each
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
-from .group_admin import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
 from .groups import DENIED, denied
 from .offsets import TOPIC_DENIED
 
@@ -175,7 +175,7 @@ def consumer_group_describe(
     wanted = request.include_authorized_operations
     org_id = conn.org_id
     refused = [
-        _described(ctx, org_id, mod, group_id, ConsumerGroupDescribeOpResp(DENIED), wanted)
+        _described(ctx, org_id, mod, group_id, ConsumerGroupDescribeOpResp(DENIED), OMITTED)
         for group_id in request.group_ids
         if denied(conn, group_id)
     ]
@@ -189,7 +189,8 @@ def consumer_group_describe(
                 group = ConsumerGroupDescribeOpResp(ErrorCode.invalid_group_id)
             elif group.cgp_id and group_id:
                 cgp_ids[group_id] = group.cgp_id
-            groups.append(_described(ctx, org_id, mod, group_id or "", group, wanted))
+            operations = group_operations(conn.user, group_id or "") if wanted else OMITTED
+            groups.append(_described(ctx, org_id, mod, group_id or "", group, operations))
         response = make(
             mod.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=(*refused, *groups)
         )
@@ -210,7 +211,7 @@ def described_error(mod: Any, group_id: str, error_code: int, message: str | Non
         assignment_epoch=0,
         assignor_name="",
         members=(),
-        authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        authorized_operations=OMITTED,
     )
 
 
@@ -220,7 +221,7 @@ def _described(
     mod: Any,
     group_id: str,
     group: ConsumerGroupDescribeOpResp,
-    wanted_operations: bool,
+    operations: int,  # the authorized operations, if the group is described
 ) -> Any:
     if group.error_code != ErrorCode.none:
         return described_error(mod, group_id, group.error_code, group.error_message)
@@ -265,9 +266,7 @@ def _described(
         assignment_epoch=group.assignment_epoch,
         assignor_name=group.assignor_name,
         members=members,
-        authorized_operations=(
-            GROUP_OPERATIONS if wanted_operations else AUTHORIZED_OPERATIONS_OMITTED
-        ),
+        authorized_operations=operations,
     )
 
 

@@ -28,7 +28,9 @@ state, protocol type and protocol, operations omitted), and puts those entries f
 the described ones; DeleteGroups gives a denied group that error after the others' results;
 OffsetDelete answers it as the top-level error, and TOPIC_AUTHORIZATION_FAILED for the
 partitions of a topic the user may not use (checked before existence); ListGroups lists only
-the groups the user may use (Kafka lists those the principal may DESCRIBE).
+the groups the user may use (Kafka lists those the principal may DESCRIBE). A group described
+without an error has, when asked (v3+), every group operation as its authorized operations,
+since the user may use it (auth/acl_operations.py).
 
 DescribeGroups and ListGroups return the groups' `cgp_` ids beside the response (see
 gateway/identities.py), which the connection sends only to a request that asked for them.
@@ -41,6 +43,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ...auth.acl_operations import OMITTED, group_operations
 from ...group_common.ops import (
     DeleteGroupOp,
     DeleteGroupOpResp,
@@ -61,19 +64,13 @@ LIST_KEY = 16
 DELETE_KEY = 42
 OFFSET_DELETE_KEY = 47
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-# AclOperation bits READ (3), DELETE (6), DESCRIBE (8): everything a group supports, which is
-# what Kafka reports without an authorizer.
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-
 
 # -- DescribeGroups -----------------------------------------------------------------------
 def describe_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(DESCRIBE_KEY, version)
     wanted = request.include_authorized_operations if version >= 3 else False
-    operations = GROUP_OPERATIONS if wanted else AUTHORIZED_OPERATIONS_OMITTED
     refused = [
-        _described(mod, group_id, DescribeGroupOpResp(DENIED, ""), AUTHORIZED_OPERATIONS_OMITTED)
+        _described(mod, group_id, DescribeGroupOpResp(DENIED, ""), OMITTED)
         for group_id in request.groups
         if denied(conn, group_id)
     ]
@@ -88,6 +85,9 @@ def describe_groups(ctx: BrokerContext, conn: ConnectionInfo, version: int, requ
             elif group.cgp_id and group_id is not None:
                 cgp_ids[group_id] = group.cgp_id
             answer, kind = _v6(version, group)
+            operations = OMITTED  # as Kafka: only a group described without an error has them
+            if wanted and group_id is not None and answer.error_code == ErrorCode.none:
+                operations = group_operations(conn.user, group_id)
             groups.append(_described(mod, group_id or "", answer, operations, kind))
         response = make(
             mod.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=(*refused, *groups)

@@ -8,6 +8,11 @@ Topics are the connection's org's (data_plane.py). A user whose topic prefixes e
 is answered as Kafka answers a principal without DESCRIBE: "all topics" leaves it out, a topic
 asked for by name gets TOPIC_AUTHORIZATION_FAILED whether or not it exists (and is never
 auto-created), one asked for by id gets it with its id and a null name.
+
+Authorized operations (v8+), when the client asks, as KafkaApis fills them: each topic answered
+for a name the user may use (found, unknown or invalid) gets every topic operation (tenancy
+grants them all: auth/acl_operations.py); refused topics and unknown topic ids keep the field's
+default. The cluster's (v8-10) is that of DescribeCluster.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.serial._introspect import is_optional
 
+from ...auth.acl_operations import cluster_authorized_operations, topic_operations
 from ...storage.failures import StorageError
 from ...storage.topics import Topic, TopicError, TopicStore, validate_topic_name
 from ..context import BrokerContext, ConnectionInfo, file_io
@@ -40,6 +46,11 @@ def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any)
             request, "allow_auto_topic_creation", True
         )
         topics = [_lookup(ctx, conn, store, mod, e, auto_create) for e in request.topics]
+    if getattr(request, "include_topic_authorized_operations", False):
+        topics = [_with_operations(conn, topic) for topic in topics]
+    cluster = {}  # v8-10 only; the field's default is "not asked for"
+    if getattr(request, "include_cluster_authorized_operations", False):
+        cluster["cluster_authorized_operations"] = cluster_authorized_operations(conn.user)
     broker = make(
         mod.MetadataResponseBroker,
         node_id=ctx.node_id,
@@ -55,7 +66,18 @@ def handle(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any)
         cluster_id=ctx.config.cluster_id,
         controller_id=ctx.node_id,
         topics=tuple(topics),
+        **cluster,
     )
+
+
+_NOT_DESCRIBED = (ErrorCode.topic_authorization_failed, ErrorCode.unknown_topic_id)
+
+
+def _with_operations(conn: ConnectionInfo, topic: Any) -> Any:
+    if topic.error_code in _NOT_DESCRIBED:
+        return topic
+    operations = topic_operations(conn.user, topic.name)
+    return dataclasses.replace(topic, topic_authorized_operations=operations)
 
 
 def _lookup(

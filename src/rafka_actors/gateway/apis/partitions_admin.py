@@ -20,6 +20,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ...auth.acl_operations import OMITTED, cluster_authorized_operations
 from ...group_common.ops import TopicsChangedOp
 from ..context import BrokerContext, ConnectionInfo, file_io
 from ..steps import Step
@@ -30,8 +31,7 @@ log = logging.getLogger(__name__)
 CREATE_PARTITIONS_KEY, DELETE_RECORDS_KEY, LOG_DIRS_KEY, CLUSTER_KEY = 37, 21, 35, 60
 HIGH_WATERMARK = -1  # DeleteRecords: "up to the high watermark"
 MAX_PARTITIONS = 100_000  # as CreateTopics
-NO_AUTHORIZED_OPERATIONS = -(2**31)  # Kafka's "not asked for"
-BROKERS_ENDPOINT = 1
+BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,12 +221,31 @@ def describe_log_dirs(ctx: BrokerContext, conn: ConnectionInfo, version: int, re
 
 # -- DescribeCluster ------------------------------------------------------------------------
 def describe_cluster(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
+    """This broker, as Kafka's AuthHelper.computeDescribeClusterResponse answers a broker
+    endpoint; the cluster's authorized operations when asked (auth/acl_operations.py)."""
     mod = schema(CLUSTER_KEY, version)
     endpoint = getattr(request, "endpoint_type", BROKERS_ENDPOINT)
     if endpoint != BROKERS_ENDPOINT:
-        code, message = ErrorCode.unsupported_endpoint_type, "Only brokers are served here."
-    else:
-        code, message = ErrorCode.none, None
+        if endpoint == CONTROLLERS_ENDPOINT:
+            code = ErrorCode.mismatched_endpoint_type
+            message = (
+                "The request was sent to an endpoint of type BROKER, but we wanted an endpoint "
+                "of type CONTROLLER"
+            )
+        else:
+            code = ErrorCode.unsupported_endpoint_type
+            message = f"Unsupported endpoint type {endpoint}"
+        return make(
+            mod.DescribeClusterResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=code,
+            error_message=message,
+            endpoint_type=BROKERS_ENDPOINT,
+            cluster_id="",
+            controller_id=-1,
+            brokers=(),
+            cluster_authorized_operations=OMITTED,
+        )
     broker = make(
         mod.DescribeClusterBroker,
         broker_id=ctx.node_id,
@@ -235,14 +254,17 @@ def describe_cluster(ctx: BrokerContext, conn: ConnectionInfo, version: int, req
         rack=None,
         is_fenced=False,
     )
+    wanted = request.include_cluster_authorized_operations
     return make(
         mod.DescribeClusterResponse,
         throttle_time=NO_THROTTLE,
-        error_code=code,
-        error_message=message,
+        error_code=ErrorCode.none,
+        error_message=None,
         endpoint_type=endpoint,
         cluster_id=ctx.config.cluster_id,
         controller_id=ctx.node_id,
-        brokers=(broker,) if code is ErrorCode.none else (),
-        cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS,
+        brokers=(broker,),
+        cluster_authorized_operations=(
+            cluster_authorized_operations(conn.user) if wanted else OMITTED
+        ),
     )

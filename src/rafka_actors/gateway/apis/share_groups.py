@@ -30,6 +30,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ...auth.acl_operations import OMITTED, group_operations
 from ...share_group.ops import (
     ShareAck,
     ShareFetchOp,
@@ -49,7 +50,6 @@ from ..identities import WithGroupIdentities
 from ..steps import AwaitAppend, Step, ask, ask_each
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
 from .consumer_groups import described_error, heartbeat_response
-from .group_admin import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
 from .groups import DENIED, denied
 from .offsets import TOPIC_DENIED
 
@@ -109,7 +109,8 @@ def share_group_describe(
                 answer = ShareGroupDescribeOpResp(code)
             elif answer.cgp_id and group_id:
                 cgp_ids[group_id] = answer.cgp_id
-            groups.append(_described(ctx, conn.org_id, mod, group_id or "", answer, wanted))
+            operations = group_operations(conn.user, group_id or "") if wanted else OMITTED
+            groups.append(_described(ctx, conn.org_id, mod, group_id or "", answer, operations))
         response = make(
             mod.ShareGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(groups)
         )
@@ -124,7 +125,7 @@ def _described(
     mod: Any,
     group_id: str,
     answer: ShareGroupDescribeOpResp,
-    wanted_operations: bool,
+    operations: int,  # the authorized operations, if the group is described
 ) -> Any:
     if answer.error_code != ErrorCode.none:
         return described_error(mod, group_id, answer.error_code, answer.error_message)
@@ -162,9 +163,7 @@ def _described(
         assignment_epoch=answer.assignment_epoch,
         assignor_name=answer.assignor_name,
         members=tuple(members),
-        authorized_operations=GROUP_OPERATIONS
-        if wanted_operations
-        else AUTHORIZED_OPERATIONS_OMITTED,
+        authorized_operations=operations,
     )
 
 
