@@ -57,6 +57,7 @@ from .storage.cleaner_service import CleanerDefaults, LogCleanerService
 from .storage.data_plane import DataPlane
 from .storage.disk_space import DiskSpace
 from .storage.retention import retain_periodically
+from .storage.share_reads import read_for_share
 from .storage.topic_deletions import Deletion, PendingTopicDeletions
 from .transaction.state import TxnConfig
 
@@ -126,6 +127,7 @@ async def _serve(
                 group_config(config),
                 coordinator,
                 topics=data.image_of,
+                read_share=partial(read_for_share, data),
                 passivate_after_s=config.group_passivation_idle_ms / 1000,
                 idle_grace_s=config.group_actor_idle_grace_ms / 1000,
                 commit_timeout_s=config.offsets_commit_timeout_ms / 1000,

@@ -78,6 +78,9 @@ machines plugged into that base, and each test still failed.
   acquisition is answered NONE with records 5-9); mutation: MailboxActor._fail keeps the
   group instead of rebuilding it from the log -> fails (the consumer's heartbeat is NONE, not
   UNKNOWN_MEMBER_ID: the lost acquisition's locks live on)
+- test_share_fetch_write_fails::test_a_refused_fetch_stores_neither_its_acks_nor_its_...
+  mutation: MailboxActor._store swallows CoordinatorLogError -> fails (the refused one-turn
+  ShareFetch is answered NONE with records 5-9)
 - test_txn_marker_write_fails::test_a_marker_the_disk_refuses_is_retried_until_written_...
   mutation: TxnMachine._write_markers returns MarkersWritten whatever failed -> fails
   (CompleteCommit while the marker is not written); mutation: MarkerWriter.write ignores

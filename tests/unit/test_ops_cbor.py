@@ -42,6 +42,7 @@ OP_CODES: dict[type, int] = {
     share_ops.DescribeShareOffsetsOp: 0x2C,
     share_ops.AlterShareOffsetsOp: 0x2D,
     share_ops.DeleteShareOffsetsOp: 0x2E,
+    share_ops.ShareFetchOp: 0x2F,
     # responses: the request's code with the high bit set
     ops.JoinGroupOpResp: 0x86,
     ops.SyncGroupOpResp: 0x87,
@@ -65,6 +66,7 @@ OP_CODES: dict[type, int] = {
     share_ops.DescribeShareOffsetsOpResp: 0xAC,
     share_ops.AlterShareOffsetsOpResp: 0xAD,
     share_ops.DeleteShareOffsetsOpResp: 0xAE,
+    share_ops.ShareFetchOpResp: 0xAF,
 }
 OP_CODES |= {ops.TxnOffsetCommitOp: 0x20, ops.TxnOffsetCommitOpResp: 0xA0}  # transactional offsets
 _BY_CODE = {code: cls for cls, code in OP_CODES.items()}

@@ -51,6 +51,7 @@ from ..ids import GroupKey, mint_group_uuid, rrl
 from ..share_group import ops as share_ops
 from ..storage.coordinator_log import CoordinatorLog
 from .mailbox_actor import DEFAULT_COMMIT_TIMEOUT_S, Batch, MailboxActor
+from .share_fetch import ShareReader, no_reads, share_fetch
 from .snapshot import GroupSnapshot, snapshot_of
 from .stored_groups import stored_group
 
@@ -78,6 +79,7 @@ _SPANS: Final = {
     share_ops.ShareGroupDescribeOp: "rafka.broker.group.share-describe",
     share_ops.ShareSessionOp: "rafka.broker.group.share-session",
     share_ops.ShareAcquireOp: "rafka.broker.group.share-acquire",
+    share_ops.ShareFetchOp: "rafka.broker.group.share-fetch",
 }
 
 
@@ -92,6 +94,7 @@ class GroupSettings:
     stored: Callable[[GroupKey, list[Any]], None] | None = None  # each turn's stored records
     mailbox_size: int = 1024
     commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S
+    read_share: ShareReader = no_reads  # a ShareFetch's read of the partition logs
 
 
 class GroupMachine:
@@ -123,6 +126,16 @@ class GroupMachine:
             self.config = group_configs.effective(self._settings.config, op.overrides)
             batch.replies.append((waiter, ops.GroupConfigOpResp(0)))
             return group
+        if type(op) is share_ops.ShareFetchOp:  # read and acquire in this one step
+            read = self._settings.read_share
+            return share_fetch(
+                self._step, read, self.key.org_id, group, op, waiter, now, batch, cause
+            )
+        return self._step(group, op, waiter, now, batch, cause)
+
+    def _step(
+        self, group: AnyGroup, op: Any, waiter: int, now: int, batch: Batch, cause: Context | None
+    ) -> AnyGroup:
         # read only to create the group, so minted only for a step that may create it
         creates = group is None and machine.creates_group(op)
         with self._span(op, group, cause) as span:

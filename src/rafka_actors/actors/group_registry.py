@@ -36,6 +36,7 @@ from .actor_registry import ActorRegistry, Resting
 from .clock import now_ms
 from .group_actor import GroupSettings, new_group_actor
 from .mailbox_actor import DEFAULT_COMMIT_TIMEOUT_S, MailboxActor
+from .share_fetch import ShareReader, no_reads
 from .snapshot import GroupSnapshot, GroupSummary, summary_of
 from .stored_groups import stored_group, stored_membership
 
@@ -57,6 +58,7 @@ class GroupRegistry(ActorRegistry[GroupKey, AnyGroup]):
         idle_grace_s: float = 0.0,
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         group_overrides: Callable[[GroupKey], Iterable[tuple[str, str]]] = lambda _key: (),
+        read_share: ShareReader = no_reads,  # a ShareFetch's read of the partition logs
     ) -> None:
         super().__init__(nursery, passivate_after_s=passivate_after_s, idle_grace_s=idle_grace_s)
         self._overrides = group_overrides  # a group's dynamic configs (issue 45)
@@ -70,6 +72,7 @@ class GroupRegistry(ActorRegistry[GroupKey, AnyGroup]):
             None,
             mailbox_size,
             commit_timeout_s,
+            read_share,
         )
         self._published: dict[GroupKey, GroupSnapshot] = {}  # of running and resting groups
         # ListGroups' lines of groups with neither: read once from the log

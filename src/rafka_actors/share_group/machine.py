@@ -38,6 +38,8 @@ from .ops import (
     DescribeShareOffsetsOpResp,
     ShareAcquireOp,
     ShareAcquireOpResp,
+    ShareFetchOp,
+    ShareFetchOpResp,
     ShareGroupDescribeOp,
     ShareGroupDescribeOpResp,
     ShareGroupHeartbeatOp,
@@ -54,6 +56,7 @@ SHARE_OPS = (
     ShareGroupDescribeOp,
     ShareSessionOp,
     ShareAcquireOp,
+    ShareFetchOp,
     DescribeShareOffsetsOp,
     AlterShareOffsetsOp,
     DeleteShareOffsetsOp,
@@ -290,30 +293,29 @@ def _describe(
 def _session(
     group: ShareGroup | None, op: ShareSessionOp, waiter: int, fx: Effects
 ) -> ShareGroup | None:
+    group, answer = _open_session(group, op, fx)
+    fx.reply(waiter, answer)
+    return group
+
+
+def _open_session(
+    group: ShareGroup | None, op: ShareSessionOp, fx: Effects
+) -> tuple[ShareGroup | None, ShareSessionOpResp]:
     epoch = op.session_epoch
     departed = group is not None and op.member_id not in group.members
     if group is None or (
         departed and not (epoch == FINAL_SESSION_EPOCH and op.member_id in group.sessions)
     ):
-        fx.reply(
-            waiter,
-            ShareSessionOpResp(
-                ErrorCode.unknown_member_id, f"Member {op.member_id} is not a member of the group."
-            ),
-        )
-        return group
+        return group, ShareSessionOpResp(ErrorCode.unknown_member_id, _not_member(op.member_id))
     session = group.sessions.get(op.member_id)
     if epoch == 0:
         if not op.fetching:  # a ShareAcknowledge cannot open a session
-            fx.reply(waiter, ShareSessionOpResp(ErrorCode.invalid_share_session_epoch))
-            return group
+            return group, ShareSessionOpResp(ErrorCode.invalid_share_session_epoch)
         session = group.sessions[op.member_id] = ShareSession()
     elif session is None:
-        fx.reply(waiter, ShareSessionOpResp(ErrorCode.share_session_not_found))
-        return group
+        return group, ShareSessionOpResp(ErrorCode.share_session_not_found)
     elif epoch != FINAL_SESSION_EPOCH and epoch != session.next_epoch:
-        fx.reply(waiter, ShareSessionOpResp(ErrorCode.invalid_share_session_epoch))
-        return group
+        return group, ShareSessionOpResp(ErrorCode.invalid_share_session_epoch)
     if epoch != FINAL_SESSION_EPOCH:
         session.next_epoch = epoch + 1 if epoch < 2**31 - 1 else 1
     session.partitions.difference_update(op.forgotten)
@@ -325,9 +327,24 @@ def _session(
     if epoch == FINAL_SESSION_EPOCH:  # the session closes: what it still holds goes back
         del group.sessions[op.member_id]
         _release_member(group, op.member_id, fx)
-        fx.reply(waiter, ShareSessionOpResp(ErrorCode.none, ack_errors=ack_errors))
-        return group
-    partitions = tuple(
+        return group, ShareSessionOpResp(ErrorCode.none, ack_errors=ack_errors)
+    committed = fx.config.share_isolation_level == READ_COMMITTED
+    return group, ShareSessionOpResp(
+        ErrorCode.none,
+        partitions=_read_from(group, session),
+        ack_errors=ack_errors,
+        read_committed=committed,
+    )
+
+
+def _not_member(member_id: str) -> str:
+    return f"Member {member_id} is not a member of the group."
+
+
+def _read_from(group: ShareGroup, session: ShareSession) -> tuple[tuple[str, int, int], ...]:
+    """The session's partitions, each with where its next read starts: its first Available
+    record (-1: not initialised yet)."""
+    return tuple(
         (
             topic,
             index,
@@ -335,14 +352,51 @@ def _session(
         )
         for topic, index in sorted(session.partitions)
     )
-    committed = fx.config.share_isolation_level == READ_COMMITTED
+
+
+def _fetch(
+    group: ShareGroup | None, op: ShareFetchOp, waiter: int, fx: Effects
+) -> ShareGroup | None:
+    """The first half of a ShareFetch, answered with where to read: the session step, or for
+    a long poll's retry, the session's partitions as they stand. The actor reads them and
+    steps the acquisition in the same turn (actors/share_fetch.py)."""
+    if op.retry:
+        fx.reply(waiter, _standing(group, op.member_id, fx))
+        return group
+    session = ShareSessionOp(
+        op.group_id,
+        op.member_id,
+        op.session_epoch,
+        op.added,
+        op.forgotten,
+        op.acks,
+        fetching=True,
+        log_bounds=op.log_bounds,
+    )
+    group, opened = _open_session(group, session, fx)
     fx.reply(
         waiter,
-        ShareSessionOpResp(
-            ErrorCode.none, partitions=partitions, ack_errors=ack_errors, read_committed=committed
+        ShareFetchOpResp(
+            opened.error_code,
+            opened.error_message,
+            opened.partitions,
+            opened.ack_errors,
+            opened.read_committed,
         ),
     )
     return group
+
+
+def _standing(group: ShareGroup | None, member_id: str, fx: Effects) -> ShareFetchOpResp:
+    if group is None or member_id not in group.members:
+        return ShareFetchOpResp(ErrorCode.unknown_member_id, _not_member(member_id))
+    session = group.sessions.get(member_id)
+    if session is None:
+        return ShareFetchOpResp(ErrorCode.share_session_not_found)
+    committed = fx.config.share_isolation_level == READ_COMMITTED
+    return ShareFetchOpResp(
+        ErrorCode.none, partitions=_read_from(group, session), read_committed=committed
+    )
 
 
 def _acknowledge(
@@ -581,6 +635,7 @@ _HANDLERS: dict[type, Any] = {
     ShareGroupDescribeOp: _describe,
     ShareSessionOp: _session,
     ShareAcquireOp: _acquire,
+    ShareFetchOp: _fetch,
     DescribeShareOffsetsOp: _describe_offsets,
     AlterShareOffsetsOp: _alter_offsets,
     DeleteShareOffsetsOp: _delete_offsets,

@@ -1,6 +1,7 @@
 """The KIP-932 ops a share group takes, and their answers: ShareGroupHeartbeat and
-ShareGroupDescribe, the two halves of a ShareFetch (`ShareSessionOp`, `ShareAcquireOp`, which
-a ShareAcknowledge uses alone), and the share-offset admin ops."""
+ShareGroupDescribe, a ShareFetch (`ShareFetchOp`: one turn of the group's actor, which steps its
+two halves `ShareSessionOp` and `ShareAcquireOp` with the read of the partitions between them),
+a ShareAcknowledge (`ShareSessionOp` alone), and the share-offset admin ops."""
 
 from __future__ import annotations
 
@@ -119,6 +120,45 @@ class ShareAcquireOpResp:
     acquired: tuple[tuple[str, int, tuple[tuple[int, int, int], ...]], ...] = ()
     lock_duration_ms: int = 0
     next_release_in_ms: int = -1  # nothing acquired: when a lock of these partitions expires
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchOp:
+    """A ShareFetch, in one turn of the group's actor (actors/share_fetch.py): the session
+    step (a `ShareSessionOp` of these fields), then the read of each of the session's
+    partitions from its first Available record (up to `max_bytes` in all), then the
+    acquisition of what was read (a `ShareAcquireOp`), stored with one append. A long poll's
+    next try (`retry`) has no session step: it reads where the session's partitions stand."""
+
+    group_id: str
+    member_id: str
+    session_epoch: int
+    added: tuple[SharePartitionId, ...] = ()
+    forgotten: tuple[SharePartitionId, ...] = ()
+    acks: tuple[ShareAck, ...] = ()
+    log_bounds: tuple[tuple[str, int, int, int], ...] = ()  # as ShareSessionOp's
+    max_records: int = 500
+    max_bytes: int = 2**31 - 1
+    retry: bool = False
+
+    def error_reply(self, code: int, message: str | None = None) -> ShareFetchOpResp:
+        return ShareFetchOpResp(code, message)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchOpResp:
+    """The machine answers the session step with where to read (`partitions`,
+    `read_committed`, `ack_errors`); the actor adds what was read and acquired."""
+
+    error_code: int
+    error_message: str | None = None
+    partitions: tuple[tuple[str, int, int], ...] = ()  # as ShareSessionOpResp's
+    ack_errors: tuple[tuple[str, int, int], ...] = ()
+    read_committed: bool = False
+    records: tuple[tuple[str, int, bytes], ...] = ()  # (topic, partition, whole batches read)
+    acquired: tuple[tuple[str, int, tuple[tuple[int, int, int], ...]], ...] = ()
+    lock_duration_ms: int = 0
+    next_release_in_ms: int = -1  # as ShareAcquireOpResp's
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,24 +1,24 @@
 """KIP-932 share groups: ShareGroupHeartbeat (76), ShareGroupDescribe (77), ShareFetch (78) and
 ShareAcknowledge (79), the versions librdkafka 2.16's ShareConsumer sends (v1 of each).
 
-The gateway holds no share state. A ShareFetch is two asks of the share group's actor and a
-read of the partition logs between them:
+The gateway holds no share state. A ShareFetch is one ask of the share group's actor
+(`ShareFetchOp`), which in one turn (actors/share_fetch.py):
 
-1. `ShareSessionOp`: the share session's epoch is checked, its partitions updated, and the
-   piggy-backed acknowledgements applied (and stored); the answer names every partition of
-   the session and where its next read starts (its first Available record).
-2. The gateway reads each partition's log from there, as Fetch does.
-3. `ShareAcquireOp`: the actor acquires the Available records of what was read, raises their
-   delivery counts and stores that, then answers which ranges this member now holds. The
-   response carries the batches read and those ranges; the client hands out only the records
-   in them.
+1. checks the share session's epoch, updates its partitions and applies the piggy-backed
+   acknowledgements;
+2. reads each partition's log from its first Available record, as Fetch does;
+3. acquires the Available records of what was read and raises their delivery counts;
+
+then stores all that with one append and answers the batches read and the ranges this member
+now holds; the client hands out only the records in them.
 
 When nothing was acquired the request waits for an append to one of the partitions, up to
 its max wait (a long poll, as Fetch's), or until the first lock of its partitions expires,
-then reads and asks to acquire again; a successful acknowledgement of a partition (another
-member's ShareFetch or ShareAcknowledge) wakes it too, since a released record, or room in a
-full window, may now be acquired. A ShareAcknowledge is step 1 alone. Topics are named by id
-on the wire and by name in the group's state.
+then asks again (a `retry`: steps 2 and 3); a successful acknowledgement of a partition
+(another member's ShareFetch or ShareAcknowledge) wakes it too, since a released record, or
+room in a full window, may now be acquired. A ShareAcknowledge, and the final ShareFetch of a
+session (epoch -1), are step 1 alone (`ShareSessionOp`). The handler itself is sans-IO: the
+actor reads. Topics are named by id on the wire and by name in the group's state.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from kio.schema.errors import ErrorCode
 from ...auth.acl_operations import OMITTED, group_operations
 from ...share_group.ops import (
     ShareAck,
-    ShareAcquireOp,
-    ShareAcquireOpResp,
+    ShareFetchOp,
+    ShareFetchOpResp,
     ShareGroupDescribeOp,
     ShareGroupDescribeOpResp,
     ShareGroupHeartbeatOp,
@@ -44,15 +44,14 @@ from ...share_group.ops import (
     ShareSessionOpResp,
 )
 from ...storage.data_plane import PartitionKey
-from ...storage.topics import Topic
-from ..context import BrokerContext, ConnectionInfo, file_io
+from ...storage.share_reads import trimmed
+from ..context import BrokerContext, ConnectionInfo
 from ..identities import WithGroupIdentities
 from ..steps import AwaitAppend, Step, ask, ask_each
 from ._build import NO_THROTTLE, make, ms, schema, to_ms
 from .consumer_groups import described_error, heartbeat_response
 from .groups import DENIED, denied
 from .offsets import TOPIC_DENIED
-from .share_reads import read_partition, trimmed
 
 HEARTBEAT_KEY = 76
 DESCRIBE_KEY = 77
@@ -229,17 +228,18 @@ class WakeReaders(Step):
         return self.then(None)
 
 
-def _woken(parts: _Partitions, session: ShareSessionOpResp, then: Callable[[None], Any]) -> Any:
+def _woken(
+    parts: _Partitions, ack_errors: tuple[tuple[str, int, int], ...], then: Callable[[None], Any]
+) -> Any:
     """`then`, after waking the readers of every partition acknowledged without an error."""
     keys = tuple(
         (parts.ids[name], index)
-        for name, index, code in session.ack_errors
+        for name, index, code in ack_errors
         if code == ErrorCode.none and name in parts.ids
     )
     return WakeReaders(keys, then) if keys else then(None)
 
 
-@file_io
 def share_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(FETCH_KEY, version)
     group_id = request.group_id
@@ -255,92 +255,88 @@ def share_fetch(ctx: BrokerContext, conn: ConnectionInfo, version: int, request:
         for p in t.partitions
         if (name := parts.name(t.topic_id, p)) is not None
     ]
-    op = ShareSessionOp(
+    fetch = _Fetch(ctx, conn, mod, request, parts)
+    if request.share_session_epoch == -1:  # the session closes: nothing is read
+        op = ShareSessionOp(
+            group_id, request.member_id, -1, tuple(added), tuple(forgotten), tuple(acks), False
+        )
+        return ask(conn.org_id, group_id, op, fetch.closed)
+    max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
+    fetch_op = ShareFetchOp(
         group_id,
         request.member_id,
         request.share_session_epoch,
         tuple(added),
         tuple(forgotten),
         tuple(acks),
-        fetching=request.share_session_epoch != -1,
         log_bounds=tuple(parts.bounds(added)),
+        max_records=max_records,
+        max_bytes=request.max_bytes if request.max_bytes > 0 else 2**31 - 1,
     )
-    max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
     wait_s = max(0, to_ms(request.max_wait)) / 1000
-
-    def opened(session: ShareSessionOpResp) -> Any:
-        if session.error_code != ErrorCode.none:
-            return _fetch_error(mod, ErrorCode(session.error_code), session.error_message)
-        fetch = _Fetch(ctx, conn, mod, request, parts, session, max_records)
-        if not op.fetching:
-            return _woken(parts, session, lambda _: fetch.response({}))
-        return _woken(parts, session, lambda _: fetch.read_and_acquire(wait_s))
-
-    return ask(conn.org_id, group_id, op, opened)
+    return ask(conn.org_id, group_id, fetch_op, lambda answer: fetch.fetched(answer, wait_s))
 
 
 class _Fetch:
     def __init__(
-        self,
-        ctx: BrokerContext,
-        conn: ConnectionInfo,
-        mod: Any,
-        request: Any,
-        parts: _Partitions,
-        session: ShareSessionOpResp,
-        max_records: int,
+        self, ctx: BrokerContext, conn: ConnectionInfo, mod: Any, request: Any, parts: _Partitions
     ) -> None:
-        self.ctx, self.conn, self.mod, self.request = ctx, conn, mod, request
-        self.parts, self.session, self.max_records = parts, session, max_records
-        self.read: dict[SharePartitionId, bytes] = {}
+        self.ctx, self.conn, self.mod, self.request, self.parts = ctx, conn, mod, request, parts
+        self.ack_errors: tuple[tuple[str, int, int], ...] = ()  # of the first answer
 
-    def read_and_acquire(self, wait_s: float) -> Any:
-        reads, keys, aborted = [], [], []
-        store = self.parts.store
-        budget = self.request.max_bytes if self.request.max_bytes > 0 else 2**31 - 1
-        for name, index, offset in self.session.partitions:
-            topic = store.by_name(name)
-            if topic is None or not 0 <= index < len(topic.partitions):
-                continue
-            log = topic.partitions[index]
-            read = read_partition(
-                self.ctx.data, topic, index, offset, budget, self.session.read_committed
+    def closed(self, session: ShareSessionOpResp) -> Any:
+        if session.error_code != ErrorCode.none:
+            return _fetch_error(self.mod, ErrorCode(session.error_code), session.error_message)
+        self.ack_errors = session.ack_errors
+        return _woken(self.parts, session.ack_errors, lambda _: self.response(None))
+
+    def fetched(self, answer: ShareFetchOpResp, wait_s: float) -> Any:
+        if answer.error_code != ErrorCode.none:
+            return _fetch_error(self.mod, ErrorCode(answer.error_code), answer.error_message)
+        self.ack_errors = answer.ack_errors
+        return _woken(self.parts, answer.ack_errors, lambda _: self.waited(answer, wait_s))
+
+    def waited(self, answer: ShareFetchOpResp, wait_s: float) -> Any:
+        """The response, or a long poll for an append or a lock's expiry, then a retry."""
+        keys = [
+            (topic.topic_id, index)
+            for name, index, _ in answer.records
+            if (topic := self.parts.store.by_name(name)) is not None
+        ]
+        if answer.acquired or wait_s <= 0 or not keys:
+            return self.response(answer)
+        if 0 <= answer.next_release_in_ms < wait_s * 1000:  # a lock expires first: retry
+            left = wait_s - answer.next_release_in_ms / 1000 - LOCK_SLACK_S
+            return AwaitAppend(
+                keys,
+                answer.next_release_in_ms / 1000 + LOCK_SLACK_S,
+                lambda unused_s: self.retry(max(0.0, left + unused_s)),
             )
-            budget -= len(read.data)
-            self.read[(name, index)] = read.data
-            start, end = log.log_start_offset, log.log_end_offset
-            reads.append((name, index, start, end, max(read.first, offset), read.last))
-            aborted += [(name, index, first, last) for first, last in read.aborted]
-            keys.append(_partition_key(topic, index))
-        op = ShareAcquireOp(
-            self.request.group_id,
-            self.request.member_id,
-            tuple(reads),
-            self.max_records,
-            tuple(aborted),
+        return AwaitAppend(keys, wait_s, self.retry)
+
+    def retry(self, wait_s: float) -> Any:
+        request = self.request
+        op = ShareFetchOp(
+            request.group_id,
+            request.member_id,
+            request.share_session_epoch,
+            max_records=request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS,
+            max_bytes=request.max_bytes if request.max_bytes > 0 else 2**31 - 1,
+            retry=True,
         )
 
-        def acquired(answer: ShareAcquireOpResp) -> Any:
+        def tried(answer: ShareFetchOpResp) -> Any:
             if answer.error_code != ErrorCode.none:
-                return _fetch_error(self.mod, ErrorCode(answer.error_code))
-            if answer.acquired or wait_s <= 0 or not keys:
-                return self.response({(t, p): runs for t, p, runs in answer.acquired}, answer)
-            if 0 <= answer.next_release_in_ms < wait_s * 1000:  # a lock expires first: retry
-                left = wait_s - answer.next_release_in_ms / 1000 - LOCK_SLACK_S
-                return AwaitAppend(
-                    keys,
-                    answer.next_release_in_ms / 1000 + LOCK_SLACK_S,
-                    lambda unused_s: self.read_and_acquire(max(0.0, left + unused_s)),
-                )
-            return AwaitAppend(keys, wait_s, self.read_and_acquire)
+                return _fetch_error(self.mod, ErrorCode(answer.error_code), answer.error_message)
+            return self.waited(answer, wait_s)
 
-        return ask(self.conn.org_id, self.request.group_id, op, acquired)
+        return ask(self.conn.org_id, request.group_id, op, tried)
 
-    def response(
-        self, acquired: dict[SharePartitionId, Any], answer: ShareAcquireOpResp | None = None
-    ) -> Any:
+    def response(self, answer: ShareFetchOpResp | None) -> Any:
         mod = self.mod
-        ack_errors = {(t, p): code for t, p, code in self.session.ack_errors}
+        acquired = {} if answer is None else {(t, p): runs for t, p, runs in answer.acquired}
+        read = {} if answer is None else {(t, p): data for t, p, data in answer.records}
+        ack_errors = {(t, p): code for t, p, code in self.ack_errors}
         rows: dict[uuid.UUID, list[Any]] = {}
         for key in sorted(set(acquired) | set(ack_errors)):
             runs = acquired.get(key, ())
@@ -356,7 +352,7 @@ class _Fetch:
                     key[1],
                     ErrorCode.none,
                     ack_errors.get(key, 0),
-                    trimmed(self.read.get(key, b""), runs),
+                    trimmed(read.get(key, b""), runs),
                     runs,
                     self.ctx.node_id,
                 )
@@ -410,10 +406,6 @@ def _fetch_error(mod: Any, code: ErrorCode, message: str | None = None) -> Any:
     )
 
 
-def _partition_key(topic: Topic, index: int) -> PartitionKey:
-    return (topic.topic_id, index)
-
-
 def share_acknowledge(ctx: BrokerContext, conn: ConnectionInfo, version: int, request: Any) -> Any:
     mod = schema(ACKNOWLEDGE_KEY, version)
     group_id = request.group_id
@@ -434,7 +426,7 @@ def share_acknowledge(ctx: BrokerContext, conn: ConnectionInfo, version: int, re
     def acknowledged(answer: ShareSessionOpResp) -> Any:
         if answer.error_code != ErrorCode.none:
             return _ack_error(mod, ErrorCode(answer.error_code), answer.error_message)
-        return _woken(parts, answer, lambda _: _acknowledged(answer))
+        return _woken(parts, answer.ack_errors, lambda _: _acknowledged(answer))
 
     def _acknowledged(answer: ShareSessionOpResp) -> Any:
         rows: dict[uuid.UUID, list[Any]] = {}

@@ -1,11 +1,12 @@
-"""What a ShareFetch reads of one partition's log, and what it sends of it.
+"""What a ShareFetch reads of its partitions' logs, and what it sends of it.
 
-A share group reads as its `share.isolation.level` says (the actor tells the gateway in its
-session answer). read_uncommitted reads up to the log's end. read_committed reads below the
-last stable offset, and names the records of aborted transactions among what was read: the
-share group archives them instead of handing them out, as Kafka's SharePartition does
-(a ShareFetch response has no aborted-transactions field, so a share consumer could not drop
-them itself).
+The share group's actor reads in the turn that acquires (`read_for_share`,
+actors/share_fetch.py): each partition of the session from its first Available record, as
+the machine's session step said. A share group reads as its `share.isolation.level` says.
+read_uncommitted reads up to the log's end. read_committed reads below the last stable
+offset, and names the records of aborted transactions among what was read: the share group
+archives them instead of handing them out, as Kafka's SharePartition does (a ShareFetch
+response has no aborted-transactions field, so a share consumer could not drop them itself).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...storage.data_plane import DataPlane
-from ...storage.producer_state import AbortedTxn
-from ...storage.record_batch import BATCH_OVERHEAD, HEADER_SIZE, BatchHeader, parse_header
-from ...storage.topics import Topic
+from .data_plane import DataPlane
+from .producer_state import AbortedTxn
+from .record_batch import BATCH_OVERHEAD, HEADER_SIZE, BatchHeader, parse_header
+from .topics import Topic
 
 # What a ShareFetch reads of one partition's log at most (whole batches; at least one). A
 # fetch acquires at most max.poll.records records: reading the request's max bytes (librdkafka:
@@ -31,6 +32,42 @@ class PartitionRead:
     first: int = 0  # the first and last offsets of what was read (first > last: nothing)
     last: int = -1
     aborted: tuple[tuple[int, int], ...] = ()  # (first, last) runs of aborted records
+
+
+@dataclass(frozen=True, slots=True)
+class ShareReads:
+    """What a ShareFetch read, shaped for `ShareAcquireOp` and the answer."""
+
+    # (topic, partition, log start, log end, first offset read, last offset read)
+    reads: tuple[tuple[str, int, int, int, int, int], ...] = ()
+    aborted: tuple[tuple[str, int, int, int], ...] = ()  # (topic, partition, first, last)
+    records: tuple[tuple[str, int, bytes], ...] = ()  # (topic, partition, whole batches)
+
+
+# (topic, partition, where to read (-1: not initialised)) of a session
+ReadFrom = tuple[tuple[str, int, int], ...]
+
+
+def read_for_share(
+    data_plane: DataPlane, org_id: int, read_from: ReadFrom, max_bytes: int, committed: bool
+) -> ShareReads:
+    """Each partition of `read_from` that exists, from its offset, `max_bytes` in all. A
+    partition not initialised yet (-1) reads nothing: the acquisition initialises it."""
+    store = data_plane.topics_for(org_id)
+    budget = max_bytes
+    reads, aborted, records = [], [], []
+    for name, index, offset in read_from:
+        topic = store.by_name(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            continue
+        log = topic.partitions[index]
+        read = read_partition(data_plane, topic, index, offset, budget, committed)
+        budget -= len(read.data)
+        records.append((name, index, read.data))
+        start, end = log.log_start_offset, log.log_end_offset
+        reads.append((name, index, start, end, max(read.first, offset), read.last))
+        aborted += [(name, index, first, last) for first, last in read.aborted]
+    return ShareReads(tuple(reads), tuple(aborted), tuple(records))
 
 
 def read_partition(
