@@ -129,6 +129,7 @@ async def _serve(
                 topics=data.image_of,
                 read_share=partial(read_for_share, data),
                 passivate_after_s=config.group_passivation_idle_ms / 1000,
+                idle_grace_s=config.group_actor_idle_grace_ms / 1000,
                 commit_timeout_s=config.offsets_commit_timeout_ms / 1000,
                 group_overrides=lambda key: storage.group_configs.get(
                     key.org_id, key.group_id

@@ -141,6 +141,12 @@ class BrokerConfig:
         default=10_000,
         metadata=_doc("an idle Empty group's actor stops after this long"),
     )
+    group_actor_idle_grace_ms: int = field(
+        # not a Kafka setting: an idle group's actor, asked again within this long of its group
+        # coming to rest, waits this long for more requests before it stops; 0: never waits
+        default=1000,
+        metadata=_doc("an idle group's actor waits this long for mail before it stops"),
+    )
     # KIP-848 consumer groups (group.protocol=consumer)
     group_consumer_session_timeout_ms: int = field(default=45000, metadata=_doc("member session"))
     group_consumer_heartbeat_interval_ms: int = field(
@@ -600,6 +606,8 @@ def _check_network_settings(config: BrokerConfig) -> None:
         raise ConfigError("offsets.commit.timeout.ms must be positive")
     if config.group_passivation_idle_ms < 0:
         raise ConfigError("group.passivation.idle.ms must be >= 0")
+    if config.group_actor_idle_grace_ms < 0:
+        raise ConfigError("group.actor.idle.grace.ms must be >= 0")
     for name in (
         "transaction_max_timeout_ms",
         "transactional_id_expiration_ms",

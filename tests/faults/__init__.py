@@ -65,6 +65,9 @@ machines plugged into that base, and each test still failed.
   mutation: MailboxActor._drain answers nothing queued (its loop over the mailbox skipped)
   -> fails (TooSlowError: the queued senders are never answered); the send_nowait mutation
   above -> fails (WouldBlock)
+- test_grace_ends_as_a_commit_arrives::test_a_commit_at_the_end_of_the_grace_is_...
+  mutation: MailboxActor._linger does not look at its mailbox again once the grace ran out
+  -> fails (TooSlowError: a commit posted in that instant is left in the closed mailbox)
 - test_share_consumer_drops_holding_records::test_what_a_dropped_consumer_held_goes_to_...
   mutation: MailboxActor._next_batch never wakes at the deadline -> fails (the locks are
   still Acquired when they expire: ((4, 9, 1, 1),) != ((4, 9, 0, 1),)); mutation:

@@ -52,11 +52,15 @@ class Resting(Generic[S]):
 
 
 class ActorRegistry(Generic[K, S]):
-    def __init__(self, nursery: trio.Nursery, *, passivate_after_s: float = 0.0) -> None:
+    def __init__(
+        self, nursery: trio.Nursery, *, passivate_after_s: float = 0.0, idle_grace_s: float = 0.0
+    ) -> None:
         self._nursery = nursery
         self._passivate_after_s = passivate_after_s
+        self._idle_grace_s = idle_grace_s  # how long an idle actor waits for mail
         self._running: dict[K, MailboxActor[K, S]] = {}
         self._resting: dict[K, Resting[S]] = {}
+        self._visited: set[K] = set()  # running for a sweep's visit only: not to rest
         if passivate_after_s > 0:
             nursery.start_soon(self._passivate_forever)
 
@@ -100,17 +104,33 @@ class ActorRegistry(Generic[K, S]):
         return await reply.receive()
 
     def _start(self, key: K) -> MailboxActor[K, S]:
-        actor = self._new_actor(key, self._resting.pop(key, None))
+        resting = self._resting.pop(key, None)
+        actor = self._new_actor(key, resting)
         actor.on_stop = partial(self._stopped, actor)
+        actor.idle_grace_s = self._grace_for(resting)
         self._running[key] = actor
         self._nursery.start_soon(self._supervise, actor)
         return actor
 
+    def _grace_for(self, resting: Resting[S] | None) -> float:
+        """The idle grace of a key asked again within the grace of coming to rest (a burst:
+        a consumer's commits); none for a key asked once (100 000 groups created, one commit
+        each, would each pay a timer and a wake-up, and hold a task for the grace)."""
+        grace = self._idle_grace_s
+        if grace and resting is not None and trio.current_time() - resting.since <= grace:
+            return grace
+        return 0.0
+
     def _stopped(self, actor: MailboxActor[K, S], state: S) -> None:
         """`actor` stopped idle, in the turn it closed its mailbox: rest its state."""
-        if self._running.get(actor.key) is actor:
-            del self._running[actor.key]
-        self._rest(actor.key, state)
+        key = actor.key
+        if self._running.get(key) is actor:
+            del self._running[key]
+        if self._visited and key in self._visited:
+            self._visited.discard(key)
+            self._drop(key, state)
+            return
+        self._rest(key, state)
 
     async def _supervise(self, actor: MailboxActor[K, S]) -> None:
         key = actor.key
@@ -123,6 +143,7 @@ class ActorRegistry(Generic[K, S]):
         finally:  # died or cancelled (the registry shuts down): no longer running
             if self._running.get(key) is actor:
                 del self._running[key]
+                self._visited.discard(key)
 
     def _resume(self, keys: Iterable[K]) -> int:
         """Start the actors of `keys` that do not run yet; how many."""
@@ -148,9 +169,17 @@ class ActorRegistry(Generic[K, S]):
         self._forget(key, state)
 
     def _drop_if_unused(self, key: K, was_in_use: bool) -> None:
-        """Drop what a visit of an unused key (a sweep) left resting: not kept in memory."""
+        """Drop what a visit of an unused key (a sweep) left resting: not kept in memory.
+        An actor still lingering for more mail stops now and does not rest."""
+        if was_in_use:
+            return
+        actor = self._running.get(key)
+        if actor is not None:
+            self._visited.add(key)
+            actor.stop_lingering()
+            return
         resting = self._resting.get(key)
-        if not was_in_use and resting is not None:
+        if resting is not None:
             self._drop(key, resting.state)
 
     def in_use(self, key: K) -> bool:

@@ -55,11 +55,12 @@ class GroupRegistry(ActorRegistry[GroupKey, AnyGroup]):
         mailbox_size: int = 1024,
         topics: Callable[[int], TopicImage] = lambda _org: EMPTY_IMAGE,
         passivate_after_s: float = 0.0,
+        idle_grace_s: float = 0.0,
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         group_overrides: Callable[[GroupKey], Iterable[tuple[str, str]]] = lambda _key: (),
         read_share: ShareReader = no_reads,  # a ShareFetch's read of the partition logs
     ) -> None:
-        super().__init__(nursery, passivate_after_s=passivate_after_s)
+        super().__init__(nursery, passivate_after_s=passivate_after_s, idle_grace_s=idle_grace_s)
         self._overrides = group_overrides  # a group's dynamic configs (issue 45)
         self._config = config
         self._log = coordinator_log

@@ -27,12 +27,27 @@ there), COORDINATOR_NOT_AVAILABLE for a timeout and for a failed step. Storage f
 logged once per 10 s with a count (storage/failures.py).
 
 One stop protocol. An idle actor (nothing held, no follow-up under way, and a state that is
-exactly what its stored records say: `Machine.idle`) stops as soon as it finds its mailbox
-empty: in that same turn, with no checkpoint in between, it closes its mailbox and hands its
-state to `on_stop` (the registry, which rests it and forgets the actor). A sender that comes
-later finds the mailbox closed and asks the registry again. Whatever else ends the actor
-(cancelled, a bug), everything it holds or still has queued is answered, and the mailbox closed
-(`_drain`): no caller waits forever.
+exactly what its stored records say: `Machine.idle`) that finds its mailbox empty waits up to
+`idle_grace_s` for more mail, then stops when it finds it empty: in that same turn, with no
+checkpoint in between, it closes its mailbox and hands its state to `on_stop` (the registry,
+which rests it and forgets the actor). A sender that comes later finds the mailbox closed and
+asks the registry again. Whatever else ends the actor (cancelled, a bug), everything it holds
+or still has queued is answered, and the mailbox closed (`_drain`): no caller waits forever.
+
+The grace (issue 53, lever 4; `group.actor.idle.grace.ms`, 1 s), which the registry gives an
+actor whose key was asked again within the grace of coming to rest (a burst), and not one
+asked once (actor_registry.py): a simple consumer's group is Empty, so without it every
+commit started an actor (a mailbox, the machine's wiring, a task and its first scheduler
+pass). Side by side with the build before it, under
+`coordinator.log.fsync=always`, `bench/request_cost.py --ops commit --brokers
+'new=rafka-actors,main=rafka-actors@<main's python>'` in both orders: 16 committers in 16
+groups (`--clients 16`, 3 runs) 1.43x, 1.59x and 2.89x the commits/s (e.g. 2 466 against
+1 552/s) at 0.71-0.79x the broker CPU per commit; one committer (4 runs) 0.79-0.92x the CPU per
+commit. With confluent-kafka clients (`bench/run.py --workloads c`, 2 runs), whose 16 threads
+share one process and limit that figure, 16 clients 1.07x and 1.15x; one client's rate is
+within the noise (1.33x and 0.75x, its p50 latency 1.21x and 1.22x better). With the burst
+rule, 16 committers 1.76x (2 253 against 1 278/s); (g)'s 100 000 one-commit groups unchanged
+(docs/performance.md, "Issue 53, levers 4 and 5").
 
 Follow-ups. A state may call for work outside any turn (a prepared transaction's markers):
 `Machine.follow_up` gives it, the actor runs it in a nursery of its own (only a kind that
@@ -170,10 +185,12 @@ class MailboxActor(Generic[K, S]):
         "_commit_timeout_s",
         "_deadline",
         "_following",
+        "_grace",
         "_inbox",
         "_next_token",
         "_tasks",
         "_waiters",
+        "idle_grace_s",
         "key",
         "log",
         "machine",
@@ -192,6 +209,7 @@ class MailboxActor(Generic[K, S]):
         mailbox_size: int = 1024,
         commit_timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S,
         on_stop: Callable[[S], None] = lambda _state: None,
+        idle_grace_s: float = 0.0,
     ) -> None:
         self.key = key
         self.machine = machine
@@ -205,6 +223,9 @@ class MailboxActor(Generic[K, S]):
         self._deadline = machine.next_deadline(state)  # or an earlier time (Batch.deadline)
         self._tasks: trio.Nursery | None = None  # where follow-ups run
         self._following = False  # a follow-up is under way
+        # how long an idle actor waits for more mail before it stops (lever 4 of issue 53)
+        self.idle_grace_s = idle_grace_s
+        self._grace: trio.CancelScope | None = None  # its wait, while it waits
 
     @property
     def idle(self) -> bool:
@@ -249,7 +270,8 @@ class MailboxActor(Generic[K, S]):
             try:  # idle: what is queued, or a sender waiting on a full mailbox
                 envelopes.append(self._inbox.receive_nowait())
             except trio.WouldBlock:
-                return None
+                if not await self._linger(envelopes):
+                    return None
         elif self._deadline is None:
             envelopes.append(await self._inbox.receive())
         else:
@@ -261,6 +283,29 @@ class MailboxActor(Generic[K, S]):
             except trio.WouldBlock:
                 break
         return self._due(), envelopes
+
+    async def _linger(self, envelopes: list[Envelope]) -> bool:
+        """Idle with an empty mailbox: wait up to the grace for mail (a burst of commits to
+        an Empty group is served by one actor, not one started per commit). False: none
+        came, and the mailbox was found empty with no checkpoint before the caller stops."""
+        if self.idle_grace_s <= 0:
+            return False
+        with trio.move_on_after(self.idle_grace_s) as self._grace:
+            envelopes.append(await self._inbox.receive())
+        self._grace = None
+        if envelopes:
+            return True
+        try:  # (a sender may have come as the grace ran out)
+            envelopes.append(self._inbox.receive_nowait())
+        except trio.WouldBlock:
+            return False
+        return True
+
+    def stop_lingering(self) -> None:
+        """Stop as soon as idle from now on (a visit by a sweep need not keep it)."""
+        self.idle_grace_s = 0.0
+        if self._grace is not None:
+            self._grace.cancel()
 
     def _due(self) -> bool:
         deadline = self._deadline
