@@ -32,6 +32,7 @@ from typing import Any, Final, Generic, TypeVar
 import trio
 
 from .. import telemetry
+from .inline_turn import may_turn_here, turn_here
 from .mailbox_actor import Envelope, MailboxActor
 from .reply import ReplySlot
 
@@ -93,6 +94,9 @@ class ActorRegistry(Generic[K, S]):
         envelope = Envelope(op, reply, telemetry.current_context())
         while True:
             actor = self._running.get(key) or self._start(key)
+            if may_turn_here(actor):
+                await turn_here(actor, envelope)
+                break
             try:
                 try:
                     actor.mailbox.send_nowait(envelope)  # waiting for the reply is the checkpoint
