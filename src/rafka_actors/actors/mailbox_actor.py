@@ -49,6 +49,12 @@ within the noise (1.33x and 0.75x, its p50 latency 1.21x and 1.22x better). With
 rule, 16 committers 1.76x (2 253 against 1 278/s); (g)'s 100 000 one-commit groups unchanged
 (docs/performance.md, "Issue 53, levers 4 and 5").
 
+A turn on the asking task (issue 53, lever 1: inline_turn.py). An actor whose task waits
+for mail with nothing queued, nothing due and no turn under way lets the asking task take
+its turn token and run `turn` over its envelope; the actor task stays parked (the turn moves
+its wait if it changed the deadline, the grace or idleness), and takes the token back before
+its own next turn. Timers and queued mail are always its own.
+
 Follow-ups. A state may call for work outside any turn (a prepared transaction's markers):
 `Machine.follow_up` gives it, the actor runs it in a nursery of its own (only a kind that
 `follows_up` pays for one), and its result comes back as an op through the mailbox.
@@ -330,14 +336,12 @@ class MailboxActor(Generic[K, S]):
 
     # -- lever 1: a turn on the asking task (inline_turn.py) --------------------------------
 
-    def inbox_statistics(self) -> Any:
-        return self._inbox.statistics()
+    def parked_in_mailbox(self) -> bool:
+        """The actor's task waits for mail (and no sender has handed it any)."""
+        return self._inbox.statistics().tasks_waiting_receive > 0
 
     def due(self) -> bool:
         return self._due()
-
-    def take_turn(self) -> None:
-        self.turning = True
 
     def give_turn_back(self) -> None:
         """The asking task's turn is over: wake the actor task if it waits for the token,
