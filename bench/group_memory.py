@@ -7,6 +7,8 @@ log's view. Each group gets one OffsetCommit through `GroupRegistry.ask`, and ev
 stays in memory (`group.passivation.idle.ms` of 10 minutes); the line says how many of them
 still have a running actor (none: an idle actor stops, its group rests).
 The rate is groups created per second while tracemalloc traces (which slows it down).
+Below the line, where the bytes go: per group, by allocation site (the innermost frame in
+rafka_actors, and the callee's line where a dataclass's `__init__` or a library allocated).
 
 Then the retention sweep (`offsets.retention.check.interval.ms`) visits every group from a
 fresh registry, as the first sweep after a restart does: the Python memory it adds at its
@@ -90,11 +92,11 @@ def _where_it_goes(where: list[tracemalloc.StatisticDiff], groups: int) -> None:
     sites: dict[str, int] = {}
     for stat in where:
         ours = [f for f in stat.traceback if "rafka_actors" in f.filename or "bench" in f.filename]
-        frame = (ours[-1] if ours else stat.traceback[-1])
+        frame = ours[-1] if ours else stat.traceback[-1]
         inner = stat.traceback[-1]
         site = f"{_short(frame.filename)}:{frame.lineno}"
-        if inner is not frame:
-            site += f" (via {_short(inner.filename)}:{inner.lineno})"
+        if inner != frame:  # allocated in a callee: a dataclass's __init__, a library
+            site += f" (in {_short(inner.filename)}:{inner.lineno})"
         sites[site] = sites.get(site, 0) + stat.size_diff
     for site, size in sorted(sites.items(), key=lambda kv: -kv[1]):
         if abs(size) / groups >= 4:
