@@ -15,8 +15,13 @@ offsets. Nothing else reads a resting group but the registry's summary of it (sn
 `summary_of`), which only counts and reads fields; a write to a resting group would fail
 loudly (a mapping proxy has no `__setitem__`), not change a shared empty.
 
-Measured (`bench/group_memory.py --groups 3000`, tracemalloc): a simple group created by one
-commit rests in XXX B instead of YYY B.
+Measured (`bench/group_memory.py`, tracemalloc): a simple group created by one commit cost
+2 719 B at rest on main; this takes 544 B (20%) off it (the six empty dicts, 384 B, and the
+second offsets dict, 160 B), and with the shared keys and empties of partition_keys.py,
+coordinator/latest.py and txn_offsets.py it costs 1 619 B. (g) side by side with main
+(`bench/run.py --workloads g --runs 2`): broker RSS after 100 000 groups 169 MiB against 224
+MiB (0.75x), 1 161 B per group against 1 736 B (docs/performance.md, "Memory for 100 000
+groups").
 """
 
 from __future__ import annotations

@@ -69,7 +69,8 @@ _TOMBSTONES = (
 V = TypeVar("V")
 KT = TypeVar("KT")
 # What a group without consumer-group or transactional records holds for them: one shared
-# empty mapping, not three empty dicts (192 bytes) for each of 100 000 simple groups.
+# empty mapping, not three empty dicts (192 bytes) for each of 100 000 simple groups; held
+# for every stored group, passivated or not (docs/performance.md, "Memory for 100 000 groups").
 _NONE: Mapping[Any, Any] = MappingProxyType({})
 
 
