@@ -24,6 +24,11 @@ tests/test-runner is missing (`./configure && make libs && make -C tests build`)
     git clone --depth 1 --branch v2.15.0 https://github.com/confluentinc/librdkafka /tmp/lrk
     .venv/bin/python bench/librdkafka_suite.py --librdkafka /tmp/lrk [--tests 0011,0052]
         [--split 0081] [--timeout 900] [--json results.json] [--bootstrap HOST:PORT]
+        [--jobs 6] [--group-protocol consumer]
+
+`--jobs N` runs N tests at once, each against its own broker on a free port (threads, each
+waiting on its test-runner). `--group-protocol consumer` sets TEST_CONSUMER_GROUP_PROTOCOL,
+which test.c turns into each consumer's `group.protocol` (KIP-848).
 
 Prints one line per test as it ends (PASS, FAIL with the first failure line, SKIP with the
 runner's reason, TIMEOUT), then the counts; exit status 1 if any test failed.
@@ -41,6 +46,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -139,6 +145,7 @@ def run_case(
     timeout: float,
     keep: Path,
     kafka_tool: Path | None = None,
+    group_protocol: str = "",
 ) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="lrk-") as work:
         conf = Path(work) / "test.conf"
@@ -154,6 +161,8 @@ def run_case(
         }
         if case.subtest:
             env["SUBTESTS"] = case.subtest
+        if group_protocol:  # test.c sets each consumer's group.protocol from it
+            env["TEST_CONSUMER_GROUP_PROTOCOL"] = group_protocol
         if kafka_tool is not None:
             env["KAFKA_PATH"] = str(kafka_path(kafka_tool, Path(work) / "kafka"))
             env["BROKERS"] = bootstrap
@@ -221,6 +230,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kafka-tool", type=Path, default=KAFKA_TOOL, help="Kafka's kafka-tool (kafka-topics.sh)"
     )
+    parser.add_argument(
+        "--group-protocol",
+        default="",
+        help="the consumers' group.protocol (consumer: KIP-848), as TEST_CONSUMER_GROUP_PROTOCOL",
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once, each its own broker")
     parser.add_argument("--logs", type=Path, help="keep each run's output here")
     parser.add_argument("--json", type=Path, help="write the outcomes here")
     args = parser.parse_args(argv)
@@ -232,16 +247,24 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     kafka_tool = args.kafka_tool.resolve() if args.kafka_tool.exists() else None
     print(f"{len(cases)} runs; each one's output in {logs}; Kafka's tools: {kafka_tool}")
-    outcomes = []
-    for case in cases:
+
+    def one(case: Case) -> Outcome:
         if args.bootstrap and case.scenario == NOAUTOCREATE:
-            outcome = Outcome(case.label, "SKIP", 0.0, "noautocreate needs our broker")
-        else:
-            with broker_for(case, args.bootstrap) as bootstrap:
-                outcome = run_case(runner, case, bootstrap, args.timeout, logs, kafka_tool)
-        outcomes.append(outcome)
-        print(f"{outcome.case:60} {outcome.result:7} {outcome.seconds:6.0f}s  {outcome.reason}")
-        sys.stdout.flush()
+            return Outcome(case.label, "SKIP", 0.0, "noautocreate needs our broker")
+        with broker_for(case, args.bootstrap) as bootstrap:
+            return run_case(
+                runner, case, bootstrap, args.timeout, logs, kafka_tool, args.group_protocol
+            )
+
+    # Each run has its own broker on its own free port, so runs on threads share nothing.
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        order = {pool.submit(one, case): index for index, case in enumerate(cases)}
+        ended = {}
+        for future in as_completed(order):  # printed as they end, kept in the tests' order
+            outcome = ended[order[future]] = future.result()
+            print(f"{outcome.case:60} {outcome.result:7} {outcome.seconds:6.0f}s  {outcome.reason}")
+            sys.stdout.flush()
+    outcomes = [ended[index] for index in range(len(cases))]
     counts = {r: sum(o.result == r for o in outcomes) for r in ("PASS", "FAIL", "SKIP", "TIMEOUT")}
     print(" ".join(f"{r.lower()} {n}" for r, n in counts.items()), f"of {len(outcomes)}")
     if args.json:
