@@ -9,9 +9,10 @@ topics, whose tests produce to partitions 1-3 of a topic they have auto-created;
 `auto.create.topics.enable=false` and TEST_SCENARIO=noautocreate for the tests of that
 scenario), with TEST_KAFKA_VERSION=4.0.0, as issue 55 prescribes. The runner itself skips
 what needs more (SSL, SASL, several brokers, a newer broker version). A few tests create
-topics with Kafka's `bin/kafka-topics.sh` (0052): when Kafka's tools are found
-(`--kafka-tool`, default `$KAFKA_REF/kafka-tool`, i.e. ~/.cache/kafka-ref/kafka-tool), a
-`kafka-topics.sh` that calls it is made and KAFKA_PATH and BROKERS are set, as trivup does.
+topics with Kafka's `bin/kafka-topics.sh` (0045, 0052), or set ACLs with `kafka-acls.sh`
+(0109, 0115, 0119): when Kafka's tools are found (`--kafka-tool`, default
+`$KAFKA_REF/kafka-tool`, i.e. ~/.cache/kafka-ref/kafka-tool), scripts that call it are made
+and KAFKA_PATH and BROKERS are set, as trivup does.
 
 With `--split 0081`, 0081_admin runs once per sub-test function called by its do_test_apis
 (SUBTESTS=do_test_NAME:), so one failing sub-test (its ACL ones expect an authorizer) does not
@@ -130,11 +131,13 @@ def outcome_of(case: Case, code: int | None, log: str, seconds: float) -> Outcom
 
 
 def kafka_path(kafka_tool: Path, into: Path) -> Path:
-    """A KAFKA_PATH for librdkafka's tests: `bin/kafka-topics.sh` running Kafka's tool."""
-    script = into / "bin" / "kafka-topics.sh"
-    script.parent.mkdir(parents=True, exist_ok=True)
-    script.write_text(f'#!/bin/sh\nexec {shlex.quote(str(kafka_tool))} topics "$@"\n')
-    script.chmod(0o755)
+    """A KAFKA_PATH for librdkafka's tests: the `bin/kafka-*.sh` they call (topics, acls),
+    each running Kafka's tool."""
+    for tool in ("topics", "acls"):
+        script = into / "bin" / f"kafka-{tool}.sh"
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(f'#!/bin/sh\nexec {shlex.quote(str(kafka_tool))} {tool} "$@"\n')
+        script.chmod(0o755)
     return into
 
 
@@ -228,7 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     parser.add_argument("--bootstrap", help="an already running broker to test instead")
     parser.add_argument(
-        "--kafka-tool", type=Path, default=KAFKA_TOOL, help="Kafka's kafka-tool (kafka-topics.sh)"
+        "--kafka-tool",
+        type=Path,
+        default=KAFKA_TOOL,
+        help="Kafka's kafka-tool (kafka-topics.sh, kafka-acls.sh)",
     )
     parser.add_argument(
         "--group-protocol",

@@ -128,6 +128,9 @@ def test_kafka_path_s_kafka_topics_runs_kafka_s_tool(tmp_path: Path) -> None:
     args = ["--bootstrap-server", "127.0.0.1:9092", "--create", "--topic", "a b"]
     done = subprocess.run([script, *args], capture_output=True, text=True, check=True)
     assert done.stdout == "topics --bootstrap-server 127.0.0.1:9092 --create --topic a b\n"
+    acls = script.parent / "kafka-acls.sh"
+    done = subprocess.run([acls, "--list"], capture_output=True, text=True, check=True)
+    assert done.stdout == "acls --list\n"
 
 
 @pytest.mark.skipif(not os.environ.get("LIBRDKAFKA_DIR"), reason="LIBRDKAFKA_DIR is not set")
