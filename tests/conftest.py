@@ -26,6 +26,27 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 
 LONG_POLES = ("pipeline", "kafka_tools")  # Spark's and Java's modules: the longest files
+SPARK_TESTS = "tests/pipeline/"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadfile`, except that every pipeline module goes to one worker.
+
+    A worker that meets a Spark test starts a JVM of its own (80-100 s on two cores shared by
+    four workers), and file by file the pipeline modules reached every worker: four JVMs for
+    one suite. The xdist_group mark would say this, but `--dist loadgroup` spread even a static
+    group over the workers here (xdist 3.8, pytest 9.2).
+    """
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SparkOnOneWorker(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return SPARK_TESTS if nodeid.startswith(SPARK_TESTS) else super()._split_scope(nodeid)
+
+    return SparkOnOneWorker(config, log)  # type: ignore[arg-type]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
