@@ -28,7 +28,8 @@ tests/test-runner is missing (`./configure && make libs && make -C tests build`)
         [--jobs 6] [--group-protocol consumer]
 
 `--jobs N` runs N tests at once, each against its own broker on a free port (threads, each
-waiting on its test-runner). `--group-protocol consumer` sets TEST_CONSUMER_GROUP_PROTOCOL,
+waiting on its test-runner); with `--bootstrap` they share that broker, where a test's regex
+subscription can match another's topics (0045). `--group-protocol consumer` sets TEST_CONSUMER_GROUP_PROTOCOL,
 which test.c turns into each consumer's `group.protocol` (KIP-848).
 
 Prints one line per test as it ends (PASS, FAIL with the first failure line, SKIP with the
@@ -262,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
                 runner, case, bootstrap, args.timeout, logs, kafka_tool, args.group_protocol
             )
 
-    # Each run has its own broker on its own free port, so runs on threads share nothing.
+    # Each run has its own broker on its own free port, so runs on threads share nothing
+    # (but with --bootstrap they share that broker).
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         order = {pool.submit(one, case): index for index, case in enumerate(cases)}
         ended = {}
