@@ -29,8 +29,9 @@ tests/test-runner is missing (`./configure && make libs && make -C tests build`)
 
 `--jobs N` runs N tests at once, each against its own broker on a free port (threads, each
 waiting on its test-runner); with `--bootstrap` they share that broker, where a test's regex
-subscription can match another's topics (0045). `--group-protocol consumer` sets TEST_CONSUMER_GROUP_PROTOCOL,
-which test.c turns into each consumer's `group.protocol` (KIP-848).
+subscription can match another's topics (0045). `--group-protocol consumer` sets
+TEST_CONSUMER_GROUP_PROTOCOL, which test.c turns into each consumer's `group.protocol`
+(KIP-848).
 
 Prints one line per test as it ends (PASS, FAIL with the first failure line, SKIP with the
 runner's reason, TIMEOUT), then the counts; exit status 1 if any test failed.
