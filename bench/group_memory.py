@@ -7,6 +7,8 @@ log's view. Each group gets one OffsetCommit through `GroupRegistry.ask`, and ev
 stays in memory (`group.passivation.idle.ms` of 10 minutes); the line says how many of them
 still have a running actor (none: an idle actor stops, its group rests).
 The rate is groups created per second while tracemalloc traces (which slows it down).
+Below the line, where the bytes go: per group, by allocation site (the innermost frame in
+rafka_actors, and the callee's line where a dataclass's `__init__` or a library allocated).
 
 Then the retention sweep (`offsets.retention.check.interval.ms`) visits every group from a
 fresh registry, as the first sweep after a restart does: the Python memory it adds at its
@@ -40,6 +42,7 @@ from rafka_actors.group_common.ops import OffsetCommitOp
 from rafka_actors.ids import GroupKey
 from rafka_actors.storage.durable_log import DurableCoordinatorLog
 
+FRAMES = 6  # frames of each allocation traced: its site in rafka_actors
 WARM_UP = 200  # groups created before measuring: caches, interned strings, the first segment
 
 
@@ -60,8 +63,9 @@ async def measure(data_dir: Path, groups: int, fsync: str) -> None:
             await first_commit(i)
         await trio.testing.wait_all_tasks_blocked()
         gc.collect()
-        tracemalloc.start()
+        tracemalloc.start(FRAMES)
         before = tracemalloc.get_traced_memory()[0]
+        first = tracemalloc.take_snapshot()
         start = time.perf_counter()
         for i in range(WARM_UP, WARM_UP + groups):
             await first_commit(i)
@@ -70,14 +74,40 @@ async def measure(data_dir: Path, groups: int, fsync: str) -> None:
         gc.collect()
         used = tracemalloc.get_traced_memory()[0] - before
         running = len(nursery.child_tasks) - background
+        where = tracemalloc.take_snapshot().compare_to(first, "traceback")
         print(
             f"{groups:,} groups: {used / groups:,.0f} B of Python objects per group; "
             f"{len(registry):,} groups held, {running:,} actors running; "
             f"{groups / elapsed:,.0f} groups created/s (traced)"
         )
+        _where_it_goes(where, groups)
         await _sweep(log, groups)
         tracemalloc.stop()
         nursery.cancel_scope.cancel()
+
+
+def _where_it_goes(where: list[tracemalloc.StatisticDiff], groups: int) -> None:
+    """The bytes per group by allocation site, largest first: the innermost frame in
+    rafka_actors (or the bench), with the allocating line when that is elsewhere."""
+    sites: dict[str, int] = {}
+    for stat in where:
+        ours = [f for f in stat.traceback if "rafka_actors" in f.filename or "bench" in f.filename]
+        frame = ours[-1] if ours else stat.traceback[-1]
+        inner = stat.traceback[-1]
+        site = f"{_short(frame.filename)}:{frame.lineno}"
+        if inner != frame:  # allocated in a callee: a dataclass's __init__, a library
+            site += f" (in {_short(inner.filename)}:{inner.lineno})"
+        sites[site] = sites.get(site, 0) + stat.size_diff
+    for site, size in sorted(sites.items(), key=lambda kv: -kv[1]):
+        if abs(size) / groups >= 4:
+            print(f"  {size / groups:7,.0f} B  {site}")
+
+
+def _short(filename: str) -> str:
+    for marker in ("rafka_actors/", "site-packages/", "bench/"):
+        if marker in filename:
+            return filename.split(marker, 1)[1]
+    return filename.rsplit("/", 1)[-1]
 
 
 async def _sweep(log: DurableCoordinatorLog, groups: int) -> None:

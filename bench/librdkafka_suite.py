@@ -9,9 +9,10 @@ topics, whose tests produce to partitions 1-3 of a topic they have auto-created;
 `auto.create.topics.enable=false` and TEST_SCENARIO=noautocreate for the tests of that
 scenario), with TEST_KAFKA_VERSION=4.0.0, as issue 55 prescribes. The runner itself skips
 what needs more (SSL, SASL, several brokers, a newer broker version). A few tests create
-topics with Kafka's `bin/kafka-topics.sh` (0052): when Kafka's tools are found
-(`--kafka-tool`, default `$KAFKA_REF/kafka-tool`, i.e. ~/.cache/kafka-ref/kafka-tool), a
-`kafka-topics.sh` that calls it is made and KAFKA_PATH and BROKERS are set, as trivup does.
+topics with Kafka's `bin/kafka-topics.sh` (0045, 0052), or set ACLs with `kafka-acls.sh`
+(0109, 0115, 0119): when Kafka's tools are found (`--kafka-tool`, default
+`$KAFKA_REF/kafka-tool`, i.e. ~/.cache/kafka-ref/kafka-tool), scripts that call it are made
+and KAFKA_PATH and BROKERS are set, as trivup does.
 
 With `--split 0081`, 0081_admin runs once per sub-test function called by its do_test_apis
 (SUBTESTS=do_test_NAME:), so one failing sub-test (its ACL ones expect an authorizer) does not
@@ -24,6 +25,13 @@ tests/test-runner is missing (`./configure && make libs && make -C tests build`)
     git clone --depth 1 --branch v2.15.0 https://github.com/confluentinc/librdkafka /tmp/lrk
     .venv/bin/python bench/librdkafka_suite.py --librdkafka /tmp/lrk [--tests 0011,0052]
         [--split 0081] [--timeout 900] [--json results.json] [--bootstrap HOST:PORT]
+        [--jobs 6] [--group-protocol consumer]
+
+`--jobs N` runs N tests at once, each against its own broker on a free port (threads, each
+waiting on its test-runner); with `--bootstrap` they share that broker, where a test's regex
+subscription can match another's topics (0045). `--group-protocol consumer` sets
+TEST_CONSUMER_GROUP_PROTOCOL, which test.c turns into each consumer's `group.protocol`
+(KIP-848).
 
 Prints one line per test as it ends (PASS, FAIL with the first failure line, SKIP with the
 runner's reason, TIMEOUT), then the counts; exit status 1 if any test failed.
@@ -41,6 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -124,11 +133,13 @@ def outcome_of(case: Case, code: int | None, log: str, seconds: float) -> Outcom
 
 
 def kafka_path(kafka_tool: Path, into: Path) -> Path:
-    """A KAFKA_PATH for librdkafka's tests: `bin/kafka-topics.sh` running Kafka's tool."""
-    script = into / "bin" / "kafka-topics.sh"
-    script.parent.mkdir(parents=True, exist_ok=True)
-    script.write_text(f'#!/bin/sh\nexec {shlex.quote(str(kafka_tool))} topics "$@"\n')
-    script.chmod(0o755)
+    """A KAFKA_PATH for librdkafka's tests: the `bin/kafka-*.sh` they call (topics, acls),
+    each running Kafka's tool."""
+    for tool in ("topics", "acls"):
+        script = into / "bin" / f"kafka-{tool}.sh"
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(f'#!/bin/sh\nexec {shlex.quote(str(kafka_tool))} {tool} "$@"\n')
+        script.chmod(0o755)
     return into
 
 
@@ -139,6 +150,7 @@ def run_case(
     timeout: float,
     keep: Path,
     kafka_tool: Path | None = None,
+    group_protocol: str = "",
 ) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="lrk-") as work:
         conf = Path(work) / "test.conf"
@@ -154,6 +166,8 @@ def run_case(
         }
         if case.subtest:
             env["SUBTESTS"] = case.subtest
+        if group_protocol:  # test.c sets each consumer's group.protocol from it
+            env["TEST_CONSUMER_GROUP_PROTOCOL"] = group_protocol
         if kafka_tool is not None:
             env["KAFKA_PATH"] = str(kafka_path(kafka_tool, Path(work) / "kafka"))
             env["BROKERS"] = bootstrap
@@ -219,8 +233,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     parser.add_argument("--bootstrap", help="an already running broker to test instead")
     parser.add_argument(
-        "--kafka-tool", type=Path, default=KAFKA_TOOL, help="Kafka's kafka-tool (kafka-topics.sh)"
+        "--kafka-tool",
+        type=Path,
+        default=KAFKA_TOOL,
+        help="Kafka's kafka-tool (kafka-topics.sh, kafka-acls.sh)",
     )
+    parser.add_argument(
+        "--group-protocol",
+        default="",
+        help="the consumers' group.protocol (consumer: KIP-848), as TEST_CONSUMER_GROUP_PROTOCOL",
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once, each its own broker")
     parser.add_argument("--logs", type=Path, help="keep each run's output here")
     parser.add_argument("--json", type=Path, help="write the outcomes here")
     args = parser.parse_args(argv)
@@ -232,16 +255,25 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     kafka_tool = args.kafka_tool.resolve() if args.kafka_tool.exists() else None
     print(f"{len(cases)} runs; each one's output in {logs}; Kafka's tools: {kafka_tool}")
-    outcomes = []
-    for case in cases:
+
+    def one(case: Case) -> Outcome:
         if args.bootstrap and case.scenario == NOAUTOCREATE:
-            outcome = Outcome(case.label, "SKIP", 0.0, "noautocreate needs our broker")
-        else:
-            with broker_for(case, args.bootstrap) as bootstrap:
-                outcome = run_case(runner, case, bootstrap, args.timeout, logs, kafka_tool)
-        outcomes.append(outcome)
-        print(f"{outcome.case:60} {outcome.result:7} {outcome.seconds:6.0f}s  {outcome.reason}")
-        sys.stdout.flush()
+            return Outcome(case.label, "SKIP", 0.0, "noautocreate needs our broker")
+        with broker_for(case, args.bootstrap) as bootstrap:
+            return run_case(
+                runner, case, bootstrap, args.timeout, logs, kafka_tool, args.group_protocol
+            )
+
+    # Each run has its own broker on its own free port, so runs on threads share nothing
+    # (but with --bootstrap they share that broker).
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        order = {pool.submit(one, case): index for index, case in enumerate(cases)}
+        ended = {}
+        for future in as_completed(order):  # printed as they end, kept in the tests' order
+            outcome = ended[order[future]] = future.result()
+            print(f"{outcome.case:60} {outcome.result:7} {outcome.seconds:6.0f}s  {outcome.reason}")
+            sys.stdout.flush()
+    outcomes = [ended[index] for index in range(len(cases))]
     counts = {r: sum(o.result == r for o in outcomes) for r in ("PASS", "FAIL", "SKIP", "TIMEOUT")}
     print(" ".join(f"{r.lower()} {n}" for r, n in counts.items()), f"of {len(outcomes)}")
     if args.json:

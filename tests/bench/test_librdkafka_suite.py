@@ -5,6 +5,7 @@ LIBRDKAFKA_DIR set, one quick test of it runs here against the real broker."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -127,6 +128,9 @@ def test_kafka_path_s_kafka_topics_runs_kafka_s_tool(tmp_path: Path) -> None:
     args = ["--bootstrap-server", "127.0.0.1:9092", "--create", "--topic", "a b"]
     done = subprocess.run([script, *args], capture_output=True, text=True, check=True)
     assert done.stdout == "topics --bootstrap-server 127.0.0.1:9092 --create --topic a b\n"
+    acls = script.parent / "kafka-acls.sh"
+    done = subprocess.run([acls, "--list"], capture_output=True, text=True, check=True)
+    assert done.stdout == "acls --list\n"
 
 
 @pytest.mark.skipif(not os.environ.get("LIBRDKAFKA_DIR"), reason="LIBRDKAFKA_DIR is not set")
@@ -136,3 +140,32 @@ def test_one_quick_test_runs_against_the_broker(tmp_path: Path) -> None:
     args = ["--librdkafka", checkout, "--tests", "0035", "--json", str(results)]
     assert main([*args, "--logs", str(tmp_path / "logs")]) == 0
     assert '"result": "PASS"' in results.read_text()
+
+
+FAKE_RUNNER = """#!/bin/sh
+# Sleeps longer for the first test, so that runs end out of order; writes its environment.
+[ "$TESTS" = 0011 ] && sleep 1
+echo "TESTS=$TESTS GROUP=$TEST_CONSUMER_GROUP_PROTOCOL" >> "$ENV_LOG"
+echo "| ${TESTS}_fake                     |     PASSED |   0.000s |"
+"""
+
+
+def test_runs_at_once_keep_the_tests_order_and_pass_the_group_protocol(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout = tmp_path / "librdkafka"
+    (checkout / "tests").mkdir(parents=True)
+    (checkout / "tests" / "test.c").write_text(TEST_C)
+    runner = checkout / "tests" / "test-runner"
+    runner.write_text(FAKE_RUNNER)
+    runner.chmod(0o755)
+    monkeypatch.setenv("ENV_LOG", str(tmp_path / "env.log"))
+    results = tmp_path / "results.json"
+    args = ["--librdkafka", str(checkout), "--tests", "0011,0028", "--jobs", "2"]
+    args += ["--bootstrap", "127.0.0.1:1", "--group-protocol", "consumer"]
+    assert main([*args, "--json", str(results), "--logs", str(tmp_path / "logs")]) == 0
+    outcomes = json.loads(results.read_text())
+    assert [(o["case"], o["result"]) for o in outcomes] == [("0011", "PASS"), ("0028", "PASS")]
+    # both ran at once: 0028, started with 0011, ended first
+    ran = (tmp_path / "env.log").read_text().splitlines()
+    assert ran == ["TESTS=0028 GROUP=consumer", "TESTS=0011 GROUP=consumer"]

@@ -75,6 +75,11 @@ class ActorRegistry(Generic[K, S]):
         """The answer to a pure read without the mailbox, or None: ask the actor."""
         return None
 
+    def _at_rest(self, key: K, state: S) -> S:
+        """What of a stopped actor's state rests here (its resting form); `_new_actor` gets
+        it back."""
+        return state
+
     def _forget(self, key: K, state: S) -> None:
         """The key's state no longer rests here."""
 
@@ -166,7 +171,7 @@ class ActorRegistry(Generic[K, S]):
         if state is None or not self._passivate_after_s:
             self._drop(key, state)
         else:
-            self._resting[key] = Resting(state, trio.current_time())
+            self._resting[key] = Resting(self._at_rest(key, state), trio.current_time())
 
     def _drop(self, key: K, state: S) -> None:
         self._resting.pop(key, None)

@@ -31,7 +31,7 @@ from ..group_common.ops import ExpireOffsetsOp
 from ..group_common.topic_image import EMPTY_IMAGE, TopicImage
 from ..ids import GroupKey
 from ..storage.coordinator_log import CoordinatorLog
-from . import snapshot
+from . import resting_group, snapshot
 from .actor_registry import ActorRegistry, Resting
 from .clock import now_ms
 from .group_actor import GroupSettings, new_group_actor
@@ -91,10 +91,13 @@ class GroupRegistry(ActorRegistry[GroupKey, AnyGroup]):
     ) -> MailboxActor[GroupKey, AnyGroup]:
         config = group_configs.effective(self._config, self._overrides(key))
         if resting is not None:
-            group, published = resting.state, self._published.get(key)
+            group, published = resting_group.wake(resting.state), self._published.get(key)
         else:
             group, published = stored_group(self._log, key, now_ms(), config), None
         return new_group_actor(key, self._settings, group, config=config, published=published)
+
+    def _at_rest(self, key: GroupKey, group: AnyGroup) -> AnyGroup:
+        return resting_group.rest(group, self._published.get(key))
 
     @property
     def on_stored(self) -> Callable[[GroupKey, list[Any]], None] | None:

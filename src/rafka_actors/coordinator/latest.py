@@ -23,8 +23,9 @@ its place (the durable log: its encoded entry).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
-from typing import Generic, TypeVar, cast
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Generic, TypeVar, cast
 
 from ..classic_group.records import GroupMetadataRecord
 from ..consumer_group.records import (
@@ -34,6 +35,7 @@ from ..consumer_group.records import (
     ConsumerStateTombstone,
     ConsumerTargetMetadataRecord,
 )
+from ..group_common.partition_keys import partition_key
 from ..group_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
 from ..group_common.txn_offsets import (
     TxnMarkerRecord,
@@ -65,6 +67,16 @@ _TOMBSTONES = (
     SharePartitionTombstone,
 )
 V = TypeVar("V")
+KT = TypeVar("KT")
+# What a group without consumer-group or transactional records holds for them: one shared
+# empty mapping, not three empty dicts (192 bytes) for each of 100 000 simple groups; held
+# for every stored group, passivated or not (docs/performance.md, "Memory for 100 000 groups").
+_NONE: Mapping[Any, Any] = MappingProxyType({})
+
+
+def _own(held: Mapping[KT, V]) -> dict[KT, V]:
+    """`held` to change in place, or a new dict in place of the shared empty one."""
+    return held if type(held) is dict else {}
 
 
 def key_tail(record: Record) -> CompactionKey:
@@ -104,10 +116,10 @@ class GroupRecords(Generic[V]):
 
     def __init__(self) -> None:
         self.group: V | None = None
-        self.consumer: dict[CompactionKey, V] = {}  # by key tail
+        self.consumer: Mapping[CompactionKey, V] = _NONE  # by key tail
         self.offsets: dict[tuple[str, int], V] = {}
-        self.pending: dict[tuple[int, str, int], V] = {}  # by (producer id, topic, partition)
-        self.producers: dict[int, V] = {}  # latest marker epochs, by producer id
+        self.pending: Mapping[tuple[int, str, int], V] = _NONE  # by (producer, topic, partition)
+        self.producers: Mapping[int, V] = _NONE  # latest marker epochs, by producer id
 
     def apply(self, records: Sequence[Record], stored: Sequence[V] | None = None) -> None:
         """Apply ``records`` in order, keeping ``stored[i]`` for ``records[i]`` (default: it)."""
@@ -115,30 +127,31 @@ class GroupRecords(Generic[V]):
         for record, value in zip(records, kept, strict=True):
             cls = type(record)
             if cls is OffsetCommitRecord:
-                self.offsets[(record.topic, record.partition)] = value  # type: ignore[attr-defined]
+                tp = partition_key(record.topic, record.partition)  # type: ignore[attr-defined]
+                self.offsets[tp] = value
             elif cls is OffsetTombstone:
                 tp = (record.topic, record.partition)  # type: ignore[attr-defined]
                 if tp in self.offsets:
                     del self.offsets[tp]
             elif cls is GroupTombstone:
                 self.group = None
-                self.consumer.clear()
+                self.consumer = self.pending = self.producers = _NONE
                 self.offsets.clear()
-                self.pending.clear()
-                self.producers.clear()
             elif cls is TxnOffsetCommitRecord:
                 r = record
-                self.pending[(r.producer_id, r.topic, r.partition)] = value  # type: ignore[attr-defined]
+                pending = self.pending = _own(self.pending)
+                pending[(r.producer_id, r.topic, r.partition)] = value  # type: ignore[attr-defined]
             elif cls is TxnOffsetTombstone:
-                pending_key = key_tail(record)[1:]
+                pending_key = cast(tuple[int, str, int], key_tail(record)[1:])
                 if pending_key in self.pending:
-                    del self.pending[pending_key]
+                    del _own(self.pending)[pending_key]
             elif cls is TxnProducerEpochRecord:
-                self.producers[record.producer_id] = value  # type: ignore[attr-defined]
+                producers = self.producers = _own(self.producers)
+                producers[record.producer_id] = value  # type: ignore[attr-defined]
             elif cls is TxnMarkerRecord:
                 producer_id = record.producer_id  # type: ignore[attr-defined]
                 for done in [k for k in self.pending if k[0] == producer_id]:
-                    del self.pending[done]
+                    del _own(self.pending)[done]
             elif (
                 cls is GroupMetadataRecord
                 or cls is ConsumerGroupMetadataRecord
@@ -153,9 +166,10 @@ class GroupRecords(Generic[V]):
                 tail = key_tail(record)
                 n = len(tail)
                 for stale in [k for k in self.consumer if k[:n] == tail]:
-                    del self.consumer[stale]
+                    del _own(self.consumer)[stale]
             else:
-                self.consumer[key_tail(record)] = value
+                consumer = self.consumer = _own(self.consumer)
+                consumer[key_tail(record)] = value
 
     def is_empty(self) -> bool:
         return (
@@ -205,7 +219,7 @@ class LatestRecords(Generic[V]):
             if value is not None:
                 if latest is None:
                     latest = groups[GroupKey(org_id, group_id)] = GroupRecords()
-                latest.offsets[(topic, partition)] = value
+                latest.offsets[partition_key(topic, partition)] = value
             elif latest is not None:
                 latest.offsets.pop((topic, partition), None)
                 if latest.is_empty():

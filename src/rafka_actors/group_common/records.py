@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .committed import CommittedOffset, OffsetHolder
+from .partition_keys import partition_key
 
 
 class Record:
@@ -53,7 +54,7 @@ class GroupTombstone(Record):
 
 
 def apply_offset_commit(group: OffsetHolder, record: OffsetCommitRecord) -> None:
-    tp = (record.topic, record.partition)
+    tp = partition_key(record.topic, record.partition)  # shared by every group
     at = record.commit_timestamp_ms
     group.offsets[tp] = CommittedOffset(record.offset, record.leader_epoch, record.metadata, at)
     if group.txn is not None:

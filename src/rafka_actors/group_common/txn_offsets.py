@@ -109,6 +109,9 @@ class TxnProducerEpochRecord(Record):
 
 NO_PENDING: Mapping[int, PendingTxn] = MappingProxyType({})
 NO_EPOCHS: Mapping[int, int] = MappingProxyType({})
+# One empty set for every group without pending offsets: `frozenset()` is a new 216-byte object
+# on each call (no singleton since Python 3.10), and every published snapshot kept one.
+NOTHING_PENDING: frozenset[TopicPartition] = frozenset()
 
 
 def pending_of(group: OffsetHolder | None) -> Mapping[int, PendingTxn]:
@@ -133,7 +136,7 @@ def pending_partitions(group: OffsetHolder | None) -> frozenset[TopicPartition]:
     """Every partition with a pending transactional offset (OffsetFetch's unstable ones)."""
     pending = pending_of(group)
     if not pending:
-        return frozenset()
+        return NOTHING_PENDING
     return frozenset(tp for txn in pending.values() for tp in txn.offsets)
 
 
