@@ -90,22 +90,6 @@ machines plugged into that base, and each test still failed.
   EndTxn waiting for its store is never answered); mutation: MailboxActor.run starts no
   follow-up at start -> fails (TooSlowError: after the restart the stored PrepareCommit
   never gets its markers)
-- test_asker_cancelled_mid_turn::test_a_turn_on_a_cancelled_asking_task_finishes (issue 53,
-  lever 1: actors/inline_turn.py) mutation: turn_here without its shield -> fails (the
-  abandoned turn's waiter is held for ever: 1 != 0, and its stored commit never became the
-  group's state)
-- test_inline_turn_write_fails::test_a_failed_write_of_a_turn_on_the_asking_task_...
-  mutation: MailboxActor.give_turn_back does not wake the actor task waiting for the token
-  -> fails (TooSlowError: the commit queued behind the failed turn is never answered);
-  mutation: MailboxActor._fail keeps the group instead of rebuilding it -> fails (the
-  refused commit is visible: {0: 5, 1: 9} != {0: 1, 1: 9})
-- tests/actors/test_inline_turn.py (Hypothesis, MockClock; not a fault module, recorded
-  here with the lever's) mutation: may_turn_here ignores `turning` -> fails ("two turns of
-  one group at once"); mutation: the actor task does not wait for the token before its own
-  turn -> fails (a turn beside the asking task's; found by the generated examples in 5 of 6
-  runs, and every time since by the explicit one); the second mutation
-  leaves test_asker_cancelled_mid_turn passing (a group's state is changed in place, so two
-  overlapping turns of commits lose nothing there): exclusivity is this test's to show
 
 Not seen through these tests: MailboxActor._drain leaving the mailbox open (no
 `self._inbox.close()`). Every sender waiting for room is drained before the close, and a

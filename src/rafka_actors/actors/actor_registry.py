@@ -32,7 +32,6 @@ from typing import Any, Final, Generic, TypeVar
 import trio
 
 from .. import telemetry
-from .inline_turn import may_turn_here, turn_here
 from .mailbox_actor import Envelope, MailboxActor
 from .reply import ReplySlot
 
@@ -99,9 +98,6 @@ class ActorRegistry(Generic[K, S]):
         envelope = Envelope(op, reply, telemetry.current_context())
         while True:
             actor = self._running.get(key) or self._start(key)
-            if may_turn_here(actor):
-                await turn_here(actor, envelope)
-                break
             try:
                 try:
                     actor.mailbox.send_nowait(envelope)  # waiting for the reply is the checkpoint

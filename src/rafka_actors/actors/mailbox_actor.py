@@ -49,12 +49,6 @@ within the noise (1.33x and 0.75x, its p50 latency 1.21x and 1.22x better). With
 rule, 16 committers 1.76x (2 253 against 1 278/s); (g)'s 100 000 one-commit groups unchanged
 (docs/performance.md, "Issue 53, levers 4 and 5").
 
-A turn on the asking task (issue 53, lever 1: inline_turn.py). An actor whose task waits
-for mail with nothing queued, nothing due and no turn under way lets the asking task take
-its turn token and run `turn` over its envelope; the actor task stays parked (the turn moves
-its wait if it changed the deadline, the grace or idleness), and takes the token back before
-its own next turn. Timers and queued mail are always its own.
-
 Follow-ups. A state may call for work outside any turn (a prepared transaction's markers):
 `Machine.follow_up` gives it, the actor runs it in a nursery of its own (only a kind that
 `follows_up` pays for one), and its result comes back as an op through the mailbox.
@@ -67,7 +61,6 @@ turn's append is one span under the one request it serves, or linked to each of 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Protocol, TypeVar
@@ -195,9 +188,7 @@ class MailboxActor(Generic[K, S]):
         "_grace",
         "_inbox",
         "_next_token",
-        "_parked",
         "_tasks",
-        "_turn_free",
         "_waiters",
         "idle_grace_s",
         "key",
@@ -206,7 +197,6 @@ class MailboxActor(Generic[K, S]):
         "mailbox",
         "on_stop",
         "state",
-        "turning",
     )
 
     def __init__(
@@ -236,11 +226,6 @@ class MailboxActor(Generic[K, S]):
         # how long an idle actor waits for more mail before it stops (lever 4 of issue 53)
         self.idle_grace_s = idle_grace_s
         self._grace: trio.CancelScope | None = None  # its wait, while it waits
-        # lever 1 (inline_turn.py): an asking task's turn is under way; the actor task's wait
-        # for mail (to move its deadline); what the actor task waits on for the token
-        self.turning = False
-        self._parked: trio.CancelScope | None = None
-        self._turn_free: trio.Event | None = None
 
     @property
     def idle(self) -> bool:
@@ -266,17 +251,10 @@ class MailboxActor(Generic[K, S]):
                 self._follow_up()  # e.g. a restart in PrepareCommit: finish the decision
             while True:
                 batch = await self._next_batch()
-                if self.turning:  # an asking task's turn: the token back first
-                    await self._await_token(batch)
-                    if batch is None:
-                        continue
-                    batch = (self._due(), self._take_queued(batch[1]))
                 if batch is None:  # idle, its mailbox found empty: stop in this same turn
                     self._inbox.close()
                     self.on_stop(self.state)
                     return
-                if not batch[0] and not batch[1]:  # woken to look again (a new deadline)
-                    continue
                 await self.turn(*batch)
                 del batch  # (not kept alive while the actor waits for the next one)
         finally:
@@ -294,21 +272,17 @@ class MailboxActor(Generic[K, S]):
             except trio.WouldBlock:
                 if not await self._linger(envelopes):
                     return None
+        elif self._deadline is None:
+            envelopes.append(await self._inbox.receive())
         else:
-            deadline = math.inf if self._deadline is None else trio_time(self._deadline)
-            with trio.CancelScope(deadline=deadline) as self._parked:
+            with trio.move_on_at(trio_time(self._deadline)):
                 envelopes.append(await self._inbox.receive())
-            self._parked = None
-        return self._due(), self._take_queued(envelopes)
-
-    def _take_queued(self, envelopes: list[Envelope]) -> list[Envelope]:
-        """`envelopes` and what is queued after them, up to `BATCH_LIMIT`."""
         while len(envelopes) < BATCH_LIMIT:
             try:
                 envelopes.append(self._inbox.receive_nowait())
             except trio.WouldBlock:
                 break
-        return envelopes
+        return self._due(), envelopes
 
     async def _linger(self, envelopes: list[Envelope]) -> bool:
         """Idle with an empty mailbox: wait up to the grace for mail (a burst of commits to
@@ -317,10 +291,9 @@ class MailboxActor(Generic[K, S]):
         if self.idle_grace_s <= 0:
             return False
         with trio.move_on_after(self.idle_grace_s) as self._grace:
-            self._parked = self._grace
             envelopes.append(await self._inbox.receive())
-        self._grace = self._parked = None
-        if envelopes or self.turning or not self.idle:  # (an asking task's turn: look again)
+        self._grace = None
+        if envelopes:
             return True
         try:  # (a sender may have come as the grace ran out)
             envelopes.append(self._inbox.receive_nowait())
@@ -333,47 +306,6 @@ class MailboxActor(Generic[K, S]):
         self.idle_grace_s = 0.0
         if self._grace is not None:
             self._grace.cancel()
-
-    # -- lever 1: a turn on the asking task (inline_turn.py) --------------------------------
-
-    def parked_in_mailbox(self) -> bool:
-        """The actor's task waits for mail (and no sender has handed it any)."""
-        return self._inbox.statistics().tasks_waiting_receive > 0
-
-    def due(self) -> bool:
-        return self._due()
-
-    def give_turn_back(self) -> None:
-        """The asking task's turn is over: wake the actor task if it waits for the token,
-        and move its wait for mail if the turn changed what it waits for."""
-        self.turning = False
-        if self._turn_free is not None:
-            self._turn_free.set()
-            self._turn_free = None
-        parked = self._parked
-        if parked is None:
-            return
-        if self._grace is not None:
-            if self.idle:
-                parked.deadline = trio.current_time() + self.idle_grace_s
-            else:
-                parked.cancel()  # no longer idle: wait as a busy actor does
-        elif self.idle:
-            parked.cancel()  # now idle: it may stop
-        elif self._deadline is not None and trio_time(self._deadline) < parked.deadline:
-            parked.deadline = trio_time(self._deadline)
-
-    async def _await_token(self, batch: tuple[bool, list[Envelope]] | None) -> None:
-        """Wait for an asking task's turn to end; envelopes taken meanwhile are answered if
-        the actor task is cancelled first."""
-        self._turn_free = event = trio.Event()
-        try:
-            await event.wait()
-        except BaseException:
-            code = ErrorCode.coordinator_not_available
-            for envelope in batch[1] if batch else ():
-                envelope.reply.send_nowait(envelope.op.error_reply(code))
-            raise
 
     def _due(self) -> bool:
         deadline = self._deadline
