@@ -7,10 +7,11 @@ median (min-max) per figure and broker, and each peer's ratio to the first broke
 --bootstrap it measures that one running broker instead.
 
 The brokers take turns: all are started at once, and each run of a workload goes to every
-broker before the next run starts, so the brokers' runs of a figure are seconds apart. On a
-shared host the machine's own throughput drifts by 10-30% over minutes; taken in turns, a
-ratio compares brokers under the same drift. A broker waiting for its turn is idle (it sits in
-epoll_wait). --no-interleave runs them one after another instead, each with all its runs.
+broker before the next run starts (every other run in the reverse order), so the brokers' runs
+of a figure are seconds apart. On a shared host the machine's own throughput drifts by 10-30%
+over minutes; taken in turns, a ratio compares brokers under the same drift. A broker waiting
+for its turn is idle (it sits in epoll_wait). --no-interleave runs them one after another
+instead, each with all its runs.
 
 A broker of --brokers is `[NAME=]KIND[@PYTHON][[KEY=VALUE,...]]` (brokers.parse_brokers):
 KIND is rafka-actors, noida-db, tansu or kafka (Apache Kafka 4.3.1, from $KAFKA_REF); `[...]`
@@ -122,7 +123,9 @@ def measure_in_turns(
     progress: Callable[[str], None],
 ) -> dict[str, dict[str, Figure]]:
     """`measure` for several targets at once, taking turns: each run of a workload goes to
-    every target before the next run; figures merged by target name, then key."""
+    every target before the next run, in the listed order on odd runs and the reverse on even
+    ones, so that no target always goes first, or always right after the same other one;
+    figures merged by target name, then key."""
     merged: dict[str, dict[str, Figure]] = {target.name: {} for target, _ in targets}
     for workload in chosen:
         applicable = []
@@ -132,7 +135,7 @@ def measure_in_turns(
             else:
                 progress(f"{target.name}: ({workload.letter}) not applicable")
         for run in range(1, opts.runs + 1):
-            for target, fresh in applicable:
+            for target, fresh in applicable if run % 2 else applicable[::-1]:
                 started = time.monotonic()
                 if workload.fresh_broker and fresh is not None:
                     with fresh() as own:

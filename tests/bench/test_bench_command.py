@@ -167,7 +167,8 @@ def test_a_workload_measuring_what_the_broker_holds_gets_a_fresh_broker_per_run(
 
 def test_in_turns_each_run_goes_to_every_broker_before_the_next() -> None:
     """--interleave: a figure's runs on different brokers are seconds apart, so the
-    machine's drift over minutes is the same for all of them."""
+    machine's drift over minutes is the same for all of them; every other run goes in the
+    reverse order, so that neither always goes first."""
     seen: list[tuple[str, str]] = []
 
     def fresh_for(name: str) -> Callable[[], Iterator[Target]]:
@@ -190,11 +191,11 @@ def test_in_turns_each_run_goes_to_every_broker_before_the_next() -> None:
     targets = [(Target(name, "127.0.0.1:1"), fresh_for(name)) for name in ("r", "p")]
     merged = measure_in_turns(targets, [shared, only_p, own], Options(runs=2), print)
     assert seen == [
-        ("a", "r"), ("a", "p"), ("a", "r"), ("a", "p"),
+        ("a", "r"), ("a", "p"), ("a", "p"), ("a", "r"),
         ("b", "p"), ("b", "p"),
-        ("g", "r-own"), ("g", "p-own"), ("g", "r-own"), ("g", "p-own"),
+        ("g", "r-own"), ("g", "p-own"), ("g", "p-own"), ("g", "r-own"),
     ]  # fmt: skip
-    assert merged["r"]["a.y"].values == [1.0, 3.0] and merged["p"]["a.y"].values == [2.0, 4.0]
+    assert merged["r"]["a.y"].values == [1.0, 4.0] and merged["p"]["a.y"].values == [2.0, 3.0]
     assert "b.y" not in merged["r"] and merged["p"]["b.y"].values == [5.0, 6.0]
 
 
