@@ -128,6 +128,11 @@ class _Member:
         self._stop.set()
         self._thread.join(30)
         self.consumer.close()
+        # The consumer holds our callbacks and we hold it: a cycle that only the rare full
+        # collection frees, and a confluent-kafka client keeps a thread-local key until it
+        # is freed. Some thousands of them used up the process's keys ("Failed to initialize
+        # thread local storage" for every later client, a 7-run guard's (b)-(e)).
+        del self.consumer
 
 
 def _stop_all(members: list[_Member]) -> None:
